@@ -1,0 +1,126 @@
+"""The stateful tool boundary, shared by every environment.
+
+A stateful tool always runs live (record, replay and branch alike); what replay adds is the check:
+after the call, the observation and the environment's state fingerprint must equal the seed's at the
+same step, else the environment's drift error is raised with a readable diff. Environments supply
+only "run this call" and "fingerprint yourself"; the comparison lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from failforge.canonical import readable_diff
+from failforge.errors import EnvironmentDrift
+from failforge.runlog import RunLog
+from failforge.trajectory import Outcome, Step
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A state hash plus per-part hashes, so a drift can say which part of the state changed."""
+
+    digest: str
+    parts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str
+    error: str | None = None
+
+
+class Toolbox(Protocol):
+    """What a harness needs from an environment: tool schemas and a way to call one."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def call(self, name: str, arguments: str, call_id: str | None) -> str: ...
+
+
+class Environment(Protocol):
+    """One episode of a benchmark task: its instruction, tools, fingerprint and official evaluator."""
+
+    name: str
+
+    def instruction(self) -> str: ...
+
+    def toolbox(self, log: RunLog) -> Toolbox: ...
+
+    def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome: ...
+
+    def close(self) -> None: ...
+
+
+def observe_tool_call(
+    log: RunLog,
+    *,
+    name: str,
+    arguments: dict[str, Any] | None,
+    call_id: str | None,
+    run: Callable[[], ToolResult],
+    fingerprint: Callable[[], Fingerprint],
+    drift: type[EnvironmentDrift] = EnvironmentDrift,
+) -> Step:
+    """Run one stateful tool call live, fingerprint the state, append the step, and assert it in replay."""
+    index = log.next_index
+    result = run()
+    fp = fingerprint()
+    step = Step(
+        index=index,
+        kind="tool",
+        agent="environment",
+        role="tool",
+        content=result.content,
+        tool_call_id=call_id,
+        tool_name=name,
+        tool_arguments=arguments,
+        state_fingerprint=fp.digest,
+        state_parts=fp.parts,
+        error=result.error,
+        phase=log.phase_for(index),
+    )
+    if log.replaying(index):
+        assert_tool_step(log, step, drift)
+    log.append(step)
+    return step
+
+
+def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> None:
+    index = step.index
+    expected = log.expected_step(index)
+    where = {"trajectory_id": log.trajectory_id, "step": index}
+    if expected is None or expected.kind != "tool":
+        what = "nothing" if expected is None else f"a {expected.kind} step"
+        raise drift(f"the harness called tool {step.tool_name!r} where the seed has {what}", expected=what, actual=step.tool_name, **where)
+    if (expected.tool_name, expected.tool_arguments) != (step.tool_name, step.tool_arguments):
+        raise drift(
+            "the tool call differs from the recorded one",
+            expected={"tool": expected.tool_name, "arguments": expected.tool_arguments},
+            actual={"tool": step.tool_name, "arguments": step.tool_arguments},
+            diff=readable_diff({"tool": expected.tool_name, "arguments": expected.tool_arguments}, {"tool": step.tool_name, "arguments": step.tool_arguments}),
+            **where,
+        )
+    if (expected.content, expected.error) != (step.content, step.error):
+        raise drift(
+            f"tool {step.tool_name!r} returned a different observation than recorded",
+            expected=expected.content,
+            actual=step.content,
+            diff=readable_diff(f"{expected.content}\n{expected.error or ''}", f"{step.content}\n{step.error or ''}"),
+            **where,
+        )
+    if expected.state_fingerprint != step.state_fingerprint:
+        changed = sorted(
+            k
+            for k in set(expected.state_parts or {}) | set(step.state_parts or {})
+            if (expected.state_parts or {}).get(k) != (step.state_parts or {}).get(k)
+        )
+        raise drift(
+            f"state fingerprint after tool {step.tool_name!r} differs from the recorded one; changed parts: {', '.join(changed) or 'unknown'}",
+            expected=expected.state_fingerprint,
+            actual=step.state_fingerprint,
+            diff="\n".join(f"  part {k}: recorded {(expected.state_parts or {}).get(k)} replayed {(step.state_parts or {}).get(k)}" for k in changed),
+            **where,
+        )

@@ -1,0 +1,288 @@
+"""AgentDojo (v1 suites: workspace, travel, banking, slack) as a failforge environment.
+
+Tools run live against AgentDojo's pydantic environment; after every call the state is fingerprinted
+(canonical JSON of the whole environment, plus one hash per top-level part so a drift names the part).
+AgentDojo's email and drive tools stamp ``datetime.now()`` into the state and into the observation the
+model sees; left alone that would make every replay drift, so the clock those tools read is frozen at an
+instant recorded in the trajectory (``environment.config.clock``). The evaluator is AgentDojo's own
+utility check (``utility_from_traces`` first, then ``utility``), as ``TaskSuite`` runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import threading
+import types
+from collections.abc import Iterator
+from typing import Any
+
+from failforge.canonical import canonical_hash
+from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call
+from failforge.errors import ConfigError, EnvStateDrift
+from failforge.runlog import RunLog
+from failforge.trajectory import Outcome, Step, Task
+
+DEFAULT_CLOCK = "2024-05-15T10:00:00"
+BENCHMARK_VERSION = "v1"
+SUITES = ("workspace", "travel", "banking", "slack")
+NORMALISER_VERSION = "agentdojo-state/1"
+
+# Modules whose tools read the wall clock; their ``datetime`` global is swapped while a run is active.
+_CLOCK_MODULES = (
+    "agentdojo.default_suites.v1.tools.email_client",
+    "agentdojo.default_suites.v1.tools.cloud_drive_client",
+)
+_clock_lock = threading.Lock()
+_clock_users = 0
+_clock_instant: str | None = None
+_clock_saved: dict[str, Any] = {}
+
+
+def _frozen_datetime_module(instant: _dt.datetime) -> types.ModuleType:
+    class FrozenDateTime(_dt.datetime):
+        """Reads the pinned instant. Returns plain ``datetime`` objects so YAML and pydantic see the usual type."""
+
+        @classmethod
+        def now(cls, tz: _dt.tzinfo | None = None) -> _dt.datetime:  # type: ignore[override]
+            return instant if tz is None else instant.replace(tzinfo=tz)
+
+        @classmethod
+        def today(cls) -> _dt.datetime:  # type: ignore[override]
+            return instant
+
+    shim = types.ModuleType("datetime")
+    shim.__dict__.update({k: getattr(_dt, k) for k in dir(_dt) if not k.startswith("__")})
+    shim.datetime = FrozenDateTime  # type: ignore[attr-defined]
+    return shim
+
+
+@contextlib.contextmanager
+def frozen_clock(instant: str) -> Iterator[None]:
+    """Freeze the clock AgentDojo's tools read. Nested or concurrent runs must agree on the instant."""
+    import importlib
+
+    global _clock_users, _clock_instant
+    with _clock_lock:
+        if _clock_users and _clock_instant != instant:
+            raise ConfigError(
+                f"two AgentDojo runs in one process need different frozen clocks ({_clock_instant} and {instant}); run them separately"
+            )
+        if _clock_users == 0:
+            shim = _frozen_datetime_module(_dt.datetime.fromisoformat(instant))
+            for name in _CLOCK_MODULES:
+                module = importlib.import_module(name)
+                _clock_saved[name] = module.datetime
+                module.datetime = shim  # type: ignore[attr-defined]
+            _clock_instant = instant
+        _clock_users += 1
+    try:
+        yield
+    finally:
+        with _clock_lock:
+            _clock_users -= 1
+            if _clock_users == 0:
+                for name, original in _clock_saved.items():
+                    importlib.import_module(name).datetime = original  # type: ignore[attr-defined]
+                _clock_saved.clear()
+                _clock_instant = None
+
+
+def agentdojo_version() -> str:
+    from importlib.metadata import version
+
+    return version("agentdojo")
+
+
+def get_suite(suite_name: str, benchmark_version: str = BENCHMARK_VERSION) -> Any:
+    try:
+        from agentdojo.task_suite.load_suites import get_suite as _get_suite
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError("AgentDojo is not installed: pip install 'failforge[agentdojo]'") from exc
+    if suite_name not in SUITES:
+        raise ConfigError(f"unknown AgentDojo suite {suite_name!r}; expected one of {', '.join(SUITES)}")
+    return _get_suite(benchmark_version, suite_name)
+
+
+def list_user_tasks(suites: tuple[str, ...] = SUITES) -> list[tuple[str, str]]:
+    """(suite, task id) of every v1 user task, in a stable order."""
+    out: list[tuple[str, str]] = []
+    for name in suites:
+        suite = get_suite(name)
+        ids = sorted(suite.user_tasks, key=lambda s: int(s.rsplit("_", 1)[-1]))
+        out.extend((name, task_id) for task_id in ids)
+    return out
+
+
+def _tool_schema(function: Any) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": function.name,
+            "description": function.description,
+            "parameters": function.parameters.model_json_schema(),
+        },
+    }
+
+
+def state_fingerprint(env: Any) -> Fingerprint:
+    """Canonical hash of the whole environment plus one hash per top-level part."""
+    state = env.model_dump(mode="json")
+    parts = {key: canonical_hash(value) for key, value in sorted(state.items())}
+    return Fingerprint(digest=canonical_hash(parts), parts=parts)
+
+
+class AgentDojoToolbox:
+    """Tools of one AgentDojo episode, routed through the stateful tool boundary."""
+
+    def __init__(self, episode: "AgentDojoEpisode", log: RunLog) -> None:
+        self.episode = episode
+        self.log = log
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [_tool_schema(f) for f in self.episode.suite.tools]
+
+    def run_function(self, name: str, args: dict[str, Any] | None, call_id: str | None, raw: str | None = None) -> tuple[Any, str | None, Step]:
+        """Run a tool live, record and (in replay) assert it. Returns AgentDojo's (result, error) and the step."""
+        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+
+        holder: dict[str, Any] = {}
+
+        def run() -> ToolResult:
+            if args is None:
+                holder["result"], holder["error"] = "", f"ValueError: tool arguments are not a JSON object: {raw!r}"
+            else:
+                holder["result"], holder["error"] = self.episode.runtime.run_function(self.episode.env, name, args)
+            error = holder["error"]
+            content = tool_result_to_str(holder["result"]) if error is None else ""
+            return ToolResult(content=content, error=error)
+
+        step = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=args,
+            call_id=call_id,
+            run=run,
+            fingerprint=lambda: state_fingerprint(self.episode.env),
+            drift=EnvStateDrift,
+        )
+        return holder["result"], holder["error"], step
+
+    def call(self, name: str, arguments: str, call_id: str | None) -> str:
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            parsed = None
+        if parsed is not None and not isinstance(parsed, dict):
+            parsed = None
+        _, error, step = self.run_function(name, parsed, call_id, raw=arguments)
+        return step.content if error is None else f"Error: {error}"
+
+    def runtime(self) -> Any:
+        """An AgentDojo ``FunctionsRuntime`` whose calls go through this boundary, for AgentDojo's own pipelines."""
+        from agentdojo.functions_runtime import FunctionsRuntime
+
+        toolbox = self
+
+        class BoundaryRuntime(FunctionsRuntime):
+            def run_function(self, env: Any, function: str, kwargs: Any, raise_on_error: bool = False) -> tuple[Any, str | None]:  # type: ignore[override]
+                result, error, _ = toolbox.run_function(function, dict(kwargs), None)
+                if error is not None and raise_on_error:
+                    raise RuntimeError(error)
+                return result, error
+
+        return BoundaryRuntime(self.episode.suite.tools)
+
+
+class AgentDojoEpisode:
+    """One user task of one suite, with its own environment instance and a frozen clock.
+
+    Use as a context manager: the clock is frozen for the episode's lifetime.
+    """
+
+    name = "agentdojo"
+
+    def __init__(self, suite_name: str, task_id: str, *, clock: str = DEFAULT_CLOCK, benchmark_version: str = BENCHMARK_VERSION) -> None:
+        from agentdojo.functions_runtime import FunctionsRuntime
+
+        self.suite_name = suite_name
+        self.task_id = task_id
+        self.clock = clock
+        self.benchmark_version = benchmark_version
+        self.suite = get_suite(suite_name, benchmark_version)
+        if task_id not in self.suite.user_tasks:
+            raise ConfigError(f"AgentDojo suite {suite_name!r} has no user task {task_id!r}")
+        self.task = self.suite.user_tasks[task_id]
+        self._clock_cm = frozen_clock(clock)
+        self._clock_cm.__enter__()
+        environment = self.suite.load_and_inject_default_environment({})
+        self.env = self.task.init_environment(environment)
+        self.pre_env = self.env.model_copy(deep=True)
+        self.runtime = FunctionsRuntime(self.suite.tools)
+
+    def __enter__(self) -> "AgentDojoEpisode":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._clock_cm is not None:
+            self._clock_cm.__exit__(None, None, None)
+            self._clock_cm = None  # type: ignore[assignment]
+
+    def spec_config(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite_name,
+            "task_id": self.task_id,
+            "benchmark_version": self.benchmark_version,
+            "clock": self.clock,
+            "normaliser": NORMALISER_VERSION,
+        }
+
+    def instruction(self) -> str:
+        return str(self.task.PROMPT)
+
+    def task_record(self) -> Task:
+        return Task(
+            benchmark="agentdojo",
+            suite=self.suite_name,
+            task_id=self.task_id,
+            instruction=self.instruction(),
+            gold_answer=str(self.task.GROUND_TRUTH_OUTPUT) or None,
+            metadata={"difficulty": str(getattr(self.task, "DIFFICULTY", "")), "benchmark_version": self.benchmark_version},
+        )
+
+    def toolbox(self, log: RunLog) -> AgentDojoToolbox:
+        return AgentDojoToolbox(self, log)
+
+    def ground_truth_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """The task's ground-truth tool calls, computed from the pre-task environment."""
+        return [(call.function, dict(call.args)) for call in self.task.ground_truth(self.pre_env.model_copy(deep=True))]
+
+    def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
+        """AgentDojo's own utility check, as ``TaskSuite._check_user_task_utility`` runs it."""
+        from agentdojo.functions_runtime import FunctionCall
+
+        traces = []
+        for step in steps:
+            for call in step.tool_calls if step.kind == "agent" else []:
+                args = call.parsed_arguments()
+                if args is not None:
+                    traces.append(FunctionCall(function=call.name, args=args, id=call.id))
+        output = final_output or ""
+        try:
+            verdict = self.task.utility_from_traces(output, self.pre_env, self.env, traces)
+            method = "utility_from_traces"
+            if verdict is None:
+                verdict = self.task.utility(output, self.pre_env, self.env)
+                method = "utility"
+        except Exception as exc:  # an evaluator crash on odd agent output is a failed task, not a crash of ours
+            return Outcome(success=False, evaluator="agentdojo.utility", details={"error": f"{type(exc).__name__}: {exc}"})
+        return Outcome(
+            success=bool(verdict),
+            score=1.0 if verdict else 0.0,
+            evaluator=f"agentdojo.{method}",
+            details={"suite": self.suite_name, "task_id": self.task_id, "final_output": output[:2000]},
+        )

@@ -1,0 +1,138 @@
+"""Typed errors.
+
+Drift (the replayed world disagrees with the recording) and infrastructure failure (something
+broke: a server died, a browser crashed) are different facts and are kept apart in the type tree,
+as Temporal keeps ``Nondeterminism`` apart from ``Fatal``: a drift says the seed or the environment
+is not reproducible, an infrastructure error says nothing about the seed and may be retried.
+Every drift error carries where it happened (trajectory id, step) and what was expected and found,
+so a user can open the seed at that step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FailforgeError(Exception):
+    """Base of every error failforge raises on purpose."""
+
+
+class ConfigError(FailforgeError):
+    """A configuration value, flag or file is missing or invalid."""
+
+
+class SeedFormatError(FailforgeError):
+    """A trajectory record could not be parsed. Names the file, line and field."""
+
+    def __init__(self, path: str, line: int, field: str, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{path}:{line}: field '{field}': {problem}")
+
+
+class DriftError(FailforgeError):
+    """Replay observed something other than what was recorded."""
+
+    kind = "drift"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        trajectory_id: str | None = None,
+        step: int | None = None,
+        expected: Any = None,
+        actual: Any = None,
+        diff: str = "",
+    ) -> None:
+        self.trajectory_id = trajectory_id
+        self.step = step
+        self.expected = expected
+        self.actual = actual
+        self.diff = diff
+        self.message = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f"trajectory {self.trajectory_id or '?'} step {self.step if self.step is not None else '?'}"
+        text = f"{type(self).__name__} at {where}: {self.message}"
+        if self.diff:
+            text += "\n" + self.diff
+        return text
+
+    def locate(self, trajectory_id: str | None = None, step: int | None = None) -> "DriftError":
+        """Fill in the location once a caller higher up knows it; returns self for ``raise e.locate(..)``."""
+        if trajectory_id is not None and self.trajectory_id is None:
+            self.trajectory_id = trajectory_id
+        if step is not None and self.step is None:
+            self.step = step
+        self.args = (self._render(),)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": type(self).__name__,
+            "trajectory_id": self.trajectory_id,
+            "step": self.step,
+            "message": self.message,
+            "diff": self.diff,
+        }
+
+
+class PromptDrift(DriftError):
+    """The agent's model request at a replayed step differs from the recorded one."""
+
+    kind = "prompt"
+
+
+class EnvironmentDrift(DriftError):
+    """A stateful tool produced a different observation or state fingerprint than recorded."""
+
+    kind = "environment"
+
+
+class EnvStateDrift(EnvironmentDrift):
+    """A structured environment state (e.g. AgentDojo's pydantic environment) differs."""
+
+    kind = "env_state"
+
+
+class DomDrift(EnvironmentDrift):
+    """A browser page's normalised DOM differs."""
+
+    kind = "dom"
+
+
+class SandboxDrift(EnvironmentDrift):
+    """A sandbox workspace or command output differs."""
+
+    kind = "sandbox"
+
+
+class CacheMiss(DriftError):
+    """A stateless tool call had no recording in replay mode. Lists the nearest recorded keys."""
+
+    kind = "cache_miss"
+
+
+class RecordingExhausted(DriftError):
+    """Replay needed more recorded model responses than the seed holds; failforge never calls live instead."""
+
+    kind = "recording_exhausted"
+
+
+class PrefixComplete(FailforgeError):
+    """Control flow, not a failure: a prefix-only replay reached its branch point and stopped the run there."""
+
+
+class InfrastructureError(FailforgeError):
+    """Something outside the seed failed (model server down, browser crashed, container died).
+
+    Never counted as drift and never as a rejected gold candidate.
+    """
+
+
+class ModelUnavailable(InfrastructureError):
+    """The model endpoint could not be reached or kept failing after retries."""

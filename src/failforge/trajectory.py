@@ -1,0 +1,230 @@
+"""The schema: Task, Step, Trajectory, GoldLabel, and JSONL load/save.
+
+Step indices are 0-based and stable: step 0 is always the task instruction, and every later event
+(one agent output = one model call, one tool observation per tool call) is one step, appended in the
+order it happened. A decisive step ``t`` therefore names the same event in a seed and in every
+branch made from it, which is what lets a gold label say "everything before t is the seed's".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from failforge.errors import SeedFormatError
+
+SCHEMA_VERSION = "1"
+
+StepKind = Literal["task", "agent", "tool"]
+Phase = Literal["recorded", "replayed", "injected", "live"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(_Model):
+    """One tool call as the model produced it; ``arguments`` is the raw JSON text, kept verbatim."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> dict[str, Any] | None:
+        """The arguments as a dict, or None when the model wrote something that is not a JSON object."""
+        try:
+            value = json.loads(self.arguments) if self.arguments.strip() else {}
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+class ModelCallRef(_Model):
+    """The model call that produced an agent step: enough to serve it again and to check the request."""
+
+    stream: str
+    ordinal: int = Field(ge=0, description="0-based index of this call within its stream")
+    request: dict[str, Any] = Field(description="chat-completions request body as the harness sent it (no secrets)")
+    request_hash: str = Field(description="sha256 of the canonical request (volatile ids canonicalised)")
+    response: dict[str, Any] = Field(description="raw chat-completions response body")
+    source: Literal["model", "oracle", "recording"] = "model"
+
+
+class Step(_Model):
+    index: int = Field(ge=0)
+    kind: StepKind
+    agent: str = Field(description="agent id for agent steps; 'user' for the task; 'environment' for tool steps")
+    role: Literal["user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_arguments: dict[str, Any] | None = None
+    model_call: ModelCallRef | None = None
+    state_fingerprint: str | None = None
+    state_parts: dict[str, str] | None = Field(
+        default=None, description="per-part hashes of the state, so a drift can name what changed"
+    )
+    error: str | None = None
+    phase: Phase = "recorded"
+
+    def is_final(self) -> bool:
+        return self.kind == "agent" and not self.tool_calls
+
+    def comparable(self) -> dict[str, Any]:
+        """The fields that must be identical between a seed and a branch's prefix."""
+        return self.model_dump(include={"index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments", "state_fingerprint", "error"})
+
+
+class Task(_Model):
+    benchmark: str
+    suite: str | None = None
+    task_id: str
+    instruction: str
+    gold_answer: str | None = Field(default=None, description="the benchmark's reference answer, when it has one")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ComponentSpec(_Model):
+    """Which harness / environment / model, with the configuration needed to rebuild it exactly."""
+
+    name: str
+    version: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Outcome(_Model):
+    success: bool | None
+    score: float | None = None
+    evaluator: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class FilterVerdict(_Model):
+    name: str
+    passed: bool
+    reason: str
+
+
+class GoldLabel(_Model):
+    decisive_step: int
+    decisive_agent: str
+    mode_code: str
+    mode_family: str
+    original_step: Step
+    steering_note: str
+    guide_model: str
+    agent_model: str
+    filter_verdicts: list[FilterVerdict]
+    seed_id: str
+    branch_step: int
+    evaluator_output: Outcome
+    guide_request: dict[str, Any] = Field(default_factory=dict, description="stage-1 prompt sent to the guide model")
+    agent_request: dict[str, Any] = Field(default_factory=dict, description="stage-2 request: the agent's own step-t request plus the note")
+
+
+class Trajectory(_Model):
+    schema_version: str = SCHEMA_VERSION
+    id: str
+    task: Task
+    steps: list[Step]
+    outcome: Outcome | None = None
+    harness: ComponentSpec
+    environment: ComponentSpec
+    model: ComponentSpec
+    agents: list[str] = Field(default_factory=lambda: ["agent"])
+    oracle: bool = Field(default=False, description="model responses were supplied by the benchmark's ground truth")
+    parent_id: str | None = None
+    branch_step: int | None = None
+    label: GoldLabel | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+    def agent_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.kind == "agent"]
+
+    def final_output(self) -> str | None:
+        for step in reversed(self.steps):
+            if step.kind == "agent":
+                return step.content if not step.tool_calls else None
+        return None
+
+
+def _field_of(err: ValidationError) -> tuple[str, str]:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "<record>"
+    return loc, first.get("msg", str(err))
+
+
+def parse_line(text: str, path: str = "<string>", line: int = 1) -> Trajectory:
+    """Parse one JSONL line; errors name the file, line and field."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SeedFormatError(path, line, "<json>", f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
+    if not isinstance(data, dict):
+        raise SeedFormatError(path, line, "<record>", f"expected a JSON object, found {type(data).__name__}")
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError as exc:
+        field, problem = _field_of(exc)
+        raise SeedFormatError(path, line, field, problem) from exc
+
+
+def iter_jsonl(path: str | Path) -> Iterator[Trajectory | SeedFormatError]:
+    """Yield each trajectory, or the error for a malformed line, so one bad record loses nothing else."""
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield parse_line(text, str(path), number)
+            except SeedFormatError as exc:
+                yield exc
+
+
+def load_jsonl(path: str | Path) -> tuple[list[Trajectory], list[SeedFormatError]]:
+    good: list[Trajectory] = []
+    bad: list[SeedFormatError] = []
+    for item in iter_jsonl(path):
+        (bad if isinstance(item, SeedFormatError) else good).append(item)  # type: ignore[arg-type]
+    return good, bad
+
+
+def dump_line(record: BaseModel) -> str:
+    return record.model_dump_json(exclude_none=False) + "\n"
+
+
+def append_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
+    """Append whole lines with one write + fsync, so an interrupted run never leaves a torn line."""
+    payload = "".join(dump_line(r) for r in records)
+    if not payload:
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, payload.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
+    """Replace a file atomically (write a temporary file, then rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(dump_line(record))
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
