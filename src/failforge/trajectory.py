@@ -223,6 +223,7 @@ def write_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(dump_line(record))
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

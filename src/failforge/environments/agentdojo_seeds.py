@@ -9,6 +9,7 @@ model-recorded seed; only ``oracle=True`` and ``source="oracle"`` on its model c
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,10 +23,19 @@ DEFAULT_AGENT_MODEL = "smollm2-135m-instruct"
 
 
 def env_spec(suite: str, task_id: str, clock: str = DEFAULT_CLOCK) -> ComponentSpec:
+    """The environment spec recorded in a trajectory; ``python_hash_seed`` is recorded because
+    AgentDojo's calendar orders participants by set iteration, which follows it."""
     return ComponentSpec(
         name="agentdojo",
         version=agentdojo_version(),
-        config={"suite": suite, "task_id": task_id, "benchmark_version": "v1", "clock": clock, "normaliser": "agentdojo-state/1"},
+        config={
+            "suite": suite,
+            "task_id": task_id,
+            "benchmark_version": "v1",
+            "clock": clock,
+            "normaliser": "agentdojo-state/1",
+            "python_hash_seed": os.environ.get("PYTHONHASHSEED", "random"),
+        },
     )
 
 

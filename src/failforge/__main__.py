@@ -1,0 +1,3 @@
+from failforge.cli import main
+
+main()

@@ -1,0 +1,328 @@
+"""The ``failforge`` command.
+
+Every command takes its configuration from flags (no hidden state) and records it in what it writes.
+Model endpoints: pass ``--base-url``/``--model`` (key read from ``--api-key-env``) for any
+OpenAI-compatible server; without them failforge starts the embedded local model for the duration
+of the command and stops it afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from failforge import __version__
+from failforge.errors import FailforgeError
+
+app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False)
+seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
+app.add_typer(seeds_app, name="seeds")
+console = Console(stderr=True)
+out = Console()
+
+DEMO_SEED_TASKS = (
+    ("banking", "user_task_1"),
+    ("banking", "user_task_3"),
+    ("slack", "user_task_0"),
+    ("slack", "user_task_2"),
+    ("travel", "user_task_0"),
+    ("workspace", "user_task_0"),
+)
+
+
+def bundled_seeds_path() -> Path:
+    return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_demo.jsonl"))
+
+
+def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):  # type: ignore[no-untyped-def]
+    from failforge.llm import ModelEndpoint
+
+    if base_url is None:
+        return None
+    if not model:
+        raise typer.BadParameter("--model is required with --base-url")
+    return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
+
+
+@app.command()
+def version() -> None:
+    """Print the failforge version."""
+    out.print(__version__)
+
+
+@app.command()
+def taxonomy() -> None:
+    """Print the 18 error modes with where each applies."""
+    from failforge.taxonomy import taxonomy_table
+
+    out.print(taxonomy_table())
+
+
+@seeds_app.command("agentdojo")
+def seeds_agentdojo(
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write")] = Path("agentdojo_oracle_seeds.jsonl"),
+    suite: Annotated[Optional[list[str]], typer.Option(help="suite(s): workspace, travel, banking, slack (default: all)")] = None,
+    task: Annotated[Optional[list[str]], typer.Option(help="user task id(s): user_task_3 (in every chosen suite) or banking/user_task_3 (default: all)")] = None,
+    model: Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")] = "smollm2-135m-instruct",
+) -> None:
+    """Oracle seeds: AgentDojo's ground truth recorded through the built-in harness (no model needed)."""
+    from failforge.environments.agentdojo_env import SUITES, list_user_tasks
+    from failforge.environments.agentdojo_seeds import oracle_seed
+    from failforge.trajectory import write_jsonl
+
+    pairs = [(s, t) for s, t in list_user_tasks(tuple(suite or SUITES)) if not task or t in task or f"{s}/{t}" in task]
+    if not pairs:
+        raise typer.BadParameter("no AgentDojo user task matches --suite/--task")
+    made, failed = [], []
+    with _progress() as progress:
+        bar = progress.add_task("oracle seeds", total=len(pairs), status="")
+        for s, t in pairs:
+            try:
+                seed = oracle_seed(s, t, model=model)
+            except FailforgeError as exc:
+                failed.append(f"{s}/{t}: {exc}")
+            else:
+                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{s}/{t}: ground truth did not pass the utility check")
+            progress.advance(bar)
+    write_jsonl(output, made)  # type: ignore[arg-type]
+    out.print(f"wrote {len(made)} oracle seeds to {output} ({len(failed)} failed)")
+    for line in failed:
+        console.print(f"[yellow]skipped[/] {line}")
+
+
+@app.command()
+def record(
+    suite: Annotated[str, typer.Option(help="AgentDojo suite")],
+    task: Annotated[list[str], typer.Option(help="user task id(s)")],
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("recorded_seeds.jsonl"),
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="model name at --base-url")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the API key")] = "OPENAI_API_KEY",
+    harness: Annotated[str, typer.Option(help="builtin (failforge's loop) or agentdojo (AgentDojo's AgentPipeline)")] = "builtin",
+    keep_failures: Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")] = False,
+) -> None:
+    """Record model-generated seeds on AgentDojo; only evaluator successes become seeds."""
+    from failforge.campaign import open_models
+    from failforge.environments.agentdojo_seeds import env_spec
+    from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
+    from failforge.replay import record as record_run
+    from failforge.trajectory import append_jsonl
+
+    chosen = ToolCallingAgent() if harness == "builtin" else AgentDojoPipelineHarness() if harness == "agentdojo" else None
+    if chosen is None:
+        raise typer.BadParameter("--harness must be builtin or agentdojo")
+    kept = failed = 0
+    with open_models(_endpoint(base_url, model, api_key_env), None) as models:
+        for task_id in task:
+            try:
+                traj = record_run(env_spec=env_spec(suite, task_id), harness=chosen, model=models.agent_spec, upstream=models.agent)
+            except FailforgeError as exc:
+                console.print(f"[red]{suite}/{task_id}: {exc}[/]")
+                failed += 1
+                continue
+            ok = bool(traj.outcome and traj.outcome.success)
+            if ok:
+                append_jsonl(output, [traj])
+                kept += 1
+            else:
+                failed += 1
+                if keep_failures:
+                    append_jsonl(output.with_suffix(".failures.jsonl"), [traj])
+            out.print(f"{suite}/{task_id}: {'success' if ok else 'failed'} in {len(traj.steps)} steps")
+    out.print(f"kept {kept} successful seed(s) in {output}; {failed} run(s) did not succeed")
+
+
+@app.command()
+def replay(
+    seeds: Annotated[Path, typer.Argument(help="JSONL of seed trajectories")],
+    until: Annotated[Optional[int], typer.Option(help="replay only steps before this agent step")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="write the per-seed report as JSON")] = None,
+) -> None:
+    """Replay seeds with no live model and report fidelity per seed (exit 1 on any drift)."""
+    from failforge.replay import replay as replay_seed
+    from failforge.trajectory import load_jsonl
+
+    good, bad = load_jsonl(seeds)
+    for err in bad:
+        console.print(f"[yellow]skipped malformed seed[/] {err}")
+    rows = []
+    with _progress() as progress:
+        bar = progress.add_task("replay", total=len(good), status="")
+        for seed in good:
+            r = replay_seed(seed, until=until, raise_on_drift=False)
+            rows.append(r)
+            progress.advance(bar)
+    table = Table(title=f"replay of {seeds}")
+    for col in ("seed", "steps", "identical", "drift", "success"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.trajectory_id, f"{r.steps_replayed}/{r.steps_expected}", "yes" if r.identical else "NO", f"{type(r.drift).__name__} at step {r.drift.step}" if r.drift else (r.infrastructure or ""), str(r.outcome.success if r.outcome else "-"))
+    out.print(table)
+    identical = sum(r.identical for r in rows)
+    successes = sum(bool(r.outcome and r.outcome.success) for r in rows)
+    out.print(f"{identical}/{len(rows)} seeds replayed identically; evaluator success on replay: {successes}/{len(rows)}; malformed: {len(bad)}")
+    if report:
+        report.write_text(json.dumps([r.to_dict() for r in rows], indent=2))
+    if identical < len(rows):
+        raise typer.Exit(1)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
+
+
+def _run_generate(config, progress_label: str = "attempts"):  # type: ignore[no-untyped-def]
+    from failforge.campaign import open_models, run_campaign
+
+    with open_models(config.agent, config.guide) as models, _progress() as progress:
+        bar = progress.add_task(progress_label, total=None, status="starting")
+
+        def on_progress(event: str, spec, summary) -> None:  # type: ignore[no-untyped-def]
+            if event == "plan":
+                return
+            if progress.tasks[bar].total is None:
+                pass
+            progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed} · skipped {summary.skipped}")
+
+        from failforge.campaign import load_seeds
+        from failforge.injection import plan_attempts
+
+        seeds, _ = load_seeds(config.seeds)
+        usable = [s for s in seeds if s.outcome and s.outcome.success][: config.max_seeds or None]
+        total = sum(len(plan_attempts(s, modes=config.modes, steps_per_seed=config.steps_per_seed, modes_per_step=config.modes_per_step, samples=config.samples, rng_seed=config.rng_seed)) for s in usable)
+        progress.update(bar, total=total, status="")
+        summary = run_campaign(config, models, on_progress=on_progress)
+    _print_summary(summary)
+    return summary
+
+
+def _print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+    table = Table(title="failforge campaign")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("attempts run", str(summary.attempts))
+    table.add_row("skipped (already done)", str(summary.skipped))
+    table.add_row("kept (gold)", str(summary.kept))
+    table.add_row("rejected", str(summary.rejected))
+    for reason, count in Counter(summary.rejected_by).most_common():
+        table.add_row(f"  rejected by {reason}", str(count))
+    table.add_row("failed (infrastructure / drift)", str(summary.failed))
+    out.print(table)
+    for line in summary.bad_seeds:
+        console.print(f"[yellow]seed skipped:[/] {line}")
+    o = summary.output
+    out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}")
+
+
+@app.command()
+def generate(
+    seeds: Annotated[list[Path], typer.Option("--seeds", help="seed JSONL file(s)")],
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-out"),
+    base_url: Annotated[Optional[str], typer.Option(help="agent model endpoint (default: embedded local model)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="agent model name")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option()] = "OPENAI_API_KEY",
+    guide_base_url: Annotated[Optional[str], typer.Option(help="guide model endpoint (default: the agent's)")] = None,
+    guide_model: Annotated[Optional[str], typer.Option()] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", help="restrict to taxonomy code(s)")] = None,
+    steps_per_seed: Annotated[int, typer.Option()] = 2,
+    modes_per_step: Annotated[int, typer.Option()] = 2,
+    samples: Annotated[int, typer.Option()] = 1,
+    rng_seed: Annotated[int, typer.Option()] = 0,
+    max_seeds: Annotated[Optional[int], typer.Option()] = None,
+) -> None:
+    """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists."""
+    from failforge.campaign import CampaignConfig
+
+    agent = _endpoint(base_url, model, api_key_env)
+    guide = _endpoint(guide_base_url, guide_model, api_key_env) or agent
+    config = CampaignConfig(
+        seeds=[str(p) for p in seeds], output=str(output), agent=agent, guide=guide, modes=mode, steps_per_seed=steps_per_seed,
+        modes_per_step=modes_per_step, samples=samples, rng_seed=rng_seed, max_seeds=max_seeds,
+    )
+    _run_generate(config)
+
+
+@app.command()
+def demo(
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
+    seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: the bundled AgentDojo oracle seeds)")] = None,
+    fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
+) -> None:
+    """The main job on embedded defaults: bundled AgentDojo oracle seeds, local model as guide and agent."""
+    import shutil
+
+    from failforge.campaign import CampaignConfig
+
+    seed_path = seeds or bundled_seeds_path()
+    if fresh and output.exists():
+        shutil.rmtree(output)
+    started = time.perf_counter()
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), steps_per_seed=2, modes_per_step=2, samples=1)
+    summary = _run_generate(config, "demo attempts")
+    out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
+    if summary.kept == 0:
+        console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")
+
+
+@app.command()
+def export(
+    gold: Annotated[Path, typer.Argument(help="gold.jsonl")],
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro or whowhen")] = "whowhen-pro",
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("export.jsonl"),
+    codes: Annotated[str, typer.Option(help="whowhen-pro mode codes: release (taxonomy.yaml) or failforge")] = "release",
+) -> None:
+    """Write gold records in a public failure-attribution format (one JSON object per line)."""
+    from failforge.exporters import to_whowhen, to_whowhen_pro
+    from failforge.trajectory import load_jsonl
+
+    if format not in ("whowhen-pro", "whowhen"):
+        raise typer.BadParameter("--format must be whowhen-pro or whowhen")
+    if codes not in ("release", "failforge"):
+        raise typer.BadParameter("--codes must be release or failforge")
+    good, bad = load_jsonl(gold)
+    for err in bad:
+        console.print(f"[yellow]skipped malformed record[/] {err}")
+    rows = [to_whowhen_pro(t, codes) if format == "whowhen-pro" else to_whowhen(t) for t in good if t.label is not None]  # type: ignore[arg-type]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out.print(f"wrote {len(rows)} {format} traces to {output}")
+
+
+def _pin_hash_seed() -> None:
+    """Re-exec with PYTHONHASHSEED=0 unless already pinned.
+
+    AgentDojo's calendar orders event participants by ``set`` iteration, which follows the per-process
+    string-hash seed: unpinned, a seed recorded in one process drifts when replayed in another (the
+    fidelity audit found this on 5 of the 97 oracle seeds). Pinning the seed, like pinning the clock,
+    makes the environment reproducible; the value is recorded in every AgentDojo environment spec.
+    """
+    import os
+
+    if os.environ.get("PYTHONHASHSEED") != "0" and not os.environ.get("FAILFORGE_NO_REEXEC"):
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        os.execve(sys.executable, [sys.executable, "-m", "failforge", *sys.argv[1:]], env)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    _pin_hash_seed()
+    try:
+        app()
+    except FailforgeError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

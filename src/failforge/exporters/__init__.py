@@ -1,0 +1,7 @@
+"""Exporters from failforge's native JSONL to the public formats failure-attribution research uses."""
+
+from failforge.exporters.whowhen_pro import RELEASE_CODES, to_whowhen, to_whowhen_pro
+
+FORMATS = ("whowhen-pro", "whowhen")
+
+__all__ = ["FORMATS", "RELEASE_CODES", "to_whowhen", "to_whowhen_pro"]
