@@ -106,8 +106,8 @@ def clean_note(raw: str, max_sentences: int = 2) -> str:
         lines.pop(0)
     text = " ".join(lines)
     text = re.sub(r"^(reply|note|answer)\s*:\s*", "", text, flags=re.I).strip().strip('"').strip()
-    sentences = re.split(r"(?<=[.!?])\s+", text)
-    return " ".join(sentences[:max_sentences]).strip()
+    sentences = [part.strip().strip('"').strip() for part in re.split(r"(?<=[.!?])[\"”']?\s+", text)]
+    return " ".join(p for p in sentences[:max_sentences] if p).strip()
 
 
 def steer_request(body: dict[str, Any], note: str) -> dict[str, Any]:

@@ -105,17 +105,31 @@ class HttpUpstream:
 def _compatible(body: dict[str, Any]) -> dict[str, Any]:
     """Smooth over servers stricter than the OpenAI API, after hashing and recording, before sending.
 
-    llama.cpp's server rejects an assistant message whose ``content`` is null (valid OpenAI: a message
-    that only calls tools); it gets an empty string instead. The request the harness sent, and its
-    hash, are untouched: this only changes bytes on the wire to this endpoint.
+    llama.cpp's server rejects three things the OpenAI API accepts and real harnesses send (AgentDojo's
+    ``OpenAILLM`` sends all three): an assistant message whose ``content`` is null (it only calls
+    tools), the ``developer`` role, and content given as a list of text parts. They become an empty
+    string, ``system`` and the joined text. The request the harness sent, and its hash, are untouched:
+    only the bytes on the wire to this endpoint change.
     """
     payload = dict(body)
     messages = payload.get("messages")
-    if isinstance(messages, list):
-        payload["messages"] = [
-            {**m, "content": ""} if isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None else m
-            for m in messages
-        ]
+    if not isinstance(messages, list):
+        return payload
+    fixed: list[Any] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            fixed.append(message)
+            continue
+        m = dict(message)
+        if m.get("role") == "developer":
+            m["role"] = "system"
+        content = m.get("content")
+        if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+            m["content"] = "".join(str(p.get("text", "")) for p in content)
+        elif content is None and m.get("role") == "assistant":
+            m["content"] = ""
+        fixed.append(m)
+    payload["messages"] = fixed
     return payload
 
 
