@@ -44,3 +44,19 @@ def test_seeds_then_replay_then_tamper(tmp_path):
 def test_bad_flag_gives_a_clear_error(tmp_path):
     result = _cli("export", "nothing.jsonl", "--format", "csv", cwd=tmp_path)
     assert result.returncode != 0 and "whowhen-pro" in (result.stderr + result.stdout)
+
+
+import pytest
+
+
+@pytest.mark.local_model
+def test_record_keeps_only_evaluator_successes(tmp_path):
+    result = _cli("record", "--suite", "banking", "--task", "user_task_3", "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    kept = load_jsonl(tmp_path / "rec.jsonl")[0] if (tmp_path / "rec.jsonl").exists() else []
+    failures = load_jsonl(tmp_path / "rec.failures.jsonl")[0] if (tmp_path / "rec.failures.jsonl").exists() else []
+    assert len(kept) + len(failures) == 1
+    assert all(t.outcome.success for t in kept) and not any(t.outcome.success for t in failures)
+    run = (kept or failures)[0]
+    assert run.model.name == "smollm2-135m-instruct" and not run.oracle
+    assert all(s.model_call.source == "model" for s in run.agent_steps())
