@@ -1,3 +1,61 @@
-"""failforge: gold failure trajectories for LLM agents, by exact replay and on-policy error injection."""
+"""failforge: gold failure trajectories for LLM agents, by exact replay and on-policy error injection.
+
+The public API is re-exported here; internals live in private modules. Names are resolved lazily so
+``import failforge`` stays cheap (AgentDojo and the model runtime load only when used).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # schema
+    "Task": "failforge.trajectory",
+    "Step": "failforge.trajectory",
+    "ToolCall": "failforge.trajectory",
+    "ModelCallRef": "failforge.trajectory",
+    "Trajectory": "failforge.trajectory",
+    "GoldLabel": "failforge.trajectory",
+    "Outcome": "failforge.trajectory",
+    "FilterVerdict": "failforge.trajectory",
+    "load_jsonl": "failforge.trajectory",
+    "write_jsonl": "failforge.trajectory",
+    "append_jsonl": "failforge.trajectory",
+    # errors
+    "FailforgeError": "failforge.errors",
+    "DriftError": "failforge.errors",
+    "PromptDrift": "failforge.errors",
+    "EnvironmentDrift": "failforge.errors",
+    "EnvStateDrift": "failforge.errors",
+    "CacheMiss": "failforge.errors",
+    "RecordingExhausted": "failforge.errors",
+    "InfrastructureError": "failforge.errors",
+    "SeedFormatError": "failforge.errors",
+    # pipeline
+    "record": "failforge.replay",
+    "replay": "failforge.replay",
+    "branch": "failforge.injection",
+    "plan_attempts": "failforge.injection",
+    "get_mode": "failforge.taxonomy",
+    "MODES": "failforge.taxonomy",
+    "ToolCache": "failforge.cache",
+    "ModelEndpoint": "failforge.llm",
+    "LocalModelServer": "failforge.llm",
+    "CampaignConfig": "failforge.campaign",
+    "run_campaign": "failforge.campaign",
+    "open_models": "failforge.campaign",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'failforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

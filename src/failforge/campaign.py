@@ -89,6 +89,7 @@ class AttemptResult:
 @dataclass
 class CampaignSummary:
     output: Path
+    planned: int = 0
     attempts: int = 0
     skipped: int = 0
     kept: int = 0
@@ -227,6 +228,7 @@ def run_campaign(
         "planned_attempts": len(plan),
     }
     done = _done_attempts(out)
+    summary.planned = len(plan)
     if on_progress:
         on_progress("plan", None, summary)
     for seed, spec in plan:
@@ -260,7 +262,7 @@ def run_campaign(
     return summary
 
 
-class _open_models:
+class open_models:  # noqa: N801 - used as a function: ``with open_models(agent, guide) as models``
     """Resolve the campaign's endpoints; start the embedded local model when one is not configured."""
 
     def __init__(self, agent: ModelEndpoint | None, guide: ModelEndpoint | None, *, n_ctx: int = 8192) -> None:
@@ -292,5 +294,3 @@ class _open_models:
         if self.server is not None:
             self.server.stop()
 
-
-open_models = _open_models

@@ -189,18 +189,10 @@ def _run_generate(config, progress_label: str = "attempts"):  # type: ignore[no-
 
         def on_progress(event: str, spec, summary) -> None:  # type: ignore[no-untyped-def]
             if event == "plan":
+                progress.update(bar, total=summary.planned, status="")
                 return
-            if progress.tasks[bar].total is None:
-                pass
             progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed} · skipped {summary.skipped}")
 
-        from failforge.campaign import load_seeds
-        from failforge.injection import plan_attempts
-
-        seeds, _ = load_seeds(config.seeds)
-        usable = [s for s in seeds if s.outcome and s.outcome.success][: config.max_seeds or None]
-        total = sum(len(plan_attempts(s, modes=config.modes, steps_per_seed=config.steps_per_seed, modes_per_step=config.modes_per_step, samples=config.samples, rng_seed=config.rng_seed)) for s in usable)
-        progress.update(bar, total=total, status="")
         summary = run_campaign(config, models, on_progress=on_progress)
     _print_summary(summary)
     return summary
