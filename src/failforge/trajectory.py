@@ -72,6 +72,7 @@ class Step(_Model):
         default=None, description="per-part hashes of the state, so a drift can name what changed"
     )
     error: str | None = None
+    images: list[str] = Field(default_factory=list, description="sha256 of images (e.g. screenshots) stored beside the dataset")
     phase: Phase = "recorded"
 
     def is_final(self) -> bool:
@@ -79,7 +80,7 @@ class Step(_Model):
 
     def comparable(self) -> dict[str, Any]:
         """The fields that must be identical between a seed and a branch's prefix."""
-        return self.model_dump(include={"index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments", "state_fingerprint", "error"})
+        return self.model_dump(include={"index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments", "state_fingerprint", "error", "images"})
 
 
 class Task(_Model):

@@ -286,3 +286,12 @@ class AgentDojoEpisode:
             evaluator=f"agentdojo.{method}",
             details={"suite": self.suite_name, "task_id": self.task_id, "final_output": output[:2000]},
         )
+
+
+def open_episode(spec: Any) -> AgentDojoEpisode:
+    """Registry factory: rebuild an AgentDojo episode from a recorded environment spec."""
+    cfg = spec.config
+    try:
+        return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION))
+    except KeyError as exc:
+        raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {cfg}") from exc

@@ -11,26 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from failforge.canonical import readable_diff
-from failforge.environments.agentdojo_env import AgentDojoEpisode
-from failforge.errors import ConfigError, EnvironmentDrift, FailforgeError, PromptDrift
+from failforge.environments.registry import open_environment
+from failforge.errors import EnvironmentDrift, FailforgeError, PromptDrift
 from failforge.harnesses import Harness
 from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
 from failforge.llm._boundary import Injector
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step
-
-
-def open_environment(spec: ComponentSpec) -> AgentDojoEpisode:
-    """Rebuild the environment a trajectory ran in from its recorded spec."""
-    if spec.name == "agentdojo":
-        cfg = spec.config
-        try:
-            return AgentDojoEpisode(
-                cfg["suite"], cfg["task_id"], clock=cfg.get("clock", "2024-05-15T10:00:00"), benchmark_version=cfg.get("benchmark_version", "v1")
-            )
-        except KeyError as exc:
-            raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {spec.config}") from exc
-    raise ConfigError(f"unknown environment {spec.name!r}; known: agentdojo")
 
 
 @dataclass
