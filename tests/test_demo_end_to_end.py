@@ -41,7 +41,8 @@ def test_demo_writes_gold_rejected_and_manifest(demo_output, bundled_seeds):
     assert manifest["config_hash"] and manifest["versions"]["agentdojo"] and manifest["versions"]["llama-cpp-python"]
     failed_path = demo_output / "failed.jsonl"
     failed = failed_path.read_text().splitlines() if failed_path.exists() else []
-    assert manifest["result"]["kept"] + manifest["result"]["rejected"] + manifest["result"]["failed"] == manifest["planned_attempts"]
+    totals = manifest["result"]["totals"]
+    assert totals["kept"] + totals["rejected"] + totals["failed"] == manifest["planned_attempts"] and totals["unfinished"] == 0
     assert len(gold) + len(rejected) + len(failed) == manifest["planned_attempts"]
 
 
@@ -91,4 +92,4 @@ def test_demo_resumes_without_redoing_work(demo_output, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert {name: (demo_output / name).read_text() for name in before} == before
     manifest = json.loads((demo_output / "manifest.json").read_text())
-    assert manifest["result"]["attempts"] == 0 and manifest["result"]["skipped"] == manifest["planned_attempts"]
+    assert manifest["result"]["this_run"]["attempts"] == 0 and manifest["result"]["this_run"]["skipped"] == manifest["planned_attempts"]

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import unicodedata
+
+import orjson
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,35 +22,44 @@ MASK = "<masked>"
 SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "openai-api-key", "proxy-authorization", "cookie"})
 
 
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def _normalise(value: Any, mask: frozenset[str], path: str) -> Any:
+    # Hot path (every cache key and request hash): the common JSON types first, dotted paths only
+    # built when a mask is declared.
+    if isinstance(value, str):
+        return _nfc(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            key_s = unicodedata.normalize("NFC", str(key))
+            key_s = _nfc(key) if isinstance(key, str) else _nfc(str(key))
             if key_s.lower() in SECRET_KEYS:
                 continue
-            child = f"{path}.{key_s}" if path else key_s
-            if key_s in mask or child in mask:
-                out[key_s] = MASK
+            if mask:
+                child = f"{path}.{key_s}" if path else key_s
+                out[key_s] = MASK if (key_s in mask or child in mask) else _normalise(item, mask, child)
             else:
-                out[key_s] = _normalise(item, mask, child)
+                out[key_s] = _normalise(item, mask, path)
         return out
     if isinstance(value, (list, tuple)):
-        return [_normalise(item, mask, f"{path}[]") for item in value]
-    if isinstance(value, str):
-        return unicodedata.normalize("NFC", value)
-    if isinstance(value, float) and value.is_integer():
+        child_path = f"{path}[]" if mask else path
+        return [_normalise(item, mask, child_path) for item in value]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"canonical JSON has no representation for {value!r} (at {path or 'the root'})")
         # 1.0 and 1 are the same number to every JSON producer we talk to.
-        return int(value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
+        return int(value) if value.is_integer() else value
     if hasattr(value, "model_dump"):
         return _normalise(value.model_dump(mode="json"), mask, path)
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, (set, frozenset)):
         return sorted((_normalise(v, mask, path) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    return unicodedata.normalize("NFC", str(value))
+    return _nfc(str(value))
 
 
 def canonical_json(value: Any, mask: Iterable[str] = ()) -> str:
@@ -57,7 +69,9 @@ def canonical_json(value: Any, mask: Iterable[str] = ()) -> str:
     (``messages[].tool_call_id``). Secret keys are dropped entirely.
     """
     normalised = _normalise(value, frozenset(mask), "")
-    return json.dumps(normalised, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # orjson: same bytes as json.dumps(sort_keys, no spaces, ensure_ascii=False) for normalised data,
+    # except float spelling (shortest round-trip either way); several times faster on this hot path.
+    return orjson.dumps(normalised, option=orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 def sha256_hex(text: str | bytes) -> str:

@@ -112,7 +112,7 @@ def record(
     keep_failures: Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")] = False,
 ) -> None:
     """Record model-generated seeds on AgentDojo; only evaluator successes become seeds."""
-    from failforge.campaign import open_models
+    from failforge.campaign import Models, open_models
     from failforge.environments.agentdojo_seeds import env_spec
     from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
     from failforge.replay import record as record_run
@@ -122,10 +122,11 @@ def record(
     if chosen is None:
         raise typer.BadParameter("--harness must be builtin or agentdojo")
     kept = failed = 0
-    with open_models(_endpoint(base_url, model, api_key_env), None) as models:
+    with open_models(_endpoint(base_url, model, api_key_env), None) as resolved:
+        models = Models(resolved)
         for task_id in task:
             try:
-                traj = record_run(env_spec=env_spec(suite, task_id), harness=chosen, model=models.agent_spec, upstream=models.agent)
+                traj = record_run(env_spec=env_spec(suite, task_id), harness=chosen, model=models.agent_spec, upstream=models.agent())
             except FailforgeError as exc:
                 console.print(f"[red]{suite}/{task_id}: {exc}[/]")
                 failed += 1
@@ -177,23 +178,57 @@ def replay(
         raise typer.Exit(1)
 
 
+@app.command()
+def audit(
+    seeds: Annotated[list[Path], typer.Argument(help="seed JSONL file(s)")],
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
+) -> None:
+    """Replay every seed to its end (report, don't raise) and summarise fidelity per environment."""
+    from failforge.replay import audit as run_audit
+    from failforge.trajectory import load_jsonl
+
+    good = []
+    for path in seeds:
+        ok, bad = load_jsonl(path)
+        good.extend(ok)
+        for err in bad:
+            console.print(f"[yellow]skipped malformed seed[/] {err}")
+    with _progress() as progress:
+        bar = progress.add_task("audit", total=len(good), status="")
+        report = run_audit(good, on_seed=lambda r: progress.update(bar, advance=1, status=r.trajectory_id))
+    table = Table(title="replay fidelity per environment")
+    for col in ("environment", "seeds", "identical", "drift by type", "drift by position", "cache misses", "infra errors", "success on replay", "seconds"):
+        table.add_column(col)
+    for env in report.environments:
+        table.add_row(
+            env.environment, str(env.seeds), f"{env.identical}/{env.seeds}",
+            ", ".join(f"{k} {v}" for k, v in env.drift_by_type.items()) or "none",
+            ", ".join(f"{k} {v}" for k, v in env.drift_by_position.items()) or "-",
+            str(env.cache_misses), str(env.infrastructure_errors), f"{env.evaluator_success_on_replay}/{env.seeds}", f"{env.seconds:.1f}",
+        )
+    out.print(table)
+    if json_out:
+        json_out.write_text(report.model_dump_json(indent=2))
+        out.print(f"report: {json_out}")
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
 
 
-def _run_generate(config, progress_label: str = "attempts"):  # type: ignore[no-untyped-def]
+def _run_generate(config, progress_label: str = "attempts", force: bool = False):  # type: ignore[no-untyped-def]
     from failforge.campaign import open_models, run_campaign
 
-    with open_models(config.agent, config.guide) as models, _progress() as progress:
+    with open_models(config.agent, config.guide) as resolved, _progress() as progress:
         bar = progress.add_task(progress_label, total=None, status="starting")
 
         def on_progress(event: str, spec, summary) -> None:  # type: ignore[no-untyped-def]
             if event == "plan":
-                progress.update(bar, total=summary.planned, status="")
+                progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
                 return
-            progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed} · skipped {summary.skipped}")
+            progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
 
-        summary = run_campaign(config, models, on_progress=on_progress)
+        summary = run_campaign(config, resolved, on_progress=on_progress, force=force)
     _print_summary(summary)
     return summary
 
@@ -202,46 +237,79 @@ def _print_summary(summary) -> None:  # type: ignore[no-untyped-def]
     table = Table(title="failforge campaign")
     table.add_column("what")
     table.add_column("count", justify="right")
-    table.add_row("attempts run", str(summary.attempts))
-    table.add_row("skipped (already done)", str(summary.skipped))
+    table.add_row("planned attempts", str(summary.planned))
+    table.add_row("already done (resumed)", str(summary.skipped))
+    table.add_row("attempts run now", str(summary.attempts))
     table.add_row("kept (gold)", str(summary.kept))
     table.add_row("rejected", str(summary.rejected))
     for reason, count in Counter(summary.rejected_by).most_common():
         table.add_row(f"  rejected by {reason}", str(count))
     table.add_row("failed (infrastructure / drift)", str(summary.failed))
+    for reason, count in Counter(summary.failed_by).most_common():
+        table.add_row(f"  failed: {reason}", str(count))
+    if summary.totals:
+        table.add_row("campaign totals: kept / rejected / failed", f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} / {summary.totals.get('failed', 0)}")
     out.print(table)
     for line in summary.bad_seeds:
         console.print(f"[yellow]seed skipped:[/] {line}")
     o = summary.output
-    out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}")
+    out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}")
 
 
 @app.command()
 def generate(
-    seeds: Annotated[list[Path], typer.Option("--seeds", help="seed JSONL file(s)")],
-    output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-out"),
+    campaign: Annotated[Optional[Path], typer.Argument(help="campaign TOML file (flags below override it)")] = None,
+    seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed JSONL file(s)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="agent model endpoint (default: embedded local model)")] = None,
     model: Annotated[Optional[str], typer.Option(help="agent model name")] = None,
     api_key_env: Annotated[Optional[str], typer.Option()] = "OPENAI_API_KEY",
     guide_base_url: Annotated[Optional[str], typer.Option(help="guide model endpoint (default: the agent's)")] = None,
     guide_model: Annotated[Optional[str], typer.Option()] = None,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", help="restrict to taxonomy code(s)")] = None,
-    steps_per_seed: Annotated[int, typer.Option()] = 2,
-    modes_per_step: Annotated[int, typer.Option()] = 2,
-    samples: Annotated[int, typer.Option()] = 1,
-    rng_seed: Annotated[int, typer.Option()] = 0,
+    steps_per_seed: Annotated[Optional[int], typer.Option()] = None,
+    modes_per_step: Annotated[Optional[int], typer.Option()] = None,
+    samples: Annotated[Optional[int], typer.Option()] = None,
+    rng_seed: Annotated[Optional[int], typer.Option()] = None,
     max_seeds: Annotated[Optional[int], typer.Option()] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="attempts in flight at once")] = None,
+    executor: Annotated[Optional[str], typer.Option(help="local (thread pool) or ray")] = None,
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
+    attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
+    decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
+    force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
 ) -> None:
     """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists."""
-    from failforge.campaign import CampaignConfig
+    from failforge.campaign import CampaignConfig, load_campaign
 
+    data = load_campaign(campaign).model_dump(mode="json") if campaign else {}
+    if seeds:
+        data["seeds"] = [str(p) for p in seeds]
+    if output:
+        data["output"] = str(output)
+    data.setdefault("output", "failforge-out")
+    if "seeds" not in data:
+        raise typer.BadParameter("give a campaign file or --seeds")
     agent = _endpoint(base_url, model, api_key_env)
-    guide = _endpoint(guide_base_url, guide_model, api_key_env) or agent
-    config = CampaignConfig(
-        seeds=[str(p) for p in seeds], output=str(output), agent=agent, guide=guide, modes=mode, steps_per_seed=steps_per_seed,
-        modes_per_step=modes_per_step, samples=samples, rng_seed=rng_seed, max_seeds=max_seeds,
-    )
-    _run_generate(config)
+    if agent:
+        data["agent"] = agent.model_dump()
+    guide = _endpoint(guide_base_url, guide_model, api_key_env)
+    if guide:
+        data["guide"] = guide.model_dump()
+    plan = data.setdefault("plan", {})
+    for key, value in (("modes", mode), ("steps_per_seed", steps_per_seed), ("modes_per_step", modes_per_step), ("samples", samples), ("rng_seed", rng_seed), ("max_seeds", max_seeds)):
+        if value is not None:
+            plan[key] = value
+    for key, value in (("concurrency", concurrency), ("executor", executor), ("ray_address", ray_address), ("attempt_deadline", attempt_deadline)):
+        if value is not None:
+            data[key] = value
+    if decisiveness is not None:
+        data.setdefault("filters", {}).setdefault("decisiveness", {})["enabled"] = decisiveness
+    try:
+        config = CampaignConfig.model_validate(data)
+    except Exception as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    _run_generate(config, force=force)
 
 
 @app.command()
@@ -259,7 +327,7 @@ def demo(
     if fresh and output.exists():
         shutil.rmtree(output)
     started = time.perf_counter()
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), steps_per_seed=2, modes_per_step=2, samples=1)
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output))
     summary = _run_generate(config, "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:

@@ -136,3 +136,7 @@ class InfrastructureError(FailforgeError):
 
 class ModelUnavailable(InfrastructureError):
     """The model endpoint could not be reached or kept failing after retries."""
+
+
+class AttemptDeadlineExceeded(InfrastructureError):
+    """An attempt ran past its per-attempt deadline (e.g. a model server that hangs)."""

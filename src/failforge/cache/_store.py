@@ -20,14 +20,17 @@ value ``replay`` will hand back), so a recorded run and its replay see identical
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import diskcache
+import orjson
 from pydantic import BaseModel
 
 from failforge.canonical import canonical_json, readable_diff, sha256_hex
@@ -63,6 +66,15 @@ def _preview(text: str, limit: int = _ARGS_PREVIEW) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_tail(tool: str, version: str) -> str:
+    return (
+        ',"tool":' + json.dumps(unicodedata.normalize("NFC", tool), ensure_ascii=False)
+        + ',"version":' + json.dumps(unicodedata.normalize("NFC", version), ensure_ascii=False)
+        + "}"
+    )
+
+
 class ToolCache:
     """A process-safe cache of stateless tool results keyed by SHA-256 of canonical call JSON."""
 
@@ -86,17 +98,25 @@ class ToolCache:
 
     # ------------------------------------------------------------------ keys
 
-    def _normalise_args(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    def _args_text(self, tool: str, args: Mapping[str, Any]) -> str:
         if not isinstance(tool, str) or not tool:
             raise ValueError(f"tool name must be a non-empty string, got {tool!r}")
         if not isinstance(args, Mapping):
             raise TypeError(f"args for tool {tool!r} must be a mapping, got {type(args).__name__}")
-        return json.loads(canonical_json(args, self._mask))
+        return canonical_json(args, self._mask)
+
+    def _normalise_args(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        return json.loads(self._args_text(tool, args))
 
     @staticmethod
-    def _key_for(tool: str, version: str, norm_args: dict[str, Any]) -> str:
-        # norm_args is already masked and secret-free; re-canonicalising it is idempotent.
-        return sha256_hex(canonical_json({"tool": tool, "version": str(version), "args": norm_args}))
+    def _key_from_text(tool: str, version: str, args_text: str) -> str:
+        # Exactly canonical_json({"tool", "version", "args"}): keys sorted (args < tool < version), the
+        # args text already canonical; the tool/version tail is computed once per (tool, version).
+        return sha256_hex('{"args":' + args_text + _key_tail(tool, version))
+
+    @classmethod
+    def _key_for(cls, tool: str, version: str, norm_args: dict[str, Any]) -> str:
+        return cls._key_from_text(tool, str(version), canonical_json(norm_args))
 
     def key(self, tool: str, args: Mapping[str, Any], version: str = "1") -> str:
         """The cache key of a call: sha256 of canonical {tool, version, masked args}."""
@@ -111,19 +131,25 @@ class ToolCache:
         fn: Callable[[], T],
         version: str = "1",
     ) -> tuple[T, str, bool]:
-        """Run (or serve) one tool call; returns ``(result, key, hit)``."""
+        """Run (or serve) one tool call; returns ``(result, key, hit)``.
+
+        The hit path is kept lean (it is what every replayed stateless call pays): the arguments are
+        canonicalised once, the key text is assembled from that canonical text, and the stored entry
+        is decoded with ``json.loads`` rather than re-validated.
+        """
         version = str(version)
-        norm_args = self._normalise_args(tool, args)
-        key = self._key_for(tool, version, norm_args)
+        args_text = self._args_text(tool, args)
+        key = self._key_from_text(tool, version, args_text)
 
         if self.mode == "off":
             return fn(), key, False
 
-        entry = self.get(key)
-        if entry is not None:
+        text = self._cache.get(_ENTRY_PREFIX + key, retry=True)
+        if text is not None:
             self._use(key)
-            return entry.result, key, True
+            return orjson.loads(text)["result"], key, True
 
+        norm_args = json.loads(args_text)
         if self.mode == "replay":
             raise self._miss(tool, version, norm_args, key)
 

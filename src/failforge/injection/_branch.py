@@ -25,16 +25,23 @@ def branch(
     seed: Trajectory,
     t: int,
     *,
-    note: str,
     agent: Responder,
+    note: str | None = None,
+    response: dict | None = None,
     agent_model: ComponentSpec,
     branch_id: str,
 ) -> Branch:
-    """Replay ``seed`` exactly up to step ``t`` (drift raises), have the agent's own model produce ã_t
-    under the note, and continue live with ``agent`` to the end of the run."""
+    """Replay ``seed`` exactly up to step ``t`` (drift raises), produce step t, continue live with
+    ``agent`` to the end of the run.
+
+    Step t is either the agent's own model under ``note`` (the injection), or a given ``response``
+    served as-is (the decisiveness check re-runs from the original a_t and from a recorded ã_t).
+    """
     if not (0 < t < len(seed.steps)) or seed.steps[t].kind != "agent":
         raise ValueError(f"step {t} of {seed.id} is not an agent step")
-    stage_two = StageTwo(agent=agent, note=note)
+    if (note is None) == (response is None):
+        raise ValueError("branch() needs exactly one of note= (inject) or response= (serve a fixed step t)")
+    stage_two = StageTwo(agent=agent, note=note) if note is not None else _Fixed(response)  # type: ignore[arg-type]
     log = RunLog(trajectory_id=branch_id, expected=seed.steps, replay_until=t, record_phase="live")
     result = run_episode(
         env_spec=seed.environment,
@@ -64,6 +71,18 @@ def branch(
         },
     )
     return Branch(trajectory=trajectory, stage_two=stage_two, live_calls=result.boundary.live_calls)
+
+
+class _Fixed(StageTwo):
+    """Serve a given response at the branch point (no model call)."""
+
+    def __init__(self, response: dict) -> None:
+        super().__init__(agent=None, note="")  # type: ignore[arg-type]
+        self.response = response
+
+    def __call__(self, body: dict) -> dict:
+        self.sent = body
+        return self.response
 
 
 __all__ = ["Branch", "GuideResult", "branch"]

@@ -61,12 +61,12 @@ def plan_attempts(
 ) -> list[AttemptSpec]:
     """Pick up to ``steps_per_seed`` decisive steps, and at each up to ``modes_per_step`` applicable modes."""
     rng = random.Random(f"{rng_seed}:{seed.id}")
-    points = candidate_points(seed)
+    usable_at = {t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in candidate_points(seed)}
+    points = [t for t, usable in usable_at.items() if usable]  # only steps where some requested mode applies
     rng.shuffle(points)
     plan: list[AttemptSpec] = []
     for t in sorted(points[:steps_per_seed]):
-        ctx = step_context(seed, seed.steps[t])
-        usable = [m.code for m in applicable_modes(ctx, modes)]
+        usable = list(usable_at[t])
         rng.shuffle(usable)
         for code in sorted(usable[:modes_per_step]):
             plan.extend(AttemptSpec(seed_id=seed.id, step=t, mode=code, sample=k) for k in range(samples))

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from failforge.errors import ConfigError, ModelUnavailable
+from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -58,20 +58,33 @@ class HttpUpstream:
         self.name = f"http:{self.base_url}"
         self.max_attempts = max_attempts
         self.max_wait = max_wait
+        self.timeout = timeout
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, body: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        """POST the request; retry 429/5xx/timeouts/dropped connections with jittered backoff.
+
+        ``deadline`` (a ``time.monotonic()`` instant) caps every request's timeout and stops retrying
+        once passed, so one attempt can never outlive its budget, even against a server that hangs.
+        """
         payload = _compatible(body) if self.compat else dict(body)
         payload.pop("stream", None)
         if self.model:
             payload["model"] = self.model
         url = f"{self.base_url}/chat/completions"
 
+        def remaining() -> float | None:
+            return None if deadline is None else deadline - time.monotonic()
+
         def once() -> dict[str, Any]:
+            left = remaining()
+            if left is not None and left <= 0:
+                raise AttemptDeadlineExceeded(f"the attempt's deadline passed before a call to {url} could complete")
+            timeout = self.timeout if left is None else max(0.05, min(self.timeout, left))
             try:
-                response = self._client.post(url, json=payload)
+                response = self._client.post(url, json=payload, timeout=timeout)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
             if response.status_code in RETRY_STATUS:
@@ -81,20 +94,29 @@ class HttpUpstream:
                     f"model endpoint {url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
                 )
             try:
-                return response.json()
+                data = response.json()
             except ValueError as exc:
                 raise _Retryable(f"response was not JSON: {response.text[:200]}") from exc
+            if not isinstance(data, dict) or not data.get("choices"):
+                raise _Retryable(f"response has no choices: {response.text[:200]}")
+            return data
+
+        def past_deadline(_: Any) -> bool:
+            left = remaining()
+            return left is not None and left <= 0
 
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(lambda e: isinstance(e, _Retryable)),
-                stop=stop_after_attempt(self.max_attempts),
+                stop=stop_after_attempt(self.max_attempts) | past_deadline,
                 wait=wait_random_exponential(multiplier=0.5, max=self.max_wait),
                 reraise=True,
             ):
                 with attempt:
                     return once()
         except _Retryable as exc:
+            if past_deadline(None):
+                raise AttemptDeadlineExceeded(f"the attempt's deadline passed while retrying {url}: {exc}") from exc
             raise ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -172,3 +194,29 @@ def require_base_url(base_url: str | None) -> str:
     if not base_url:
         raise ConfigError("no model endpoint configured: pass --base-url or let failforge start the local model")
     return base_url
+
+
+class BoundedResponder:
+    """One attempt's view of a live endpoint: a deadline for every call, and optional sampling overrides.
+
+    Overrides (temperature, seed) change only the bytes sent to the endpoint, never the request the
+    harness built, so a replayed prefix stays byte-identical while re-runs sample differently.
+    """
+
+    def __init__(self, inner: HttpUpstream, *, deadline: float | None = None, temperature: float | None = None, seed: int | None = None) -> None:
+        self.inner = inner
+        self.deadline = deadline
+        self.temperature = temperature
+        self.seed = seed
+        self.name = inner.name
+        self.calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.temperature is not None or self.seed is not None:
+            body = dict(body)
+            if self.temperature is not None:
+                body["temperature"] = self.temperature
+            if self.seed is not None:
+                body["seed"] = self.seed
+        self.calls += 1
+        return self.inner(body, deadline=self.deadline)

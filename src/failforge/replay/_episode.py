@@ -50,7 +50,8 @@ def run_episode(
         if log.replaying(0):
             expected = log.expected_step(0)
             if expected is None or expected.kind != "task" or expected.content != instruction:
-                raise EnvironmentDrift(
+                drift: type[EnvironmentDrift] = getattr(episode, "drift_error", EnvironmentDrift)
+                raise drift(
                     "the task instruction differs from the recorded one",
                     trajectory_id=log.trajectory_id,
                     step=0,

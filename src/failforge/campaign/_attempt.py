@@ -1,0 +1,143 @@
+"""One attempt, (seed, step, mode, sample) → gold, rejected or failed. Pure: no files, no ledger.
+
+It runs in a worker thread or a Ray task and returns its result to the driver, which alone writes.
+A bad candidate is never an exception: it is a rejection with reasons. Infrastructure trouble and
+drift are ``failed`` with the error, never counted as rejections.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from failforge.campaign._config import CampaignConfig
+from failforge.campaign._models import Models
+from failforge.canonical import canonical_hash
+from failforge.errors import DriftError, InfrastructureError
+from failforge.filters import DEFAULT_FILTERS, FilterContext, run_filters
+from failforge.injection import AttemptSpec, branch, guide_request, write_steering_note
+from failforge.taxonomy import get_mode
+from failforge.trajectory import FilterVerdict, GoldLabel, Trajectory
+
+
+class Rejection(BaseModel):
+    attempt_id: str
+    seed_id: str
+    step: int
+    mode: str
+    sample: int
+    status: Literal["rejected", "failed"]
+    stage: Literal["plan", "guide", "replay", "continuation", "filters", "decisiveness"]
+    reasons: list[str]
+    verdicts: list[FilterVerdict] = Field(default_factory=list)
+    note: str | None = None
+    error: dict[str, Any] | None = None
+    trajectory: Trajectory | None = None
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class AttemptResult:
+    status: Literal["gold", "rejected", "failed"]
+    record: Trajectory | Rejection
+
+    @property
+    def attempt_id(self) -> str:
+        if isinstance(self.record, Rejection):
+            return self.record.attempt_id
+        return str(self.record.provenance["attempt_id"])
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return exc.to_dict() if isinstance(exc, DriftError) else {"type": type(exc).__name__, "message": str(exc)}
+
+
+def decisiveness(seed: Trajectory, t: int, injected: dict[str, Any], models: Models, config: CampaignConfig, deadline: float) -> dict[str, Any]:
+    """Continue k times from the original a_t and k times from ã_t at temperature > 0; success rates."""
+    cfg = config.filters.decisiveness
+    original = seed.steps[t].model_call.response  # type: ignore[union-attr]
+    rates: dict[str, Any] = {"k": cfg.k, "temperature": cfg.temperature}
+    for arm, response in (("original", original), ("injected", injected)):
+        wins = 0
+        for i in range(cfg.k):
+            agent = models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
+            run = branch(seed, t, response=response, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-{arm}-{i}")
+            wins += bool(run.trajectory.outcome and run.trajectory.outcome.success)
+        rates[f"{arm}_success_rate"] = wins / cfg.k
+    return rates
+
+
+def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
+    started = time.monotonic()
+    deadline = started + config.attempt_deadline
+    mode = get_mode(spec.mode)
+    base = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
+
+    def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
+        return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc)))  # type: ignore[arg-type]
+
+    g_request = guide_request(
+        seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature, seed_value=config.plan.rng_seed * 1000 + spec.sample
+    )
+    try:
+        guide = write_steering_note(models.guide(deadline=deadline), g_request)
+    except InfrastructureError as exc:
+        return failed("guide", exc)
+    if not guide.feasible or guide.note is None:
+        return AttemptResult("rejected", Rejection(**base, status="rejected", stage="guide", reasons=[guide.reason], note=guide.raw or None))
+    try:
+        result = branch(
+            seed, spec.step, note=guide.note, agent=models.agent(deadline=deadline), agent_model=models.agent_spec,
+            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}",
+        )
+    except DriftError as exc:
+        return failed("replay", exc, guide.note)
+    except Exception as exc:  # infrastructure or a bug: failed with its error; the campaign goes on
+        return failed("continuation", exc, guide.note)
+    trajectory = result.trajectory
+    trajectory.provenance.update(provenance)
+    trajectory.provenance["attempt_id"] = spec.attempt_id
+    filters = {name: DEFAULT_FILTERS[name] for name in config.filters.enabled}
+    verdicts = run_filters(FilterContext(seed=seed, branch=trajectory, step=spec.step, mode=mode, note=guide.note), filters)
+    rejected = [v for v in verdicts if not v.passed]
+    if not rejected and config.filters.decisiveness.enabled:
+        cfg = config.filters.decisiveness
+        try:
+            rates = decisiveness(seed, spec.step, result.stage_two.response, models, config, deadline)
+        except Exception as exc:
+            return failed("decisiveness", exc, guide.note)
+        trajectory.provenance["decisiveness"] = rates
+        ok = rates["original_success_rate"] >= cfg.original_min_success and rates["injected_success_rate"] <= cfg.injected_max_success
+        verdicts.append(FilterVerdict(
+            name="decisiveness",
+            passed=ok,
+            reason=f"original arm succeeded {rates['original_success_rate']:.2f}, injected arm {rates['injected_success_rate']:.2f} over k={cfg.k} at T={cfg.temperature}",
+        ))
+        if not ok:
+            rejected = [verdicts[-1]]
+    if rejected:
+        return AttemptResult(
+            "rejected",
+            Rejection(**base, status="rejected", stage="filters", reasons=[f"{v.name}: {v.reason}" for v in rejected], verdicts=verdicts, note=guide.note, trajectory=trajectory),
+        )
+    original = seed.steps[spec.step]
+    trajectory.label = GoldLabel(
+        decisive_step=spec.step,
+        decisive_agent=original.agent,
+        mode_code=mode.code,
+        mode_family=mode.family.value,
+        original_step=original,
+        steering_note=guide.note,
+        guide_model=models.guide_spec.name,
+        agent_model=models.agent_spec.name,
+        filter_verdicts=verdicts,
+        seed_id=seed.id,
+        branch_step=spec.step,
+        evaluator_output=trajectory.outcome,  # type: ignore[arg-type]
+        guide_request=guide.request,
+        agent_request=result.stage_two.sent,
+    )
+    return AttemptResult("gold", trajectory)

@@ -1,0 +1,105 @@
+"""The campaign file: everything that decides what a campaign produces, resolved and hashed.
+
+A campaign is described by a TOML file (or the same fields as CLI flags). Its resolved form (defaults
+filled in) is written to the manifest, and its hash goes into every record's provenance, so any gold
+record can be traced to the exact configuration that made it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from failforge.canonical import canonical_hash
+from failforge.errors import ConfigError
+from failforge.filters import DEFAULT_FILTERS
+from failforge.llm import ModelEndpoint
+from failforge.taxonomy import get_mode
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanConfig(_Section):
+    """Which (step, mode, sample) attempts to make per seed."""
+
+    modes: list[str] | None = Field(default=None, description="restrict to these taxonomy codes")
+    steps_per_seed: int = Field(default=2, ge=1)
+    modes_per_step: int = Field(default=2, ge=1)
+    samples: int = Field(default=1, ge=1)
+    rng_seed: int = 0
+    max_seeds: int | None = Field(default=None, ge=1)
+
+    @field_validator("modes")
+    @classmethod
+    def _known_modes(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [get_mode(code).code for code in value]
+
+
+class DecisivenessConfig(_Section):
+    """Optional check that the injected step is what decides the outcome (k re-runs per arm)."""
+
+    enabled: bool = False
+    k: int = Field(default=3, ge=1)
+    temperature: float = Field(default=0.7, gt=0)
+    original_min_success: float = Field(default=0.5, ge=0, le=1, description="keep only if the original arm succeeds at least this often")
+    injected_max_success: float = Field(default=0.5, ge=0, le=1, description="... and the injected arm at most this often")
+
+
+class FiltersConfig(_Section):
+    enabled: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    decisiveness: DecisivenessConfig = Field(default_factory=DecisivenessConfig)
+
+    @field_validator("enabled")
+    @classmethod
+    def _known_filters(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in DEFAULT_FILTERS]
+        if unknown:
+            raise ValueError(f"unknown filter(s) {unknown}; known: {list(DEFAULT_FILTERS)}")
+        return value
+
+
+class CampaignConfig(_Section):
+    seeds: list[str] = Field(description="JSONL files of successful seed trajectories")
+    output: str
+    environment: str | None = Field(default=None, description="only seeds recorded in this environment (e.g. agentdojo)")
+    harness: str | None = Field(default=None, description="only seeds recorded with this harness")
+    agent: ModelEndpoint | None = Field(default=None, description="None: the embedded local model")
+    guide: ModelEndpoint | None = Field(default=None, description="None: the same model as the agent")
+    guide_temperature: float = Field(default=0.7, ge=0)
+    plan: PlanConfig = Field(default_factory=PlanConfig)
+    filters: FiltersConfig = Field(default_factory=FiltersConfig)
+    concurrency: int = Field(default=1, ge=1, le=256)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
+    attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
+    max_interrupted_tries: int = Field(default=2, ge=1, description="an attempt interrupted this often is recorded as failed")
+
+    def config_hash(self) -> str:
+        return canonical_hash(self.model_dump(mode="json"))[:16]
+
+
+def load_campaign(path: str | Path) -> CampaignConfig:
+    """Read a TOML campaign file; relative seed and output paths are relative to the file."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"campaign file {file} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"campaign file {file} is not valid TOML: {exc}") from exc
+    base = file.resolve().parent
+    if "seeds" in data:
+        data["seeds"] = [str((base / s).resolve()) if not Path(s).is_absolute() else s for s in data["seeds"]]
+    if "output" in data and not Path(data["output"]).is_absolute():
+        data["output"] = str((base / data["output"]).resolve())
+    try:
+        return CampaignConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"campaign file {file}: field '{field}': {first['msg']}") from exc

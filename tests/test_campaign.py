@@ -1,0 +1,216 @@
+"""Campaigns that scale and survive: campaign files, ledger recovery, SIGKILL, faults, Ray, decisiveness.
+
+The model here is a loopback OpenAI-compatible server of our own (failforge.testing) so that hundreds
+of attempts run in seconds; the environment, harness, replay and filters are all real (AgentDojo).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from failforge.campaign import CampaignConfig, Ledger, ResolvedModels, load_campaign, repair_jsonl, run_campaign
+from failforge.errors import ConfigError
+from failforge.llm import ModelEndpoint
+from failforge.testing import FaultPlan, LoopbackModelServer
+from failforge.trajectory import load_jsonl, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def seeds_file(tmp_path_factory, all_oracle_seeds) -> Path:
+    path = tmp_path_factory.mktemp("seeds") / "banking_slack.jsonl"
+    write_jsonl(path, [s for s in all_oracle_seeds if s.task.suite in ("banking", "slack") and s.outcome.success])
+    return path
+
+
+def _resolved(server: LoopbackModelServer, timeout: float = 30.0) -> ResolvedModels:
+    endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=timeout, max_attempts=6)
+    return ResolvedModels(agent=endpoint, guide=endpoint)
+
+
+def _records(out: Path) -> dict[str, list[dict]]:
+    result = {}
+    for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl"):
+        path = out / name
+        text = path.read_text() if path.exists() else ""
+        assert text == "" or text.endswith("\n"), f"{name} has a torn last line"
+        result[name] = [json.loads(line) for line in text.splitlines()]
+    return result
+
+
+def _attempt_ids(records: dict[str, list[dict]]) -> list[str]:
+    return [r.get("attempt_id") or r["provenance"]["attempt_id"] for rows in records.values() for r in rows]
+
+
+def test_campaign_file_resolves_paths_and_reports_bad_fields(tmp_path, seeds_file):
+    good = tmp_path / "c.toml"
+    good.write_text(f'seeds = ["{seeds_file}"]\noutput = "out"\nconcurrency = 4\n[plan]\nmodes = ["r.3", "A.5"]\nsteps_per_seed = 1\n[filters.decisiveness]\nenabled = true\nk = 2\n')
+    config = load_campaign(good)
+    assert config.output == str(tmp_path / "out") and config.plan.modes == ["R.3", "A.5"] and config.filters.decisiveness.k == 2
+    assert config.config_hash() == load_campaign(good).config_hash()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('seeds = ["x"]\noutput = "o"\n[plan]\nsteps_per_seed = 0\n')
+    with pytest.raises(ConfigError, match="plan.steps_per_seed"):
+        load_campaign(bad)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('seeds = ["x"]\noutput = "o"\n[plan]\nmodes = ["Z.9"]\n')
+    with pytest.raises(ConfigError):
+        load_campaign(unknown)
+
+
+def test_repair_cuts_only_a_torn_last_line(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n{"c": ')
+    assert repair_jsonl(path) == len('{"c": ')
+    assert path.read_text() == '{"a": 1}\n{"b": 2}\n'
+    assert repair_jsonl(path) == 0
+
+
+def test_ledger_reconciles_with_output_files(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.bind("h1")
+    ledger.plan([("a", "s", 1, "R.1", 0), ("b", "s", 1, "R.2", 0), ("c", "s", 3, "R.1", 0), ("d", "s", 3, "R.2", 0)])
+    for attempt in ("a", "b", "c", "d"):
+        ledger.mark_running(attempt)
+    ledger.finish("c", "done")  # ledger says done, but its line never reached the file
+    (tmp_path / "rejected.jsonl").write_text(json.dumps({"attempt_id": "a"}) + "\n" + '{"attempt_id": "b", "torn')
+    stats = ledger.reconcile(tmp_path, max_interrupted_tries=2)
+    assert stats["settled_from_files"] == 1 and stats["lost_results"] == 1 and stats["requeued"] == 2 and stats["torn_bytes"] > 0
+    assert ledger.counts()["rejected"] == 1 and sorted(ledger.pending()) == ["b", "c", "d"]
+    with pytest.raises(ConfigError, match="different"):
+        ledger.bind("h2")
+    ledger.mark_running("d")  # interrupted a second time: given up, recorded as failed
+    stats = ledger.reconcile(tmp_path, max_interrupted_tries=2)
+    assert stats["given_up"] == 1 and [a for a, _ in ledger.given_up()] == ["d"]
+    assert sorted(ledger.pending()) == ["b", "c"]
+
+
+def _campaign_toml(path: Path, seeds: Path, server: LoopbackModelServer, **extra: object) -> Path:
+    lines = [f'seeds = ["{seeds}"]', 'output = "out"', 'executor = "local"']
+    lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+    lines += ["[agent]", f'base_url = "{server.base_url}"', 'model = "loopback"', "api_key_env = \"NO_KEY_NEEDED\"", "timeout = 5.0"]
+    lines += ["[plan]", "steps_per_seed = 2", "modes_per_step = 2"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_sigkill_at_five_random_moments_loses_and_duplicates_nothing(tmp_path, seeds_file):
+    rng = random.Random(7)
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="160")
+    with LoopbackModelServer(latency=0.3) as server:
+        campaign = _campaign_toml(tmp_path / "c.toml", seeds_file, server, concurrency=4)
+        command = [sys.executable, "-m", "failforge", "generate", str(campaign)]
+        kills = 0
+        while kills < 5:
+            proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            time.sleep(rng.uniform(6.0, 12.0))
+            if proc.poll() is not None:
+                pytest.fail(f"the campaign finished before kill #{kills + 1}; make it longer: {proc.stderr.read()[-500:]!r}")
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        final = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
+        assert final.returncode == 0, final.stderr[-3000:]
+    out = tmp_path / "out"
+    manifest = json.loads((out / "manifest.json").read_text())
+    planned = manifest["planned_attempts"]
+    assert planned >= 100
+    records = _records(out)
+    ids = _attempt_ids(records)
+    assert len(ids) == len(set(ids)) == planned
+    totals = manifest["result"]["totals"]
+    assert manifest["result"]["this_run"]["skipped"] > 0  # the last run resumed work done before the kills
+    assert totals["unfinished"] == 0 and totals["kept"] + totals["rejected"] + totals["failed"] == planned
+    assert totals["kept"] == len(records["gold.jsonl"]) and totals["rejected"] == len(records["rejected.jsonl"])
+
+
+@pytest.mark.slow
+def test_fault_server_30pct_errors_5pct_hangs_every_attempt_accounted_for(tmp_path, seeds_file):
+    faults = FaultPlan(error_rate=0.30, hang_rate=0.05, hang_seconds=20.0, seed=3)
+    with LoopbackModelServer(faults=faults) as server:
+        config = CampaignConfig(seeds=[str(seeds_file)], output=str(tmp_path / "out"), concurrency=8, attempt_deadline=30.0, plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 20})
+        summary = run_campaign(config, _resolved(server, timeout=2.0))
+        counts = dict(server.counts)
+    assert counts["error"] > 0 and counts["hang"] > 0
+    records = _records(tmp_path / "out")
+    ids = _attempt_ids(records)
+    assert len(ids) == len(set(ids)) == summary.planned == summary.kept + summary.rejected + summary.failed
+    assert all(r["reasons"] for r in records["rejected.jsonl"])
+    for r in records["failed.jsonl"]:
+        assert r["error"]["type"] and r["reasons"]
+        assert r["error"]["type"] not in ("PromptDrift", "EnvStateDrift")  # faults are infrastructure, never drift
+    assert summary.kept + summary.rejected > 0
+
+
+@pytest.mark.slow
+def test_ray_executor_produces_the_same_results_as_local(tmp_path, seeds_file):
+    pytest.importorskip("ray")
+    results = {}
+    with LoopbackModelServer() as server:
+        for executor in ("local", "ray"):
+            config = CampaignConfig(seeds=[str(seeds_file)], output=str(tmp_path / executor), executor=executor, concurrency=2, plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 6})
+            run_campaign(config, _resolved(server))
+            records = _records(tmp_path / executor)
+            results[executor] = {
+                (r.get("attempt_id") or r["provenance"]["attempt_id"], name, json.dumps([s["content"] for s in (r.get("trajectory") or r)["steps"]]) if (r.get("trajectory") or r.get("steps")) else "")
+                for name, rows in records.items() for r in rows
+            }
+    assert results["local"] and results["local"] == results["ray"]
+
+
+def _oracle_policy(seed):
+    """Answer like the seed's oracle, by position: the original arm can then succeed."""
+    responses = [s.model_call.response["choices"][0]["message"] for s in seed.agent_steps()]
+
+    def policy(body):
+        n = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
+            return "Nothing needs to be done; the task is already complete.", None
+        if "realistic mistakes" in str(body["messages"][0].get("content")):
+            return "Tell the user it is already complete and stop.", None
+        message = responses[min(n, len(responses) - 1)]
+        return message.get("content"), message.get("tool_calls")
+
+    return policy
+
+
+def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path, banking_seed):
+    seeds = tmp_path / "one.jsonl"
+    write_jsonl(seeds, [banking_seed])
+    with LoopbackModelServer(policy=_oracle_policy(banking_seed)) as server:
+        config = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
+            filters={"decisiveness": {"enabled": True, "k": 2}},
+        )
+        summary = run_campaign(config, _resolved(server))
+    gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
+    assert summary.kept == 1 and len(gold) == 1
+    rates = gold[0].provenance["decisiveness"]
+    assert rates["original_success_rate"] == 1.0 and rates["injected_success_rate"] == 0.0 and rates["k"] == 2
+    assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
+
+
+def test_decisiveness_rejects_when_the_original_arm_fails_too(tmp_path, banking_seed):
+    seeds = tmp_path / "one.jsonl"
+    write_jsonl(seeds, [banking_seed])
+    with LoopbackModelServer() as server:  # canned agent never completes the task, from either arm
+        config = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
+            filters={"decisiveness": {"enabled": True, "k": 2}},
+        )
+        summary = run_campaign(config, _resolved(server))
+    records = _records(tmp_path / "out")
+    assert summary.kept == 0
+    decisive = [r for r in records["rejected.jsonl"] if any(reason.startswith("decisiveness") for reason in r["reasons"])]
+    assert decisive and "original arm succeeded 0.00" in decisive[0]["reasons"][0]
