@@ -198,6 +198,8 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
     rates = gold[0].provenance["decisiveness"]
     assert rates["original_success_rate"] == 1.0 and rates["injected_success_rate"] == 0.0 and rates["k"] == 2
     assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "k=2" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
 
 
 def test_decisiveness_rejects_when_the_original_arm_fails_too(tmp_path, banking_seed):

@@ -14,6 +14,7 @@ from typing import Any
 
 from failforge import __version__
 from failforge.campaign._attempt import AttemptResult, Rejection
+from failforge.campaign._card import write_card
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._executors import EXECUTORS
 from failforge.campaign._ledger import Ledger
@@ -186,6 +187,7 @@ def run_campaign(
     }
     manifest["files"] = {name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None for name in (GOLD, REJECTED, FAILED)}
     _write_manifest(out, manifest)
+    write_card(out, config, manifest)
     return summary
 
 
