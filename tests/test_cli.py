@@ -60,3 +60,13 @@ def test_record_keeps_only_evaluator_successes(tmp_path):
     run = (kept or failures)[0]
     assert run.model.name == "smollm2-135m-instruct" and not run.oracle
     assert all(s.model_call.source == "model" for s in run.agent_steps())
+
+
+def test_seeds_miniwob_then_replay(tmp_path):
+    pytest.importorskip("playwright")
+    result = _cli("seeds", "miniwob", "--task", "click-button", "--task", "enter-text", "--cache-dir", "cache", "-o", "m.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    seeds, errors = load_jsonl(tmp_path / "m.jsonl")
+    assert not errors and [s.task.task_id for s in seeds] == ["click-button", "enter-text"] and all(s.oracle for s in seeds)
+    ok = _cli("replay", "m.jsonl", cwd=tmp_path)
+    assert ok.returncode == 0 and "2/2 seeds replayed identically" in ok.stdout.replace("\n", " ")

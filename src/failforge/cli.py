@@ -100,6 +100,36 @@ def seeds_agentdojo(
         console.print(f"[yellow]skipped[/] {line}")
 
 
+@seeds_app.command("miniwob")
+def seeds_miniwob(
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write")] = Path("miniwob_demo_seeds.jsonl"),
+    task: Annotated[Optional[list[str]], typer.Option(help="MiniWoB task(s), e.g. click-button (default: every task with a demonstration policy)")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="where page loads are cached (the seeds replay from it)")] = None,
+    model: Annotated[str, typer.Option(help="model name the seeds are recorded for")] = "smollm2-135m-instruct",
+) -> None:
+    """Demonstration seeds: scripted MiniWoB++ policies recorded through the built-in harness in headless Chromium."""
+    from failforge.environments.miniwob import DEMO_TASKS, demo_seed
+    from failforge.trajectory import write_jsonl
+
+    tasks = list(task or DEMO_TASKS)
+    settings = {"cache_dir": str(cache_dir.resolve())} if cache_dir else {}
+    made, failed = [], []
+    with _progress() as progress:
+        bar = progress.add_task("demonstration seeds", total=len(tasks), status="")
+        for name in tasks:
+            try:
+                seed = demo_seed(name, model=model, **settings)
+            except FailforgeError as exc:
+                failed.append(f"{name}: {exc}")
+            else:
+                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{name}: the demonstration did not earn a reward")
+            progress.update(bar, advance=1, status=name)
+    write_jsonl(output, made)  # type: ignore[arg-type]
+    out.print(f"wrote {len(made)} MiniWoB demonstration seeds to {output} ({len(failed)} failed)")
+    for line in failed:
+        console.print(f"[yellow]skipped[/] {line}")
+
+
 @app.command()
 def record(
     suite: Annotated[str, typer.Option(help="AgentDojo suite")],
@@ -312,23 +342,42 @@ def generate(
     _run_generate(config, force=force)
 
 
+BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkboxes", "choose-list", "click-tab")
+
+
 @app.command()
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
     seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: the bundled AgentDojo oracle seeds)")] = None,
+    browser: Annotated[bool, typer.Option("--browser", help="the browser part instead: MiniWoB++ demonstrations in headless Chromium")] = False,
     fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
 ) -> None:
-    """The main job on embedded defaults: bundled AgentDojo oracle seeds, local model as guide and agent."""
+    """The main job on embedded defaults: bundled AgentDojo oracle seeds, local model as guide and agent.
+
+    With --browser: records MiniWoB++ demonstration seeds (pages cached in OUTPUT/http-cache), then
+    branches them the same way.
+    """
     import shutil
 
     from failforge.campaign import CampaignConfig
 
-    seed_path = seeds or bundled_seeds_path()
     if fresh and output.exists():
         shutil.rmtree(output)
     started = time.perf_counter()
+    seed_path = seeds or bundled_seeds_path()
+    if browser and seeds is None:
+        from failforge.environments.miniwob import demo_seed
+        from failforge.trajectory import write_jsonl
+
+        output.mkdir(parents=True, exist_ok=True)
+        seed_path = output / "miniwob_seeds.jsonl"
+        if not seed_path.exists():
+            cache = (output / "http-cache").resolve()
+            made = [demo_seed(task, cache_dir=str(cache)) for task in BROWSER_DEMO_TASKS]
+            write_jsonl(seed_path, made)
+            out.print(f"recorded {len(made)} MiniWoB demonstration seeds in {seed_path}")
     config = CampaignConfig(seeds=[str(seed_path)], output=str(output))
-    summary = _run_generate(config, "demo attempts")
+    summary = _run_generate(config, "browser demo attempts" if browser else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
         console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")
