@@ -68,6 +68,30 @@ def taxonomy() -> None:
     out.print(taxonomy_table())
 
 
+def _write_seeds(output: Path, label: str, items: list[str], make, failure: str) -> None:  # type: ignore[no-untyped-def]
+    """Record one seed per item; keep evaluator successes, report the rest (a bad item never stops the run)."""
+    from failforge.trajectory import write_jsonl
+
+    made, failed = [], []
+    with _progress() as progress:
+        bar = progress.add_task(label, total=len(items), status="")
+        for item in items:
+            try:
+                seed = make(item)
+            except FailforgeError as exc:
+                failed.append(f"{item}: {exc}")
+            else:
+                if seed.outcome and seed.outcome.success:
+                    made.append(seed)
+                else:
+                    failed.append(f"{item}: {failure}")
+            progress.update(bar, advance=1, status=item)
+    write_jsonl(output, made)
+    out.print(f"wrote {len(made)} {label} to {output} ({len(failed)} failed)")
+    for line in failed:
+        console.print(f"[yellow]skipped[/] {line}")
+
+
 @seeds_app.command("agentdojo")
 def seeds_agentdojo(
     output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write")] = Path("agentdojo_oracle_seeds.jsonl"),
@@ -78,26 +102,11 @@ def seeds_agentdojo(
     """Oracle seeds: AgentDojo's ground truth recorded through the built-in harness (no model needed)."""
     from failforge.environments.agentdojo_env import SUITES, list_user_tasks
     from failforge.environments.agentdojo_seeds import oracle_seed
-    from failforge.trajectory import write_jsonl
 
-    pairs = [(s, t) for s, t in list_user_tasks(tuple(suite or SUITES)) if not task or t in task or f"{s}/{t}" in task]
+    pairs = [f"{s}/{t}" for s, t in list_user_tasks(tuple(suite or SUITES)) if not task or t in task or f"{s}/{t}" in task]
     if not pairs:
         raise typer.BadParameter("no AgentDojo user task matches --suite/--task")
-    made, failed = [], []
-    with _progress() as progress:
-        bar = progress.add_task("oracle seeds", total=len(pairs), status="")
-        for s, t in pairs:
-            try:
-                seed = oracle_seed(s, t, model=model)
-            except FailforgeError as exc:
-                failed.append(f"{s}/{t}: {exc}")
-            else:
-                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{s}/{t}: ground truth did not pass the utility check")
-            progress.advance(bar)
-    write_jsonl(output, made)  # type: ignore[arg-type]
-    out.print(f"wrote {len(made)} oracle seeds to {output} ({len(failed)} failed)")
-    for line in failed:
-        console.print(f"[yellow]skipped[/] {line}")
+    _write_seeds(output, "oracle seeds", pairs, lambda pair: oracle_seed(*pair.split("/", 1), model=model), "ground truth did not pass the utility check")
 
 
 @seeds_app.command("miniwob")
@@ -109,25 +118,9 @@ def seeds_miniwob(
 ) -> None:
     """Demonstration seeds: scripted MiniWoB++ policies recorded through the built-in harness in headless Chromium."""
     from failforge.environments.miniwob import DEMO_TASKS, demo_seed
-    from failforge.trajectory import write_jsonl
 
-    tasks = list(task or DEMO_TASKS)
     settings = {"cache_dir": str(cache_dir.resolve())} if cache_dir else {}
-    made, failed = [], []
-    with _progress() as progress:
-        bar = progress.add_task("demonstration seeds", total=len(tasks), status="")
-        for name in tasks:
-            try:
-                seed = demo_seed(name, model=model, **settings)
-            except FailforgeError as exc:
-                failed.append(f"{name}: {exc}")
-            else:
-                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{name}: the demonstration did not earn a reward")
-            progress.update(bar, advance=1, status=name)
-    write_jsonl(output, made)  # type: ignore[arg-type]
-    out.print(f"wrote {len(made)} MiniWoB demonstration seeds to {output} ({len(failed)} failed)")
-    for line in failed:
-        console.print(f"[yellow]skipped[/] {line}")
+    _write_seeds(output, "MiniWoB demonstration seeds", list(task or DEMO_TASKS), lambda name: demo_seed(name, model=model, **settings), "the demonstration did not earn a reward")
 
 
 @seeds_app.command("humaneval")
@@ -140,25 +133,10 @@ def seeds_humaneval(
     """Oracle seeds: HumanEval canonical solutions written and run in a sandbox through the built-in harness."""
     from failforge.environments.humaneval import list_task_ids, oracle_seed
     from failforge.environments.sandbox import resolve_backend
-    from failforge.trajectory import write_jsonl
 
     concrete = resolve_backend(backend)  # type: ignore[arg-type]
     ids = list(task or list_task_ids())
-    made, failed = [], []
-    with _progress() as progress:
-        bar = progress.add_task(f"oracle seeds ({concrete})", total=len(ids), status="")
-        for task_id in ids:
-            try:
-                seed = oracle_seed(task_id, concrete, model=model)
-            except FailforgeError as exc:
-                failed.append(f"{task_id}: {exc}")
-            else:
-                (made if seed.outcome and seed.outcome.success else failed).append(seed if seed.outcome and seed.outcome.success else f"{task_id}: the canonical solution did not pass")
-            progress.update(bar, advance=1, status=task_id)
-    write_jsonl(output, made)  # type: ignore[arg-type]
-    out.print(f"wrote {len(made)} HumanEval oracle seeds ({concrete} backend) to {output} ({len(failed)} failed)")
-    for line in failed:
-        console.print(f"[yellow]skipped[/] {line}")
+    _write_seeds(output, f"HumanEval oracle seeds ({concrete})", ids, lambda task_id: oracle_seed(task_id, concrete, model=model), "the canonical solution did not pass")
 
 
 @app.command()

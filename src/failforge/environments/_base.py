@@ -8,6 +8,8 @@ only "run this call" and "fingerprint yourself"; the comparison lives here once.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -52,6 +54,16 @@ class Environment(Protocol):
     def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome: ...
 
     def close(self) -> None: ...
+
+
+def parse_tool_arguments(arguments: str) -> dict[str, Any] | None:
+    """A tool call's JSON argument text as a dict; None when it is not a JSON object (the tool then
+    reports the error to the agent, which is what a malformed call earns in any real harness)."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def observe_tool_call(

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from failforge.canonical import canonical_hash
-from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call
+from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.errors import ConfigError, EnvStateDrift
 from failforge.runlog import RunLog
 from failforge.trajectory import Outcome, Step, Task
@@ -170,12 +170,7 @@ class AgentDojoToolbox:
         return holder["result"], holder["error"], step
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            parsed = None
-        if parsed is not None and not isinstance(parsed, dict):
-            parsed = None
+        parsed = parse_tool_arguments(arguments)
         _, error, step = self.run_function(name, parsed, call_id, raw=arguments)
         return step.content if error is None else f"Error: {error}"
 

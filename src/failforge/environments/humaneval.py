@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.canonical import sha256_hex
-from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call
+from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.environments.sandbox import (
     DEFAULT_IMAGE,
     EXCLUDE,
@@ -230,12 +230,7 @@ class HumanEvalToolbox:
     # -- the boundary -------------------------------------------------------------------------
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            parsed = None
-        if parsed is not None and not isinstance(parsed, dict):
-            parsed = None
+        parsed = parse_tool_arguments(arguments)
 
         def run() -> ToolResult:
             if parsed is None:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from failforge.cache import ToolCache
-from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call
+from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.environments.miniwob._actions import ActionOutcome, Actions, parse_arguments, tool_schemas
 from failforge.environments.miniwob._browser import BrowserSession, playwright_version
 from failforge.environments.miniwob._config import MiniWoBConfig
@@ -58,12 +58,7 @@ class MiniWoBToolbox:
         return tool_schemas()
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            parsed = None
-        if parsed is not None and not isinstance(parsed, dict):
-            parsed = None
+        parsed = parse_tool_arguments(arguments)
         index = self.log.next_index
         try:
             step = observe_tool_call(
