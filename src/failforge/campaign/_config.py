@@ -79,6 +79,17 @@ class CampaignConfig(_Section):
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
     max_interrupted_tries: int = Field(default=2, ge=1, description="an attempt interrupted this often is recorded as failed")
 
+    @field_validator("seeds")
+    @classmethod
+    def _absolute_seeds(cls, value: list[str]) -> list[str]:
+        # Absolute, so the same campaign started from another folder has the same config (and hash).
+        return [str(Path(p).expanduser().resolve()) for p in value]
+
+    @field_validator("output")
+    @classmethod
+    def _absolute_output(cls, value: str) -> str:
+        return str(Path(value).expanduser().resolve())
+
     def config_hash(self) -> str:
         return canonical_hash(self.model_dump(mode="json"))[:16]
 
