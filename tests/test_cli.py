@@ -51,7 +51,7 @@ import pytest
 
 @pytest.mark.local_model
 def test_record_keeps_only_evaluator_successes(tmp_path):
-    result = _cli("record", "--suite", "banking", "--task", "user_task_3", "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
+    result = _cli("record", "--env", "agentdojo", "--suite", "banking", "--task", "user_task_3", "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     kept = load_jsonl(tmp_path / "rec.jsonl")[0] if (tmp_path / "rec.jsonl").exists() else []
     failures = load_jsonl(tmp_path / "rec.failures.jsonl")[0] if (tmp_path / "rec.failures.jsonl").exists() else []
@@ -70,3 +70,20 @@ def test_seeds_miniwob_then_replay(tmp_path):
     assert not errors and [s.task.task_id for s in seeds] == ["click-button", "enter-text"] and all(s.oracle for s in seeds)
     ok = _cli("replay", "m.jsonl", cwd=tmp_path)
     assert ok.returncode == 0 and "2/2 seeds replayed identically" in ok.stdout.replace("\n", " ")
+
+
+@pytest.mark.local_model
+def test_record_model_seeds_on_miniwob_and_humaneval(tmp_path):
+    for args in (("--env", "miniwob", "--task", "click-button", "--cache-dir", "cache"), ("--env", "humaneval", "--task", "HumanEval/2", "--backend", "local")):
+        result = _cli("record", *args, "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+    runs = []
+    for name in ("rec.jsonl", "rec.failures.jsonl"):
+        if (tmp_path / name).exists():
+            runs += load_jsonl(tmp_path / name)[0]
+    assert sorted(r.environment.name for r in runs) == ["humaneval", "miniwob"]
+    assert all(not r.oracle and r.agent_steps() and all(s.model_call.source == "model" for s in r.agent_steps()) for r in runs)
+    for name in ("rec.jsonl", "rec.failures.jsonl"):
+        if (tmp_path / name).exists():
+            replayed = _cli("replay", name, cwd=tmp_path)
+            assert replayed.returncode == 0, replayed.stdout[-2000:]

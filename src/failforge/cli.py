@@ -170,37 +170,65 @@ def doctor() -> None:
     out.print(table)
 
 
+def _record_target(env: str, suite: Optional[str], task_id: str, backend: str, cache_dir: Optional[Path]):  # type: ignore[no-untyped-def]
+    """(environment spec, default built-in harness) for one task of ``env``."""
+    if env == "agentdojo":
+        from failforge.environments.agentdojo_seeds import env_spec
+        from failforge.harnesses import ToolCallingAgent
+
+        if not suite:
+            raise typer.BadParameter("--suite is required for --env agentdojo")
+        return env_spec(suite, task_id), ToolCallingAgent()
+    if env == "miniwob":
+        from failforge.environments.miniwob import default_seed, demo_harness, env_spec as miniwob_spec
+
+        settings = {"cache_dir": str(cache_dir.resolve())} if cache_dir else {}
+        return miniwob_spec(task_id, default_seed(task_id), cache_mode="record", **settings), demo_harness()
+    if env == "humaneval":
+        from failforge.environments.humaneval import default_harness, env_spec as humaneval_spec
+
+        return humaneval_spec(task_id, backend), default_harness()  # type: ignore[arg-type]
+    raise typer.BadParameter("--env must be agentdojo, miniwob or humaneval")
+
+
 @app.command()
 def record(
-    suite: Annotated[str, typer.Option(help="AgentDojo suite")],
-    task: Annotated[list[str], typer.Option(help="user task id(s)")],
+    task: Annotated[list[str], typer.Option(help="task id(s): user_task_3 (AgentDojo), click-button (MiniWoB), HumanEval/0")],
+    env: Annotated[str, typer.Option(help="agentdojo, miniwob or humaneval")] = "agentdojo",
+    suite: Annotated[Optional[str], typer.Option(help="AgentDojo suite")] = None,
+    backend: Annotated[str, typer.Option(help="HumanEval sandbox backend: docker, local or auto")] = "auto",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="MiniWoB page cache (the seeds replay from it)")] = None,
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("recorded_seeds.jsonl"),
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")] = None,
     model: Annotated[Optional[str], typer.Option(help="model name at --base-url")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the API key")] = "OPENAI_API_KEY",
-    harness: Annotated[str, typer.Option(help="builtin (failforge's loop) or agentdojo (AgentDojo's AgentPipeline)")] = "builtin",
+    harness: Annotated[str, typer.Option(help="builtin (failforge's loop) or agentdojo (AgentDojo's AgentPipeline, AgentDojo only)")] = "builtin",
     keep_failures: Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")] = False,
 ) -> None:
-    """Record model-generated seeds on AgentDojo; only evaluator successes become seeds."""
+    """Record model-generated seeds; only evaluator successes become seeds."""
     from failforge.campaign import Models, open_models
-    from failforge.environments.agentdojo_seeds import env_spec
-    from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
+    from failforge.harnesses import AgentDojoPipelineHarness
     from failforge.replay import record as record_run
     from failforge.trajectory import append_jsonl
 
-    chosen = ToolCallingAgent() if harness == "builtin" else AgentDojoPipelineHarness() if harness == "agentdojo" else None
-    if chosen is None:
-        raise typer.BadParameter("--harness must be builtin or agentdojo")
+    if harness not in ("builtin", "agentdojo") or (harness == "agentdojo" and env != "agentdojo"):
+        raise typer.BadParameter("--harness must be builtin, or agentdojo with --env agentdojo")
     kept = failed = 0
     with open_models(_endpoint(base_url, model, api_key_env), None) as resolved:
         models = Models(resolved)
         for task_id in task:
+            name = f"{suite}/{task_id}" if suite else task_id
             try:
-                traj = record_run(env_spec=env_spec(suite, task_id), harness=chosen, model=models.agent_spec, upstream=models.agent())
+                spec, chosen = _record_target(env, suite, task_id, backend, cache_dir)
+                if harness == "agentdojo":
+                    chosen = AgentDojoPipelineHarness()
+                traj = record_run(env_spec=spec, harness=chosen, model=models.agent_spec, upstream=models.agent())
             except FailforgeError as exc:
-                console.print(f"[red]{suite}/{task_id}: {exc}[/]")
+                console.print(f"[red]{name}: {exc}[/]")
                 failed += 1
                 continue
+            if env == "miniwob":  # stored seeds replay their pages from the cache
+                traj.environment = traj.environment.model_copy(update={"config": {**traj.environment.config, "cache_mode": "replay"}})
             ok = bool(traj.outcome and traj.outcome.success)
             if ok:
                 append_jsonl(output, [traj])
@@ -209,7 +237,7 @@ def record(
                 failed += 1
                 if keep_failures:
                     append_jsonl(output.with_suffix(".failures.jsonl"), [traj])
-            out.print(f"{suite}/{task_id}: {'success' if ok else 'failed'} in {len(traj.steps)} steps")
+            out.print(f"{name}: {'success' if ok else 'failed'} in {len(traj.steps)} steps")
     out.print(f"kept {kept} successful seed(s) in {output}; {failed} run(s) did not succeed")
 
 
