@@ -81,3 +81,13 @@ def test_client_errors_are_not_retried():
         with pytest.raises(ModelUnavailable):
             upstream({"model": "m", "messages": []})
         assert len(server.requests) == 1
+
+
+def test_model_endpoint_client_is_a_plain_openai_client_for_the_endpoint():
+    from failforge.llm import ModelEndpoint
+    from failforge.testing import LoopbackModelServer
+
+    with LoopbackModelServer() as server:
+        client = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None).client()
+        reply = client.chat.completions.create(model="loopback", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content

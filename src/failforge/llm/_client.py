@@ -9,13 +9,12 @@ call must never be retried.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import httpx
 import openai
 from pydantic import BaseModel, Field
 
-from failforge.errors import DriftError, FailforgeError, InfrastructureError
+from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm._boundary import ModelBoundary
 from failforge.llm._upstream import HttpUpstream
 
@@ -67,11 +66,3 @@ def surface_boundary_error(boundary: ModelBoundary, exc: BaseException) -> BaseE
     if isinstance(exc, (openai.APIError, httpx.HTTPError)):
         return InfrastructureError(f"model call failed: {type(exc).__name__}: {exc}")
     return exc
-
-
-def is_drift(exc: BaseException) -> bool:
-    return isinstance(exc, DriftError)
-
-
-def chat_messages_text(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in messages)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
+from failforge.errors import AttemptDeadlineExceeded, ModelUnavailable
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -188,12 +188,6 @@ class OracleResponder:
         content, tool_calls = self._script(self._ordinal, body)
         self._ordinal += 1
         return chat_response(str(body.get("model", "oracle")), content, tool_calls)
-
-
-def require_base_url(base_url: str | None) -> str:
-    if not base_url:
-        raise ConfigError("no model endpoint configured: pass --base-url or let failforge start the local model")
-    return base_url
 
 
 class BoundedResponder:
