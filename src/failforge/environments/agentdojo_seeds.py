@@ -8,14 +8,12 @@ model-recorded seed; only ``oracle=True`` and ``source="oracle"`` on its model c
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from failforge.environments.agentdojo_env import DEFAULT_CLOCK, SUITES, AgentDojoEpisode, agentdojo_version, list_user_tasks
 from failforge.harnesses import Harness, ToolCallingAgent, ToolCallingAgentConfig
-from failforge.llm import OracleResponder
+from failforge.llm import OracleResponder, fixed_tool_calls
 from failforge.replay import record
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -39,16 +37,6 @@ def env_spec(suite: str, task_id: str, clock: str = DEFAULT_CLOCK) -> ComponentS
     )
 
 
-def _oracle_script(calls: list[tuple[str, dict[str, Any]]], final: str) -> Callable[[int, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]]:
-    def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
-        if ordinal < len(calls):
-            name, args = calls[ordinal]
-            return None, [{"id": f"call_oracle_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
-        return final, None
-
-    return script
-
-
 def oracle_seed(suite: str, task_id: str, *, model: str = DEFAULT_AGENT_MODEL, harness: Harness | None = None, clock: str = DEFAULT_CLOCK) -> Trajectory:
     """Record the ground truth of one user task through ``harness`` (the built-in agent by default)."""
     spec = env_spec(suite, task_id, clock)
@@ -60,7 +48,7 @@ def oracle_seed(suite: str, task_id: str, *, model: str = DEFAULT_AGENT_MODEL, h
         env_spec=spec,
         harness=harness,
         model=ComponentSpec(name=model, config={"role": "agent"}),
-        upstream=OracleResponder(_oracle_script(calls, final), name="agentdojo.ground_truth"),
+        upstream=OracleResponder(fixed_tool_calls(calls, final), name="agentdojo.ground_truth"),
         oracle=True,
         trajectory_id=f"agentdojo-{suite}-{task_id}-oracle",
     )

@@ -425,16 +425,6 @@ def oracle_final_answer(task_id: str) -> str:
     return f"{SOLUTION_FILE} implements {problem(task_id)['entry_point']} and it runs."
 
 
-def _oracle_script(calls: list[tuple[str, dict[str, Any]]], final: str) -> Callable[[int, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]]:
-    def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
-        if ordinal < len(calls):
-            name, args = calls[ordinal]
-            return None, [{"id": f"call_oracle_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
-        return final, None
-
-    return script
-
-
 def default_harness() -> Any:
     """The built-in agent with room for code: a whole function in one tool call needs more than 256 tokens."""
     from failforge.harnesses import ToolCallingAgent, ToolCallingAgentConfig
@@ -451,7 +441,7 @@ def oracle_seed(
     limits: SandboxLimits | None = None,
 ) -> Trajectory:
     """Record the canonical solution of one task through ``harness`` (the built-in agent by default)."""
-    from failforge.llm import OracleResponder
+    from failforge.llm import OracleResponder, fixed_tool_calls
     from failforge.replay import record
 
     spec = env_spec(task_id, backend, limits=limits)
@@ -460,7 +450,7 @@ def oracle_seed(
         env_spec=spec,
         harness=harness or default_harness(),
         model=ComponentSpec(name=model, config={"role": "agent"}),
-        upstream=OracleResponder(_oracle_script(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution"),
+        upstream=OracleResponder(fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution"),
         oracle=True,
         trajectory_id=f"humaneval-{number}-{spec.config['backend']}-oracle",
     )

@@ -6,6 +6,7 @@ network, so it never needs retrying, and a retry can never hide a drift.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -170,6 +171,23 @@ def chat_response(model: str, content: str | None, tool_calls: list[dict[str, An
         ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
+
+
+OracleScript = Callable[[int, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]]
+
+
+def fixed_tool_calls(calls: list[tuple[str, dict[str, Any]]], final: str) -> OracleScript:
+    """An oracle script for a known sequence: call k is the k-th (tool, arguments), one per message;
+    the call after the last answers ``final``. Ground truths (AgentDojo) and canonical solutions
+    (HumanEval) are such sequences."""
+
+    def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+        if ordinal < len(calls):
+            name, args = calls[ordinal]
+            return None, [{"id": f"call_oracle_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
+        return final, None
+
+    return script
 
 
 class OracleResponder:
