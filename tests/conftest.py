@@ -45,5 +45,18 @@ def banking_seed() -> Trajectory:
     return oracle_seed("banking", "user_task_3")
 
 
+@pytest.fixture(scope="session")
+def docker_ok() -> bool:
+    """The docker sandbox backend works here; a missing engine fails (it is installed by scripts/install.sh)."""
+    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
+        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
+    from failforge.environments.sandbox import sandbox_doctor
+
+    row = sandbox_doctor(backends=("docker",))[0]
+    if not row.works:
+        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
+    return True
+
+
 def pytest_configure(config):  # noqa: D103
     os.environ.setdefault("FAILFORGE_NO_REEXEC", "")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, default_harness, env_spec, oracle_seed, problem
-from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits, sandbox_doctor
+from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
 from failforge.errors import DriftError, InfrastructureError, SandboxDrift
 from failforge.harnesses import harness_from_spec
 from failforge.injection import branch
@@ -30,16 +30,6 @@ from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 
 TASK = "HumanEval/0"
-
-
-@pytest.fixture(scope="module")
-def docker_ok() -> bool:
-    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
-        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
-    row = sandbox_doctor(backends=("docker",))[0]
-    if not row.works:
-        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
-    return True
 
 
 @pytest.fixture(params=["local", "docker"])

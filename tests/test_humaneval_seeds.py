@@ -22,20 +22,10 @@ from failforge.environments.humaneval import (
     oracle_seeds,
     problem,
 )
-from failforge.environments.sandbox import NORMALISER_VERSION, sandbox_doctor
+from failforge.environments.sandbox import NORMALISER_VERSION
 from failforge.errors import ConfigError
 from failforge.replay import open_environment, replay
 from failforge.trajectory import ComponentSpec, Trajectory
-
-
-@pytest.fixture(scope="module")
-def docker_ok() -> bool:
-    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
-        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
-    row = sandbox_doctor(backends=("docker",))[0]
-    if not row.works:
-        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
-    return True
 
 
 def _record_and_replay(backend: str, task_ids: list[str]) -> dict:

@@ -32,16 +32,6 @@ from failforge.errors import ConfigError, InfrastructureError
 FAST = SandboxLimits(command_timeout=5.0)
 
 
-@pytest.fixture(scope="module")
-def docker_ok() -> bool:
-    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
-        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
-    row = sandbox_doctor(backends=("docker",))[0]
-    if not row.works:
-        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
-    return True
-
-
 @pytest.fixture(params=["local", "docker"])
 def box(request) -> Sandbox:
     if request.param == "docker":
