@@ -145,8 +145,10 @@ def run_campaign(
         ledger.bind(config.config_hash(), force=force)
         ledger.plan((spec.attempt_id, seed.id, spec.step, spec.mode, spec.sample) for seed, spec in plan)
         summary.recovery = ledger.reconcile(out, config.max_interrupted_tries)
-        for attempt_id, error in ledger.given_up():
-            if attempt_id in by_id and attempt_id not in _ids_in_outputs(out):
+        given_up = ledger.given_up()
+        written = _ids_in_outputs(out) if given_up else set()  # read the files once, not once per attempt
+        for attempt_id, error in given_up:
+            if attempt_id in by_id and attempt_id not in written:
                 seed, spec = by_id[attempt_id]
                 append_jsonl(out / FAILED, [Rejection(
                     attempt_id=attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample, status="failed",
