@@ -17,7 +17,7 @@ from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
 from failforge.errors import DriftError, InfrastructureError
-from failforge.filters import DEFAULT_FILTERS, FilterContext, run_filters
+from failforge.filters import FilterContext, run_filters
 from failforge.injection import AttemptSpec, branch, guide_request, write_steering_note
 from failforge.taxonomy import get_mode
 from failforge.trajectory import FilterVerdict, GoldLabel, Trajectory
@@ -100,8 +100,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     trajectory = result.trajectory
     trajectory.provenance.update(provenance)
     trajectory.provenance["attempt_id"] = spec.attempt_id
-    filters = {name: DEFAULT_FILTERS[name] for name in config.filters.enabled}
-    verdicts = run_filters(FilterContext(seed=seed, branch=trajectory, step=spec.step, mode=mode, note=guide.note), filters)
+    verdicts = run_filters(FilterContext(seed=seed, branch=trajectory, step=spec.step, mode=mode, note=guide.note), config.filters.enabled)
     rejected = [v for v in verdicts if not v.passed]
     if not rejected and config.filters.decisiveness.enabled:
         cfg = config.filters.decisiveness

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
-from failforge.filters import DEFAULT_FILTERS
+from failforge.filters import default_filters
+from failforge.plugins import executors, filters
 from failforge.llm import ModelEndpoint
 from failforge.taxonomy import get_mode
 
@@ -51,16 +51,16 @@ class DecisivenessConfig(_Section):
 
 
 class FiltersConfig(_Section):
-    enabled: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    enabled: list[str] = Field(default_factory=default_filters)
     decisiveness: DecisivenessConfig = Field(default_factory=DecisivenessConfig)
 
     @field_validator("enabled")
     @classmethod
     def _known_filters(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in DEFAULT_FILTERS]
+        unknown = [name for name in value if name not in filters]
         if unknown:
-            raise ValueError(f"unknown filter(s) {unknown}; known: {list(DEFAULT_FILTERS)}")
-        return value
+            raise ValueError(f"unknown filter(s) {unknown}; known: {filters.names()}")
+        return [filters.canonical(name) for name in value]
 
 
 class CampaignConfig(_Section):
@@ -74,10 +74,17 @@ class CampaignConfig(_Section):
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
-    executor: Literal["local", "ray"] = "local"
+    executor: str = Field(default="local", description="a registered executor: local (thread pool) or ray")
     ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
     max_interrupted_tries: int = Field(default=2, ge=1, description="an attempt interrupted this often is recorded as failed")
+
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        if value not in executors:
+            raise ValueError(f"unknown executor {value!r}; known: {executors.names()}")
+        return executors.canonical(value)
 
     @field_validator("seeds")
     @classmethod

@@ -18,6 +18,7 @@ from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models, ResolvedModels
 from failforge.errors import ConfigError
 from failforge.injection import AttemptSpec
+from failforge.plugins import executors
 from failforge.trajectory import Trajectory
 
 Work = tuple[Trajectory, AttemptSpec]
@@ -36,6 +37,7 @@ def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance
     )
 
 
+@executors.register("local", description="a bounded thread pool in this process")
 def run_local(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
     models = Models(resolved)
     try:
@@ -79,6 +81,7 @@ def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json
     return result.status, result.record.model_dump_json()
 
 
+@executors.register("ray", requires=("ray",), description="Ray tasks (a local Ray instance, or ray_address for a cluster)")
 def run_ray(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
     try:
         import ray
@@ -127,5 +130,3 @@ def run_ray(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConf
         if started_here:
             ray.shutdown()
 
-
-EXECUTORS = {"local": run_local, "ray": run_ray}

@@ -16,7 +16,7 @@ from failforge import __version__
 from failforge.campaign._attempt import AttemptResult, Rejection
 from failforge.campaign._card import write_card
 from failforge.campaign._config import CampaignConfig
-from failforge.campaign._executors import EXECUTORS
+from failforge.plugins import executors
 from failforge.campaign._ledger import Ledger
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
@@ -170,7 +170,7 @@ def run_campaign(
         _write_manifest(out, manifest)
         if on_progress:
             on_progress("plan", None, summary)
-        executor = EXECUTORS[config.executor]
+        executor = executors.get(config.executor)
         for result in executor(pending, resolved, config, provenance, ledger.mark_running):
             append_jsonl(out / _FILE[result.status], [result.record])  # the line first, then the ledger
             ledger.finish(result.attempt_id, _STATE[result.status], None if result.status != "failed" else "; ".join(result.record.reasons)[:2000])  # type: ignore[union-attr]

@@ -9,15 +9,19 @@ only "run this call" and "fingerprint yourself"; the comparison lives here once.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 from failforge.canonical import readable_diff
 from failforge.errors import EnvironmentDrift
 from failforge.runlog import RunLog
-from failforge.trajectory import Outcome, Step
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+
+if TYPE_CHECKING:
+    from failforge.llm import Responder
 
 
 @dataclass(frozen=True)
@@ -35,25 +39,92 @@ class ToolResult:
 
 
 class Toolbox(Protocol):
-    """What a harness needs from an environment: tool schemas and a way to call one."""
+    """What a harness needs from an environment: tool schemas and a way to call one.
+
+    Every ``call`` goes through :func:`observe_tool_call`, so the observation and the state
+    fingerprint after it are recorded (and, in replay, asserted) whatever loop made the call.
+    """
 
     def schemas(self) -> list[dict[str, Any]]: ...
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str: ...
 
 
-class Environment(Protocol):
-    """One episode of a benchmark task: its instruction, tools, fingerprint and official evaluator."""
+@runtime_checkable
+class Episode(Protocol):
+    """One run of one task in a fresh environment instance. A context manager: leaving it releases
+    everything the run held (a browser context, a container, a frozen clock)."""
 
-    name: str
+    def instruction(self) -> str:
+        """The task as the agent reads it (step 0 of every trajectory)."""
+        ...
 
-    def instruction(self) -> str: ...
+    def task_record(self) -> Task:
+        """The task as recorded in a trajectory (benchmark, id, instruction, gold answer)."""
+        ...
 
-    def toolbox(self, log: RunLog) -> Toolbox: ...
+    def toolbox(self, log: RunLog) -> Toolbox:
+        """The tools, bound to ``log`` so every call is observed through :func:`observe_tool_call`."""
+        ...
 
-    def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome: ...
+    def fingerprint(self) -> Fingerprint:
+        """The environment's state now: what replay compares after every tool call."""
+        ...
+
+    def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
+        """The benchmark's own evaluator on the finished run."""
+        ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Episode: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Environment(Protocol):
+    """An environment plugin (registered in :data:`failforge.plugins.environments`).
+
+    It knows how to name its tasks, describe one task run as a recorded spec, rebuild an episode from
+    that spec, script an oracle (or demonstration) policy for it, and which drift error its tool
+    boundary raises. It never imports harnesses, seeds, replay or anything above it: the default
+    harness is named as data (a :class:`ComponentSpec`), and seeds are recorded by
+    :mod:`failforge.seeds` from what this contract exposes.
+    """
+
+    name: ClassVar[str]
+    #: The typed error a fidelity check of this environment raises (a subclass of EnvironmentDrift).
+    drift_error: ClassVar[type[EnvironmentDrift]]
+    #: What ``failforge seeds/record`` accept for this environment (e.g. suite, sandbox backend, cache dir).
+    Options: ClassVar[type[BaseModel]]
+
+    def tasks(self, options: BaseModel) -> list[str]:
+        """Every task id the options select, in a stable order."""
+        ...
+
+    def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
+        """The environment spec a trajectory of ``task_id`` records; :meth:`open` rebuilds the same episode from it."""
+        ...
+
+    def open(self, spec: ComponentSpec) -> Episode:
+        """A fresh episode rebuilt from a recorded spec (raise ConfigError naming the bad field)."""
+        ...
+
+    def oracle(self, spec: ComponentSpec) -> Responder | None:
+        """A scripted policy that plays the model for oracle / demonstration seeds, or None when there is none."""
+        ...
+
+    def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
+        """The harness (name + config) seeds of this environment are recorded with by default."""
+        ...
+
+    def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
+        """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode)."""
+        ...
+
+    def doctor(self) -> tuple[bool, str]:
+        """Whether this environment can run here, and why not."""
+        ...
 
 
 def parse_tool_arguments(arguments: str) -> dict[str, Any] | None:

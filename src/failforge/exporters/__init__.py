@@ -2,6 +2,4 @@
 
 from failforge.exporters.whowhen_pro import RELEASE_CODES, to_whowhen, to_whowhen_pro
 
-FORMATS = ("whowhen-pro", "whowhen")
-
-__all__ = ["FORMATS", "RELEASE_CODES", "to_whowhen", "to_whowhen_pro"]
+__all__ = ["RELEASE_CODES", "to_whowhen", "to_whowhen_pro"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from failforge.plugins import exporters
 from failforge.trajectory import Trajectory
 
 #: failforge (paper) code -> released taxonomy.yaml code, where they differ.
@@ -37,6 +38,7 @@ def _entry(step: Any, last_agent: int) -> dict[str, Any]:
     return entry
 
 
+@exporters.register("whowhen-pro", description="Who&When Pro trace rows")
 def to_whowhen_pro(gold: Trajectory, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
     label = gold.label
     if label is None:
@@ -60,7 +62,8 @@ def to_whowhen_pro(gold: Trajectory, codes: Literal["release", "failforge"] = "r
     }
 
 
-def to_whowhen(gold: Trajectory) -> dict[str, Any]:
+@exporters.register("whowhen", description="the original Who&When log layout")
+def to_whowhen(gold: Trajectory, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
     """The original Who&When log layout: ``history`` plus string ``mistake_step`` indexing it."""
     label = gold.label
     if label is None:

@@ -1,31 +1,30 @@
 """Filters: each judges one property of a branch and returns a verdict with its reason.
 
-Every verdict is kept on the gold record (or the rejection), passed or not, so a user can see why a
+A filter is a function ``(FilterContext) -> FilterVerdict`` registered in
+:data:`failforge.plugins.filters` (``@filters.register("name", order=..., default=True)``). Every
+verdict is kept on the gold record (or the rejection), passed or not, so a user can see why a
 candidate was kept or dropped without re-running anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from failforge.filters import differs, evaluator_failure, gold_exposure, note_leak, well_formed
 from failforge.filters._context import FilterContext
+from failforge.plugins import filters as registry
 from failforge.trajectory import FilterVerdict
 
 Filter = Callable[[FilterContext], FilterVerdict]
 
-#: In the order they are reported; all run, so every reason is known.
-DEFAULT_FILTERS: dict[str, Filter] = {
-    evaluator_failure.NAME: evaluator_failure.check,
-    note_leak.NAME: note_leak.check,
-    gold_exposure.NAME: gold_exposure.check,
-    differs.NAME: differs.check,
-    well_formed.NAME: well_formed.check,
-}
+
+def default_filters() -> list[str]:
+    """The filters a campaign runs unless told otherwise, in the order they are reported."""
+    return [i.name for i in sorted(registry, key=lambda i: (i.meta.get("order", 1000), i.name)) if i.meta.get("default")]
 
 
-def run_filters(ctx: FilterContext, filters: dict[str, Filter] | None = None) -> list[FilterVerdict]:
-    return [check(ctx) for check in (filters or DEFAULT_FILTERS).values()]
+def run_filters(ctx: FilterContext, names: Sequence[str] | None = None) -> list[FilterVerdict]:
+    """Run the named filters (all of them, so every reason is known), in the given order."""
+    return [registry.get(name)(ctx) for name in (default_filters() if names is None else names)]
 
 
-__all__ = ["DEFAULT_FILTERS", "Filter", "FilterContext", "run_filters"]
+__all__ = ["Filter", "FilterContext", "default_filters", "run_filters"]

@@ -5,12 +5,14 @@ attribution model could learn from, and the decisive-step label would be arguabl
 """
 
 from failforge.filters._context import FilterContext, verdict
+from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
 NAME = "gold_exposure"
 MIN_LENGTH = 4
 
 
+@filters.register(NAME, order=20, default=True)
 def check(ctx: FilterContext) -> FilterVerdict:
     gold = (ctx.seed.task.gold_answer or "").strip()
     if len(gold) < MIN_LENGTH:

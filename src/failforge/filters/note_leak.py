@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from failforge.filters._context import FilterContext, verdict
+from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict, Step
 
 NAME = "note_leak"
@@ -49,6 +50,7 @@ def _text(step: Step) -> str:
     return " ".join([step.content or ""] + [f"{c.name} {c.arguments}" for c in step.tool_calls])
 
 
+@filters.register(NAME, order=10, default=True)
 def check(ctx: FilterContext, n: int = NGRAM) -> FilterVerdict:
     note_grams = _ngrams(_words(ctx.note), n)
     # Wording the task or the seed already used is not a leak even if the note repeats it.

@@ -5,11 +5,13 @@ argument string. An unknown tool name is allowed: that is what A.3 (hallucinated
 """
 
 from failforge.filters._context import FilterContext, verdict
+from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
 NAME = "well_formed"
 
 
+@filters.register(NAME, order=40, default=True)
 def check(ctx: FilterContext) -> FilterVerdict:
     if ctx.mode.format_error:
         return verdict(NAME, True, f"{ctx.mode.code} is a format error, so malformed output is the point")

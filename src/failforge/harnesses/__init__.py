@@ -1,43 +1,60 @@
-"""Agent loops failforge drives through its boundaries, and a registry to rebuild them from a spec."""
+"""Agent loops failforge drives through its boundaries.
+
+A harness is a class registered in :data:`failforge.plugins.harnesses` with a ``name``, a pydantic
+``Config`` (recorded in every trajectory's ``harness.config``, so the exact loop can be rebuilt) and
+``run(client, model, instruction, toolbox) -> final answer | None``. It knows nothing of recording,
+replay or injection: those happen at the client it is given and at the toolbox.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import openai
+from pydantic import BaseModel, ValidationError
 
 from failforge.errors import ConfigError
-from failforge.harnesses.agentdojo_pipeline import AgentDojoPipelineConfig, AgentDojoPipelineHarness
-from failforge.harnesses.tool_calling import ToolCallingAgent, ToolCallingAgentConfig
+from failforge.plugins import harnesses
 from failforge.trajectory import ComponentSpec
 
 
 class Harness(Protocol):
     name: str
+    Config: ClassVar[type[BaseModel]]
+    config: BaseModel
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None: ...
 
 
 def harness_from_spec(spec: ComponentSpec) -> Harness:
     """Rebuild the exact harness a trajectory was recorded with."""
-    if spec.name == ToolCallingAgent.name:
-        return ToolCallingAgent(ToolCallingAgentConfig.model_validate(spec.config))
-    if spec.name == AgentDojoPipelineHarness.name:
-        return AgentDojoPipelineHarness(AgentDojoPipelineConfig.model_validate(spec.config))
-    raise ConfigError(f"unknown harness {spec.name!r}; known: {ToolCallingAgent.name}, {AgentDojoPipelineHarness.name}")
+    cls = harnesses.get(spec.name)
+    try:
+        config = cls.Config.model_validate(spec.config)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "<config>"
+        raise ConfigError(f"harness {spec.name!r}: config field '{field}': {first['msg']}") from exc
+    return cls(config)  # type: ignore[no-any-return]
 
 
 def harness_spec(harness: Harness) -> ComponentSpec:
-    config = getattr(harness, "config", None)
-    return ComponentSpec(name=harness.name, config=config.model_dump() if config is not None else {})
+    return ComponentSpec(name=harness.name, config=harness.config.model_dump())
 
 
-__all__ = [
-    "AgentDojoPipelineConfig",
-    "AgentDojoPipelineHarness",
-    "Harness",
-    "ToolCallingAgent",
-    "ToolCallingAgentConfig",
-    "harness_from_spec",
-    "harness_spec",
-]
+def __getattr__(name: str) -> Any:
+    # Convenience re-exports of the built-in harnesses, resolved lazily (AgentDojo loads only when asked).
+    lazy = {
+        "ToolCallingAgent": "failforge.harnesses.tool_calling",
+        "ToolCallingAgentConfig": "failforge.harnesses.tool_calling",
+        "AgentDojoPipelineHarness": "failforge.harnesses.agentdojo_pipeline",
+        "AgentDojoPipelineConfig": "failforge.harnesses.agentdojo_pipeline",
+    }
+    if name in lazy:
+        import importlib
+
+        return getattr(importlib.import_module(lazy[name]), name)
+    raise AttributeError(f"module 'failforge.harnesses' has no attribute {name!r}")
+
+
+__all__ = ["Harness", "harness_from_spec", "harness_spec"]

@@ -12,6 +12,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from failforge.errors import ConfigError
+from failforge.plugins import harnesses
 
 DEFAULT_SYSTEM_MESSAGE = (
     "You are an AI language model who assists the user by using the given tools. Follow the user's "
@@ -25,8 +26,13 @@ class AgentDojoPipelineConfig(BaseModel):
     max_iters: int = Field(default=10, ge=1)
 
 
+@harnesses.register(
+    "agentdojo.pipeline", aliases=("agentdojo",), requires=("agentdojo",), environments=("agentdojo",),
+    description="AgentDojo's own AgentPipeline with OpenAILLM",
+)
 class AgentDojoPipelineHarness:
     name = "agentdojo.pipeline"
+    Config = AgentDojoPipelineConfig
 
     def __init__(self, config: AgentDojoPipelineConfig | None = None) -> None:
         self.config = config or AgentDojoPipelineConfig()

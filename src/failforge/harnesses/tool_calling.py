@@ -13,6 +13,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from failforge.environments._base import Toolbox
+from failforge.plugins import harnesses
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant that completes the user's task by calling the available tools. "
@@ -29,8 +30,10 @@ class ToolCallingAgentConfig(BaseModel):
     seed: int | None = 0
 
 
+@harnesses.register("failforge.tool_calling", aliases=("builtin",), description="failforge's own function-calling loop")
 class ToolCallingAgent:
     name = "failforge.tool_calling"
+    Config = ToolCallingAgentConfig
 
     def __init__(self, config: ToolCallingAgentConfig | None = None) -> None:
         self.config = config or ToolCallingAgentConfig()

@@ -19,8 +19,7 @@ relies on unprivileged user namespaces instead of dropping to uid 65534.
 
 from __future__ import annotations
 
-import time
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from failforge.environments.sandbox._base import (
     EXCLUDE,
@@ -39,8 +38,10 @@ from failforge.environments.sandbox._base import (
 )
 from failforge.environments.sandbox._docker import DEFAULT_IMAGE, DockerSandbox, docker_client, image_present
 from failforge.environments.sandbox._local import LocalIsolation, LocalSandbox, local_isolation
-from failforge.errors import ConfigError, FailforgeError
+from failforge.errors import FailforgeError
+from failforge.plugins import sandboxes
 
+#: The built-in backends; more can be registered in ``failforge.plugins.sandboxes``.
 BACKENDS: tuple[BackendName, ...] = ("docker", "local")
 
 
@@ -56,78 +57,31 @@ def open_sandbox(
     backend: BackendName, limits: SandboxLimits | None = None, *, image: str = DEFAULT_IMAGE, python_hash_seed: str = "0"
 ) -> Sandbox:
     """A fresh sandbox of ``backend``; close it (or use it as a context manager) to destroy it."""
-    if backend == "docker":
-        return DockerSandbox(limits, image=image, python_hash_seed=python_hash_seed)
-    if backend == "local":
-        return LocalSandbox(limits, python_hash_seed=python_hash_seed)
-    raise ConfigError(f"unknown sandbox backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    return sandboxes.get(backend).open(limits, image=image, python_hash_seed=python_hash_seed)
 
 
-def _docker_row(image: str) -> DoctorRow:
-    try:
-        client = docker_client(timeout=30)
-    except FailforgeError as exc:
-        return DoctorRow("docker", False, str(exc))
-    try:
-        version = client.version().get("Version", "?")
-        if not image_present(client, image):
-            return DoctorRow("docker", False, f"engine {version} is up but image {image!r} is not built: run scripts/build_sandbox_image.sh")
-    finally:
-        client.close()
-    started = time.perf_counter()
-    try:
-        with DockerSandbox(SandboxLimits(command_timeout=20), image=image) as box:
-            result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'; cat /proc/net/dev")
-    except FailforgeError as exc:
-        return DoctorRow("docker", False, f"engine {version}, image {image}: a test container failed: {exc}")
-    seconds = time.perf_counter() - started
-    lines = result.stdout.splitlines()
-    if result.exit_code != 0 or not lines:
-        return DoctorRow("docker", False, f"test command failed in {image}: exit {result.exit_code}: {result.stderr[-300:]}")
-    interfaces = [line.split(":", 1)[0].strip() for line in lines[3:] if ":" in line]
-    if interfaces not in (["lo"], []):
-        return DoctorRow("docker", False, f"container sees network interfaces {interfaces}; expected none but loopback")
-    return DoctorRow(
-        "docker",
-        True,
-        f"engine {version}, image {image} (python {lines[0]}), network none, read-only root, uid 65534, "
-        f"cgroup cpu/memory/pids limits; a container start+exec+remove took {seconds:.2f}s",
-    )
-
-
-def _local_row() -> DoctorRow:
-    try:
-        iso = local_isolation(refresh=True)
-        with LocalSandbox(SandboxLimits(command_timeout=20)) as box:
-            result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'")
-    except FailforgeError as exc:
-        return DoctorRow("local", False, str(exc))
-    if result.exit_code != 0:
-        return DoctorRow("local", False, f"python3 did not run in the local sandbox: exit {result.exit_code}: {result.stderr[-300:]}")
-    prefix = "" if iso.network else "runs, but CANNOT ISOLATE THE NETWORK: "
-    return DoctorRow("local", True, f"{prefix}python {result.stdout.strip()}; {iso.summary()}")
-
-
-def sandbox_doctor(image: str = DEFAULT_IMAGE, backends: tuple[BackendName, ...] = BACKENDS) -> list[DoctorRow]:
+def sandbox_doctor(image: str = DEFAULT_IMAGE, backends: tuple[BackendName, ...] = ()) -> list[DoctorRow]:
     """Whether each backend works here, and why not: ``[(backend, works, why), ...]``.
 
     It starts a real container and a real local command rather than trusting configuration, because
     the failures that matter (engine down, image missing, namespace refused) only show when tried.
     The local row says "CANNOT ISOLATE THE NETWORK" when the kernel refuses a network namespace.
     """
-    rows = {"docker": lambda: _docker_row(image), "local": _local_row}
-    unknown = [b for b in backends if b not in rows]
-    if unknown:
-        raise ConfigError(f"unknown sandbox backend(s) {unknown}; expected {', '.join(BACKENDS)}")
-    return [rows[b]() for b in backends]
+    classes = [sandboxes.get(b) for b in (backends or tuple(sandboxes.names()))]
+    rows = []
+    for name, cls in zip(backends or tuple(sandboxes.names()), classes):
+        try:
+            works, why = cls.doctor(image)
+        except Exception as exc:  # the doctor must report, never crash
+            works, why = False, f"{type(exc).__name__}: {exc}"
+        rows.append(DoctorRow(name, works, why))
+    return rows
 
 
-def resolve_backend(name: Literal["auto", "docker", "local"]) -> BackendName:
+def resolve_backend(name: str) -> BackendName:
     """``auto`` is docker when it works here, else local; an explicit name is returned as is."""
-    if name in BACKENDS:
-        return name  # type: ignore[return-value]
     if name != "auto":
-        raise ConfigError(f"unknown sandbox backend {name!r}; expected auto, {', '.join(BACKENDS)}")
+        return sandboxes.canonical(name)
     try:
         client = docker_client(timeout=10)
     except FailforgeError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import fnmatch
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,8 @@ WORKSPACE = "/workspace"
 #: At most this many per-file parts in a fingerprint; the rest are folded into one ``files:rest`` part.
 MAX_FILE_PARTS = 256
 
-BackendName = Literal["docker", "local"]
+#: A registered sandbox backend name (``failforge.plugins.sandboxes``): docker and local are built in.
+BackendName = str
 
 
 class SandboxLimits(BaseModel):
@@ -148,7 +149,7 @@ class Sandbox(abc.ABC):
     :class:`~failforge.errors.InfrastructureError`, never a drift error.
     """
 
-    backend: BackendName
+    backend: str
     #: True when commands cannot reach any network. The local backend sets it False when the kernel
     #: refuses a new network namespace; doctor output and the environment spec carry it.
     network_isolated: bool = True
@@ -186,6 +187,16 @@ class Sandbox(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Facts recorded beside a seed (backend, isolation, interpreter), for audits."""
         return {"backend": self.backend, "network_isolated": self.network_isolated}
+
+    @classmethod
+    def open(cls, limits: SandboxLimits | None, *, image: str | None, python_hash_seed: str) -> Sandbox:
+        """A fresh sandbox of this backend (``image`` is for backends that run one)."""
+        return cls(limits, python_hash_seed=python_hash_seed)  # type: ignore[call-arg]
+
+    @classmethod
+    @abc.abstractmethod
+    def doctor(cls, image: str | None) -> tuple[bool, str]:
+        """Whether this backend works here and why not: try it for real (start a sandbox, run python3)."""
 
     def __enter__(self) -> Sandbox:
         return self

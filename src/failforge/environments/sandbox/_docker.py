@@ -38,7 +38,8 @@ from failforge.environments.sandbox._base import (
     workspace_os_error,
     workspace_relative,
 )
-from failforge.errors import ConfigError, InfrastructureError
+from failforge.errors import ConfigError, FailforgeError, InfrastructureError
+from failforge.plugins import sandboxes
 
 DEFAULT_IMAGE = "failforge-sandbox:bookworm"
 LABEL = "failforge.sandbox"
@@ -80,6 +81,7 @@ def image_present(client: Any, image: str) -> bool:
         return False
 
 
+@sandboxes.register("docker", requires=("docker",), description="one locked-down container per run on the real Docker engine")
 class DockerSandbox(Sandbox):
     """One container per run (see module doc). ``container_id`` is public so audits can find it."""
 
@@ -156,6 +158,44 @@ class DockerSandbox(Sandbox):
         self._call("list", wait=60.0)  # the server is up and the workspace is empty
 
     # -- helper round trip --------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, limits: SandboxLimits | None, *, image: str | None, python_hash_seed: str) -> DockerSandbox:
+        return cls(limits, image=image or DEFAULT_IMAGE, python_hash_seed=python_hash_seed)
+
+    @classmethod
+    def doctor(cls, image: str | None) -> tuple[bool, str]:
+        image = image or DEFAULT_IMAGE
+        try:
+            client = docker_client(timeout=30)
+        except FailforgeError as exc:
+            return (False, str(exc))
+        try:
+            version = client.version().get("Version", "?")
+            if not image_present(client, image):
+                return (False, f"engine {version} is up but image {image!r} is not built: run scripts/build_sandbox_image.sh")
+        finally:
+            client.close()
+        started = time.perf_counter()
+        try:
+            with DockerSandbox(SandboxLimits(command_timeout=20), image=image) as box:
+                result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'; cat /proc/net/dev")
+        except FailforgeError as exc:
+            return (False, f"engine {version}, image {image}: a test container failed: {exc}")
+        seconds = time.perf_counter() - started
+        lines = result.stdout.splitlines()
+        if result.exit_code != 0 or not lines:
+            return (False, f"test command failed in {image}: exit {result.exit_code}: {result.stderr[-300:]}")
+        interfaces = [line.split(":", 1)[0].strip() for line in lines[3:] if ":" in line]
+        if interfaces not in (["lo"], []):
+            return (False, f"container sees network interfaces {interfaces}; expected none but loopback")
+        return (
+            True,
+            f"engine {version}, image {image} (python {lines[0]}), network none, read-only root, uid 65534, "
+            f"cgroup cpu/memory/pids limits; a container start+exec+remove took {seconds:.2f}s",
+        )
+
+
 
     def _recv_exact(self, size: int) -> bytes:
         data = b""

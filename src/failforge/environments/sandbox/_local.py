@@ -47,7 +47,8 @@ from failforge.environments.sandbox._base import (
     workspace_os_error,
     workspace_relative,
 )
-from failforge.errors import ConfigError, InfrastructureError
+from failforge.errors import ConfigError, FailforgeError, InfrastructureError
+from failforge.plugins import sandboxes
 
 #: The unprivileged uid/gid commands run as when failforge runs as root ("nobody" on Debian).
 SANDBOX_UID = 65534
@@ -201,6 +202,7 @@ def _user_process_count(uid: int) -> int:
     return count
 
 
+@sandboxes.register("local", description="a temporary workspace and a subprocess fenced by kernel namespaces and rlimits")
 class LocalSandbox(Sandbox):
     """A temporary workspace on the host; each command in fresh namespaces under rlimits (see module doc)."""
 
@@ -229,6 +231,19 @@ class LocalSandbox(Sandbox):
         self._last: ExecResult | None = None
         self._closed = False
         self._lock = threading.Lock()
+
+    @classmethod
+    def doctor(cls, image: str | None) -> tuple[bool, str]:
+        try:
+            iso = local_isolation(refresh=True)
+            with cls(SandboxLimits(command_timeout=20)) as box:
+                result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'")
+        except FailforgeError as exc:
+            return (False, str(exc))
+        if result.exit_code != 0:
+            return (False, f"python3 did not run in the local sandbox: exit {result.exit_code}: {result.stderr[-300:]}")
+        prefix = "" if iso.network else "runs, but CANNOT ISOLATE THE NETWORK: "
+        return (True, f"{prefix}python {result.stdout.strip()}; {iso.summary()}")
 
     # -- paths --------------------------------------------------------------------------------
 

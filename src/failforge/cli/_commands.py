@@ -24,11 +24,8 @@ from rich.table import Table
 from failforge import __version__
 from failforge.errors import FailforgeError
 
-app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False)
-seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
-app.add_typer(seeds_app, name="seeds")
-console = Console(stderr=True)
-out = Console()
+from failforge.cli._app import _endpoint, _progress, app, console, out, seeds_app
+
 
 DEMO_SEED_TASKS = (
     ("banking", "user_task_1"),
@@ -42,16 +39,6 @@ DEMO_SEED_TASKS = (
 
 def bundled_seeds_path() -> Path:
     return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_demo.jsonl"))
-
-
-def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):  # type: ignore[no-untyped-def]
-    from failforge.llm import ModelEndpoint
-
-    if base_url is None:
-        return None
-    if not model:
-        raise typer.BadParameter("--model is required with --base-url")
-    return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
 
 
 @app.command()
@@ -310,10 +297,6 @@ def audit(
         out.print(f"report: {json_out}")
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
-
-
 def _run_generate(config, progress_label: str = "attempts", force: bool = False):  # type: ignore[no-untyped-def]
     from failforge.campaign import open_models, run_campaign
 
@@ -459,47 +442,20 @@ def export(
     codes: Annotated[str, typer.Option(help="whowhen-pro mode codes: release (taxonomy.yaml) or failforge")] = "release",
 ) -> None:
     """Write gold records in a public failure-attribution format (one JSON object per line)."""
-    from failforge.exporters import to_whowhen, to_whowhen_pro
+    from failforge.plugins import exporters
     from failforge.trajectory import load_jsonl
 
-    if format not in ("whowhen-pro", "whowhen"):
-        raise typer.BadParameter("--format must be whowhen-pro or whowhen")
+    if format not in exporters:
+        raise typer.BadParameter(f"--format must be one of {', '.join(exporters.names())}")
+    export_one = exporters.get(format)
     if codes not in ("release", "failforge"):
         raise typer.BadParameter("--codes must be release or failforge")
     good, bad = load_jsonl(gold)
     for err in bad:
         console.print(f"[yellow]skipped malformed record[/] {err}")
-    rows = [to_whowhen_pro(t, codes) if format == "whowhen-pro" else to_whowhen(t) for t in good if t.label is not None]  # type: ignore[arg-type]
+    rows = [export_one(t, codes) for t in good if t.label is not None]
     output.parent.mkdir(parents=True, exist_ok=True)
     with open(output, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     out.print(f"wrote {len(rows)} {format} traces to {output}")
-
-
-def _pin_hash_seed() -> None:
-    """Re-exec with PYTHONHASHSEED=0 unless already pinned.
-
-    AgentDojo's calendar orders event participants by ``set`` iteration, which follows the per-process
-    string-hash seed: unpinned, a seed recorded in one process drifts when replayed in another (the
-    fidelity audit found this on 5 of the 97 oracle seeds). Pinning the seed, like pinning the clock,
-    makes the environment reproducible; the value is recorded in every AgentDojo environment spec.
-    """
-    import os
-
-    if os.environ.get("PYTHONHASHSEED") != "0" and not os.environ.get("FAILFORGE_NO_REEXEC"):
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        os.execve(sys.executable, [sys.executable, "-m", "failforge", *sys.argv[1:]], env)
-
-
-def main() -> None:  # pragma: no cover - console entry
-    _pin_hash_seed()
-    try:
-        app()
-    except FailforgeError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        sys.exit(2)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

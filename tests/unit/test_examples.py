@@ -2,7 +2,7 @@ from pathlib import Path
 
 from failforge.campaign import load_campaign
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_example_campaign_file_is_valid_and_points_at_the_bundled_seeds():

@@ -1,0 +1,242 @@
+"""One plugin mechanism for everything failforge can be extended with.
+
+Environments, harnesses, filters, exporters, importers, sandbox backends and executors are each kept
+in a :class:`Registry`. There is one way in: the registry's decorator, applied where the plugin is
+defined::
+
+    from failforge.plugins import environments
+
+    @environments.register("toy")
+    class ToyEnvironment: ...
+
+Registries fill themselves lazily on first lookup, from two places:
+
+- failforge's own plugin modules (``builtin_modules``), imported by name. They must be cheap to
+  import: heavy dependencies (AgentDojo, Playwright, Docker) are imported inside the functions that
+  need them, so listing the CLI's choices never loads a benchmark.
+- Python entry points of the registry's group (``failforge.environments``, ``failforge.harnesses``,
+  ...). A third-party package declares ``[project.entry-points."failforge.environments"] toy =
+  "toy_pkg.env"``; loading the entry point imports that module, whose decorator registers the plugin.
+  A plugin module that fails to import is kept as a :class:`BrokenPlugin` (``failforge doctor`` lists
+  it, looking its name up raises the import error) so one broken package never breaks the others.
+
+Registries are configuration, not state: nothing is registered at run time other than by importing
+plugin modules, and every output records the plugins it used (name plus ``requires`` versions).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+from failforge.errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PluginInfo(Generic[T]):
+    """A registered plugin: the object plus what the CLI, the doctor and the manifest need to say about it."""
+
+    name: str
+    obj: T
+    kind: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    """Distributions this plugin runs on; their versions go into every manifest that uses it."""
+    module: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin module that could not be imported (an entry point of a broken or half-installed package)."""
+
+    source: str
+    error: str
+
+
+class Registry(Generic[T]):
+    """Named plugins of one kind, registered by decorator, discovered from builtin modules and entry points."""
+
+    def __init__(self, kind: str, *, group: str, builtin_modules: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.group = group
+        self.builtin_modules = builtin_modules
+        self._plugins: dict[str, PluginInfo[T]] = {}
+        self._aliases: dict[str, str] = {}
+        self._broken: list[BrokenPlugin] = []
+        self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
+
+    def register(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        aliases: tuple[str, ...] = (),
+        requires: tuple[str, ...] = (),
+        **meta: Any,
+    ) -> Callable[[T], T]:
+        """Decorator: register the decorated class or function under ``name`` (and ``aliases``)."""
+
+        def decorate(obj: T) -> T:
+            self.add(PluginInfo(
+                name=name, obj=obj, kind=self.kind, description=description or _first_line(obj), aliases=tuple(aliases),
+                requires=tuple(requires), module=getattr(obj, "__module__", ""), meta=dict(meta),
+            ))
+            return obj
+
+        return decorate
+
+    def add(self, info: PluginInfo[T]) -> None:
+        with self._lock:
+            for key in (info.name, *info.aliases):
+                owner = self._aliases.get(key)
+                if owner is not None and self._plugins[owner].module != info.module:
+                    raise ConfigError(
+                        f"{self.kind} {key!r} is registered twice: by {self._plugins[owner].module} and by {info.module}; rename one of them"
+                    )
+            self._plugins[info.name] = info
+            for key in (info.name, *info.aliases):
+                self._aliases[key] = info.name
+
+    # --- discovery -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Import builtin plugin modules and entry points once (thread-safe, re-entrant)."""
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                for module in self.builtin_modules:
+                    importlib.import_module(module)  # a broken builtin is a bug of failforge: let it raise
+                for ep in entry_points(group=self.group):
+                    try:
+                        ep.load()
+                    except Exception as exc:  # a third-party package must not break failforge
+                        self._broken.append(BrokenPlugin(f"{ep.name} = {ep.value}", f"{type(exc).__name__}: {exc}"))
+                self._loaded = True
+            finally:
+                self._loading = False
+
+    # --- lookup ----------------------------------------------------------------------------------
+
+    def info(self, name: str) -> PluginInfo[T]:
+        self.load()
+        key = self._aliases.get(name)
+        if key is None:
+            broken = [b for b in self._broken if b.source.split(" =", 1)[0] == name]
+            if broken:
+                raise ConfigError(f"{self.kind} {name!r} comes from a plugin that failed to load ({broken[0].source}): {broken[0].error}")
+            raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or 'none'}")
+        return self._plugins[key]
+
+    def get(self, name: str) -> T:
+        return self.info(name).obj
+
+    def canonical(self, name: str) -> str:
+        """The registered name behind ``name`` (which may be an alias)."""
+        return self.info(name).name
+
+    def names(self, *, aliases: bool = False) -> list[str]:
+        self.load()
+        return sorted(self._aliases if aliases else self._plugins)
+
+    def __contains__(self, name: object) -> bool:
+        self.load()
+        return name in self._aliases
+
+    def __iter__(self) -> Iterator[PluginInfo[T]]:
+        self.load()
+        return iter([self._plugins[n] for n in sorted(self._plugins)])
+
+    @property
+    def broken(self) -> list[BrokenPlugin]:
+        self.load()
+        return list(self._broken)
+
+
+def _first_line(obj: object) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+environments: Registry[Any] = Registry(
+    "environment",
+    group="failforge.environments",
+    builtin_modules=("failforge.environments.agentdojo", "failforge.environments.miniwob", "failforge.environments.humaneval"),
+)
+harnesses: Registry[Any] = Registry(
+    "harness",
+    group="failforge.harnesses",
+    builtin_modules=("failforge.harnesses.tool_calling", "failforge.harnesses.agentdojo_pipeline"),
+)
+filters: Registry[Any] = Registry(
+    "filter",
+    group="failforge.filters",
+    builtin_modules=(
+        "failforge.filters.evaluator_failure",
+        "failforge.filters.note_leak",
+        "failforge.filters.gold_exposure",
+        "failforge.filters.differs",
+        "failforge.filters.well_formed",
+    ),
+)
+exporters: Registry[Any] = Registry("exporter", group="failforge.exporters", builtin_modules=("failforge.exporters.whowhen_pro",))
+importers: Registry[Any] = Registry("importer", group="failforge.importers")
+sandboxes: Registry[Any] = Registry(
+    "sandbox backend",
+    group="failforge.sandboxes",
+    builtin_modules=("failforge.environments.sandbox._docker", "failforge.environments.sandbox._local"),
+)
+executors: Registry[Any] = Registry("executor", group="failforge.executors", builtin_modules=("failforge.campaign._executors",))
+
+REGISTRIES: dict[str, Registry[Any]] = {
+    "environments": environments,
+    "harnesses": harnesses,
+    "filters": filters,
+    "exporters": exporters,
+    "importers": importers,
+    "sandboxes": sandboxes,
+    "executors": executors,
+}
+
+
+def plugin_versions(infos: list[PluginInfo[Any]]) -> dict[str, str]:
+    """Versions of the distributions the given plugins run on (for manifests and provenance)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for info in infos:
+        for dist in info.requires:
+            try:
+                out[dist] = version(dist)
+            except PackageNotFoundError:
+                out[dist] = "not installed"
+    return out
+
+
+__all__ = [
+    "REGISTRIES",
+    "BrokenPlugin",
+    "PluginInfo",
+    "Registry",
+    "environments",
+    "executors",
+    "exporters",
+    "filters",
+    "harnesses",
+    "importers",
+    "plugin_versions",
+    "sandboxes",
+]
