@@ -16,11 +16,12 @@ import statistics
 import time
 from typing import Any
 
-from failforge.environments.agentdojo_seeds import env_spec
+from failforge.environments.agentdojo_env import env_spec
 from failforge.errors import PrefixComplete
 from failforge.harnesses import AgentDojoPipelineHarness, harness_from_spec
 from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
-from failforge.replay import record, run_episode
+from failforge.episode import run_episode
+from failforge.seeds import record
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
-from failforge.environments.agentdojo_seeds import oracle_seed
+from failforge.seeds import oracle_seed
 from failforge.environments.agentdojo_env import list_user_tasks
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
@@ -32,7 +32,7 @@ def main() -> None:
     opts = parser.parse_args()
     os.environ.setdefault("PYTHONHASHSEED", "0")
     with tempfile.TemporaryDirectory() as tmp:
-        seeds = [oracle_seed(s, t) for s, t in list_user_tasks(("banking", "slack"))]
+        seeds = [oracle_seed("agentdojo", f"{s}/{t}") for s, t in list_user_tasks(("banking", "slack"))]
         seeds_path = Path(tmp) / "seeds.jsonl"
         write_jsonl(seeds_path, [s for s in seeds if s.outcome and s.outcome.success])
         rates: dict[int, float] = {}

@@ -33,16 +33,16 @@ def bundled_seeds() -> list[Trajectory]:
 def all_oracle_seeds() -> list[Trajectory]:
     """Oracle seeds of all 97 AgentDojo v1 user tasks, recorded in this process."""
     from failforge.environments.agentdojo_env import list_user_tasks
-    from failforge.environments.agentdojo_seeds import oracle_seed
+    from failforge.seeds import oracle_seed
 
-    return [oracle_seed(s, t) for s, t in list_user_tasks()]
+    return [oracle_seed("agentdojo", f"{s}/{t}") for s, t in list_user_tasks()]
 
 
 @pytest.fixture()
 def banking_seed() -> Trajectory:
-    from failforge.environments.agentdojo_seeds import oracle_seed
+    from failforge.seeds import oracle_seed
 
-    return oracle_seed("banking", "user_task_3")
+    return oracle_seed("agentdojo", "banking/user_task_3")
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,16 @@ class SandboxDrift(EnvironmentDrift):
     kind = "sandbox"
 
 
+class SeedIntegrityError(DriftError):
+    """A seed's recorded field disagrees with what replaying the seed's own recording produces.
+
+    The model responses and tool observations replayed fine, but the step (or task record, or outcome)
+    written in the seed says something else: the record was edited or corrupted after it was made.
+    """
+
+    kind = "record"
+
+
 class CacheMiss(DriftError):
     """A stateless tool call had no recording in replay mode. Lists the nearest recorded keys."""
 

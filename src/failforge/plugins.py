@@ -174,7 +174,7 @@ def _first_line(obj: object) -> str:
 environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
-    builtin_modules=("failforge.environments.agentdojo", "failforge.environments.miniwob", "failforge.environments.humaneval"),
+    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval"),
 )
 harnesses: Registry[Any] = Registry(
     "harness",

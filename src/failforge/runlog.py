@@ -11,6 +11,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from failforge.canonical import readable_diff
+from failforge.errors import SeedIntegrityError
 from failforge.trajectory import Phase, Step
 
 
@@ -28,6 +30,8 @@ class RunLog:
     replay_until: int = 0
     record_phase: Phase = "recorded"
     steps: list[Step] = field(default_factory=list)
+    drift_error: type[Exception] | None = None
+    """The environment's typed drift error (set by the episode), for boundaries that need to raise it."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -47,8 +51,32 @@ class RunLog:
         return self.record_phase
 
     def append(self, step: Step) -> Step:
+        """Append ``step``; in replay, first check that it equals the seed's step field by field."""
         with self._lock:
             if step.index != len(self.steps):
                 step = step.model_copy(update={"index": len(self.steps)})
+            if step.index < self.replay_until:
+                self._check_integrity(step)
             self.steps.append(step)
             return step
+
+    def _check_integrity(self, step: Step) -> None:
+        """Every recorded field of a replayed step must be what replay produced from the seed's own
+        recording; boundaries check requests, observations and fingerprints first, so what is left
+        here is an edited record (a rewritten answer, a changed argument in the step but not the response)."""
+        expected = self.expected_step(step.index)
+        if expected is None:
+            return
+        want, got = expected.comparable(), step.comparable()
+        if want == got:
+            return
+        fields = sorted(k for k in want if want[k] != got.get(k))
+        raise SeedIntegrityError(
+            f"the seed's step {step.index} ({expected.kind}) differs in {', '.join(fields)} from what replaying its own "
+            "recording produced: the record was edited after it was made",
+            trajectory_id=self.trajectory_id,
+            step=step.index,
+            expected={k: want[k] for k in fields},
+            actual={k: got.get(k) for k in fields},
+            diff=readable_diff({k: want[k] for k in fields}, {k: got.get(k) for k in fields}),
+        )

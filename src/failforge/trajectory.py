@@ -17,9 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from failforge.errors import SeedFormatError
+from failforge.errors import ConfigError, SeedFormatError
 
 SCHEMA_VERSION = "1"
+#: Versions this failforge reads. A record claiming another version is rejected with a clear message
+#: rather than read as if it were this one (fields may mean something else).
+READABLE_SCHEMA_VERSIONS = frozenset({"1"})
 
 StepKind = Literal["task", "agent", "tool"]
 Phase = Literal["recorded", "replayed", "injected", "live"]
@@ -168,32 +171,70 @@ def parse_line(text: str, path: str = "<string>", line: int = 1) -> Trajectory:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SeedFormatError(path, line, "<json>", f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise SeedFormatError(path, line, "<json>", "JSON nested too deeply to be a trajectory") from exc
     if not isinstance(data, dict):
         raise SeedFormatError(path, line, "<record>", f"expected a JSON object, found {type(data).__name__}")
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if str(version) not in READABLE_SCHEMA_VERSIONS:
+        raise SeedFormatError(
+            path, line, "schema_version", f"{version!r} is not a schema version this failforge reads ({', '.join(sorted(READABLE_SCHEMA_VERSIONS))}); upgrade failforge or re-record the seed"
+        )
     try:
         return Trajectory.model_validate(data)
     except ValidationError as exc:
         field, problem = _field_of(exc)
         raise SeedFormatError(path, line, field, problem) from exc
+    except RecursionError as exc:
+        raise SeedFormatError(path, line, "<record>", "nested too deeply to be a trajectory") from exc
+
+
+def open_records(path: str | Path) -> Iterator[tuple[int, str | SeedFormatError]]:
+    """(line number, text) of each non-blank line of a JSONL file, or the error for a line that is not UTF-8.
+
+    A missing path, a directory or an unreadable file is a ``ConfigError`` naming it: the user's input
+    is wrong as a whole. A bad line is that line's problem only, so one bad record loses nothing else.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise ConfigError(f"{file}: no such file")
+    if file.is_dir():
+        raise ConfigError(f"{file} is a directory, not a JSONL file")
+    try:
+        handle = open(file, "rb")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot be read ({exc.strerror})") from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, SeedFormatError(str(file), number, "<encoding>", f"not UTF-8 text (byte {exc.start})")
+                continue
+            if text.strip():
+                yield number, text
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | SeedFormatError]:
     """Yield each trajectory, or the error for a malformed line, so one bad record loses nothing else."""
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield parse_line(text, str(path), number)
-            except SeedFormatError as exc:
-                yield exc
+    for number, text in open_records(path):
+        if isinstance(text, SeedFormatError):
+            yield text
+            continue
+        try:
+            yield parse_line(text, str(path), number)
+        except SeedFormatError as exc:
+            yield exc
 
 
 def load_jsonl(path: str | Path) -> tuple[list[Trajectory], list[SeedFormatError]]:
     good: list[Trajectory] = []
     bad: list[SeedFormatError] = []
     for item in iter_jsonl(path):
-        (bad if isinstance(item, SeedFormatError) else good).append(item)  # type: ignore[arg-type]
+        if isinstance(item, SeedFormatError):
+            bad.append(item)
+        else:
+            good.append(item)
     return good, bad
 
 

@@ -51,7 +51,7 @@ import pytest
 
 @pytest.mark.local_model
 def test_record_keeps_only_evaluator_successes(tmp_path):
-    result = _cli("record", "--env", "agentdojo", "--suite", "banking", "--task", "user_task_3", "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
+    result = _cli("record", "agentdojo", "--suite", "banking", "--task", "user_task_3", "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     kept = load_jsonl(tmp_path / "rec.jsonl")[0] if (tmp_path / "rec.jsonl").exists() else []
     failures = load_jsonl(tmp_path / "rec.failures.jsonl")[0] if (tmp_path / "rec.failures.jsonl").exists() else []
@@ -74,7 +74,7 @@ def test_seeds_miniwob_then_replay(tmp_path):
 
 @pytest.mark.local_model
 def test_record_model_seeds_on_miniwob_and_humaneval(tmp_path):
-    for args in (("--env", "miniwob", "--task", "click-button", "--cache-dir", "cache"), ("--env", "humaneval", "--task", "HumanEval/2", "--backend", "local")):
+    for args in (("miniwob", "--task", "click-button", "--cache-dir", "cache"), ("humaneval", "--task", "HumanEval/2", "--backend", "local")):
         result = _cli("record", *args, "-o", "rec.jsonl", "--keep-failures", cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-2000:]
     runs = []

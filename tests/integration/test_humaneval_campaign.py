@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
-from failforge.environments.humaneval import oracle_seed, problem
+from failforge.environments.humaneval import problem
+from failforge.seeds import oracle_seed
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import load_jsonl, write_jsonl
@@ -28,7 +29,7 @@ def _wrong_code_policy(body):
 
 
 def test_gold_from_humaneval_with_a_code_writing_decisive_step(tmp_path):
-    seed = oracle_seed(TASK, "local")
+    seed = oracle_seed("humaneval", TASK, {"backend": "local"})
     assert seed.outcome.success
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(policy=_wrong_code_policy) as server:

@@ -19,13 +19,15 @@ from typing import Any
 
 import pytest
 
-from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, default_harness, env_spec, oracle_seed, problem
+from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, env_spec, problem
 from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
 from failforge.errors import DriftError, InfrastructureError, SandboxDrift
 from failforge.harnesses import harness_from_spec
 from failforge.injection import branch
 from failforge.llm import OracleResponder
-from failforge.replay import record, replay, run_episode
+from failforge.episode import run_episode
+from failforge.fidelity import replay
+from failforge.seeds import default_harness, oracle_seed, record
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -59,7 +61,7 @@ def _solution(task: str = TASK) -> str:
 def _record(backend: str, calls: list[tuple[str, dict[str, Any] | str]], name: str) -> Trajectory:
     return record(
         env_spec=env_spec(TASK, backend),  # type: ignore[arg-type]
-        harness=default_harness(),
+        harness=default_harness(env_spec(TASK, backend)),  # type: ignore[arg-type]
         model=ComponentSpec(name="scripted"),
         upstream=_script(calls),
         oracle=True,
@@ -193,7 +195,7 @@ def _replay_with(seed: Trajectory, harness: Any) -> None:
 
 
 def test_file_changed_behind_the_sandboxs_back_stops_replay_naming_the_file(backend):
-    seed = oracle_seed(TASK, backend)  # type: ignore[arg-type]
+    seed = oracle_seed("humaneval", TASK, {"backend": backend})
     target = _tool_step(seed, "run_python")
     _replay_with(seed, _OutOfBand(harness_from_spec(seed.harness), 99, _tamper_file))  # untouched: replays
     with pytest.raises(SandboxDrift) as info:
@@ -204,7 +206,7 @@ def test_file_changed_behind_the_sandboxs_back_stops_replay_naming_the_file(back
 
 
 def test_container_killed_mid_run_is_infrastructure_error_not_drift(docker_ok):
-    seed = oracle_seed(TASK, "docker")
+    seed = oracle_seed("humaneval", TASK, {"backend": "docker"})
     with pytest.raises(InfrastructureError) as info:
         _replay_with(seed, _OutOfBand(harness_from_spec(seed.harness), 1, _kill_container))
     assert not isinstance(info.value, DriftError) and "container" in str(info.value)
@@ -241,7 +243,7 @@ def test_evaluator_runs_the_official_tests_inside_the_sandbox(backend):
 
 
 def test_branch_replays_the_prefix_injects_and_the_official_tests_confirm_failure(backend):
-    seed = oracle_seed(TASK, backend)  # type: ignore[arg-type]
+    seed = oracle_seed("humaneval", TASK, {"backend": backend})
     buggy = problem(TASK)["prompt"] + "    return len(numbers) < 2 and threshold > 0\n"
     agent = _script([("write_file", {"path": SOLUTION_FILE, "content": buggy}), ("run_python", {"path": SOLUTION_FILE})], "Done, solution.py is complete.")
     t = 3  # the agent step that smoke-tests the solution; the prefix (task, write, its observation) is replayed

@@ -18,19 +18,19 @@ from failforge.environments.humaneval import (
     env_spec,
     list_task_ids,
     open_episode,
-    oracle_seed,
-    oracle_seeds,
     problem,
 )
 from failforge.environments.sandbox import NORMALISER_VERSION
 from failforge.errors import ConfigError
-from failforge.replay import open_environment, replay
+from failforge.environments import open_environment
+from failforge.fidelity import replay
+from failforge.seeds import oracle_seed, oracle_seeds
 from failforge.trajectory import ComponentSpec, Trajectory
 
 
 def _record_and_replay(backend: str, task_ids: list[str]) -> dict:
     started = time.perf_counter()
-    seeds = list(oracle_seeds(backend, task_ids))  # type: ignore[arg-type]
+    seeds = list(oracle_seeds("humaneval", {"backend": backend}, task_ids))
     recorded = time.perf_counter()
     failures: list[str] = []
     identical = passed = 0
@@ -69,7 +69,7 @@ def test_all_164_oracle_seeds_replay_identically_and_pass_on_docker(docker_ok):
 
 
 def test_oracle_seed_shape_and_recorded_requests():
-    seed = oracle_seed("HumanEval/2", "local")
+    seed = oracle_seed("humaneval", "HumanEval/2", {"backend": "local"})
     assert seed.id == "humaneval-2-local-oracle" and seed.oracle
     assert [s.kind for s in seed.steps] == ["task", "agent", "tool", "agent", "tool", "agent"]
     assert [s.tool_name for s in seed.steps if s.kind == "tool"] == ["write_file", "run_python"]

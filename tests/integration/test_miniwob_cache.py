@@ -13,10 +13,11 @@ if not os.path.exists("/usr/bin/chromium"):
     pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
 
 from failforge.cache import ToolCache  # noqa: E402
-from failforge.environments.miniwob import MiniWoBEpisode, demo_seed  # noqa: E402
+from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.environments.miniwob._network import CACHE_VERSION, TOOL_NAME  # noqa: E402
 from failforge.errors import CacheMiss  # noqa: E402
-from failforge.replay import replay  # noqa: E402
+from failforge.fidelity import replay  # noqa: E402
 from failforge.runlog import RunLog  # noqa: E402
 from failforge.trajectory import Step, Trajectory  # noqa: E402
 
@@ -28,7 +29,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def seed(cache_dir: str) -> Trajectory:
-    return demo_seed("click-link", cache_dir=cache_dir)
+    return oracle_seed("miniwob", "click-link", {"cache_dir": cache_dir})
 
 
 def test_recorded_pages_are_keyed_by_the_virtual_origin_not_the_loopback_port(seed: Trajectory, cache_dir: str) -> None:

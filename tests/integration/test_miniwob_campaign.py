@@ -25,9 +25,9 @@ from failforge.trajectory import load_jsonl, write_jsonl  # noqa: E402
 
 
 def test_gold_records_from_miniwob_seeds(tmp_path):
-    from failforge.environments.miniwob import demo_seed
+    from failforge.seeds import oracle_seed
 
-    seeds = [demo_seed(task, cache_dir=str(tmp_path / "cache")) for task in ("click-button", "enter-text", "login-user")]
+    seeds = [oracle_seed("miniwob", task, {"cache_dir": str(tmp_path / "cache")}) for task in ("click-button", "enter-text", "login-user")]
     assert all(s.outcome.success for s in seeds)
     write_jsonl(tmp_path / "seeds.jsonl", seeds)
     with LoopbackModelServer() as server:

@@ -20,12 +20,12 @@ from failforge.environments.miniwob import (  # noqa: E402
     NORMALISER_VERSION,
     MiniWoBConfig,
     MiniWoBEpisode,
-    demo_seed,
     env_spec,
     parse_observation,
     screenshot_path,
 )
 from failforge.runlog import RunLog  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Step  # noqa: E402
 
 
@@ -145,7 +145,7 @@ def test_scroll_and_select_and_press(cache_dir: str) -> None:
 
 
 def test_screenshots_are_stored_by_sha256_and_referenced_from_the_steps(tmp_path: Path) -> None:
-    seed = demo_seed("click-option", cache_dir=str(tmp_path / "cache"), screenshots=True, screenshot_dir=str(tmp_path / "shots"))
+    seed = oracle_seed("miniwob", "click-option", {"cache_dir": str(tmp_path / "cache"), "screenshots": True, "screenshot_dir": str(tmp_path / "shots")})
     tool_steps = [s for s in seed.steps if s.kind == "tool"]
     assert tool_steps and all(len(s.images) == 1 for s in tool_steps)
     config = MiniWoBConfig.model_validate(seed.environment.config)

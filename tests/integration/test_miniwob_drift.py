@@ -11,9 +11,9 @@ pytest.importorskip("miniwob")
 if not os.path.exists("/usr/bin/chromium"):
     pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
 
-from failforge.environments.miniwob import demo_seed  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.errors import DomDrift  # noqa: E402
-from failforge.replay import replay  # noqa: E402
+from failforge.fidelity import replay  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 
 
@@ -24,12 +24,12 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def password_seed(cache_dir: str) -> Trajectory:
-    return demo_seed("enter-password", cache_dir=cache_dir)
+    return oracle_seed("miniwob", "enter-password", {"cache_dir": cache_dir})
 
 
 @pytest.fixture(scope="module")
 def button_seed(cache_dir: str) -> Trajectory:
-    return demo_seed("click-button", cache_dir=cache_dir)
+    return oracle_seed("miniwob", "click-button", {"cache_dir": cache_dir})
 
 
 def _with_config(trajectory: Trajectory, /, **changes: object) -> Trajectory:

@@ -12,9 +12,10 @@ pytest.importorskip("miniwob")
 if not os.path.exists("/usr/bin/chromium"):
     pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
 
-from failforge.environments.miniwob import MiniWoBEpisode, demo_seed  # noqa: E402
+from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.errors import ConfigError, DriftError, InfrastructureError  # noqa: E402
-from failforge.replay import replay  # noqa: E402
+from failforge.fidelity import replay  # noqa: E402
 from failforge.runlog import RunLog  # noqa: E402
 from failforge.trajectory import Step  # noqa: E402
 
@@ -64,7 +65,7 @@ def test_crashed_page_is_an_infrastructure_error(cache_dir: str) -> None:
 
 
 def test_a_hung_page_is_stopped_by_the_watchdog_and_reported_as_infrastructure(cache_dir: str) -> None:
-    seed = demo_seed("click-button", cache_dir=cache_dir)
+    seed = oracle_seed("miniwob", "click-button", {"cache_dir": cache_dir})
     config = {**seed.environment.config, "operation_timeout_s": 3, "dom_faults": [{"after_action": 0, "script": "while (true) {}"}]}
     hung = seed.model_copy(update={"environment": seed.environment.model_copy(update={"config": config})})
     report = replay(hung, raise_on_drift=False)

@@ -17,11 +17,12 @@ pytest.importorskip("miniwob")
 if not os.path.exists("/usr/bin/chromium"):
     pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
 
-from failforge.environments.miniwob import DEMO_TASKS, MiniWoBEpisode, demo_seed  # noqa: E402
-from failforge.environments.registry import open_environment  # noqa: E402
+from failforge.environments.miniwob import DEMO_TASKS, MiniWoBEpisode  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
+from failforge.environments import open_environment  # noqa: E402
 from failforge.injection import branch  # noqa: E402
 from failforge.llm import OracleResponder  # noqa: E402
-from failforge.replay import replay  # noqa: E402
+from failforge.fidelity import replay  # noqa: E402
 from failforge.trajectory import ComponentSpec, Trajectory, load_jsonl, write_jsonl  # noqa: E402
 
 TEN_TIMES = ("click-checkboxes", "email-inbox-forward", "use-spinner")
@@ -35,7 +36,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def seeds(cache_dir: str) -> dict[str, Trajectory]:
-    return {task: demo_seed(task, cache_dir=cache_dir) for task in DEMO_TASKS}
+    return {task: oracle_seed("miniwob", task, {"cache_dir": cache_dir}) for task in DEMO_TASKS}
 
 
 def _signature(outcome) -> tuple:

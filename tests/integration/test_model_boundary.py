@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from failforge.environments.agentdojo_seeds import env_spec
+from failforge.environments.agentdojo_env import env_spec
 from failforge.errors import PromptDrift
 from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
 from failforge.llm import ModelBoundary, ModelEndpoint, boundary_client, canonical_request, request_hash
-from failforge.replay import record, replay
+from failforge.fidelity import replay
+from failforge.seeds import record
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 

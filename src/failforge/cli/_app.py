@@ -58,7 +58,7 @@ def main() -> None:  # pragma: no cover - console entry
     try:
         import failforge.cli  # noqa: F401 - registers every command on app
 
-        app()
+        app(prog_name="failforge")
     except FailforgeError as exc:
         console.print(f"[red]error:[/] {exc}")
         sys.exit(2)

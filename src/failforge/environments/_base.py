@@ -122,6 +122,10 @@ class Environment(Protocol):
         """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode)."""
         ...
 
+    def seed_name(self, spec: ComponentSpec) -> str:
+        """A stable, readable id for the oracle seed of ``spec`` (e.g. ``agentdojo-banking-user_task_3-oracle``)."""
+        ...
+
     def doctor(self) -> tuple[bool, str]:
         """Whether this environment can run here, and why not."""
         ...

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
+import os
 import threading
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.canonical import canonical_hash
 from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
-from failforge.errors import ConfigError, EnvStateDrift
+from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift
+from failforge.plugins import environments
 from failforge.runlog import RunLog
-from failforge.trajectory import Outcome, Step, Task
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+
+if TYPE_CHECKING:
+    from failforge.llm import Responder
 
 DEFAULT_CLOCK = "2024-05-15T10:00:00"
 BENCHMARK_VERSION = "v1"
@@ -252,6 +258,9 @@ class AgentDojoEpisode:
     def toolbox(self, log: RunLog) -> AgentDojoToolbox:
         return AgentDojoToolbox(self, log)
 
+    def fingerprint(self) -> Fingerprint:
+        return state_fingerprint(self.env)
+
     def ground_truth_calls(self) -> list[tuple[str, dict[str, Any]]]:
         """The task's ground-truth tool calls, computed from the pre-task environment."""
         return [(call.function, dict(call.args)) for call in self.task.ground_truth(self.pre_env.model_copy(deep=True))]
@@ -283,10 +292,82 @@ class AgentDojoEpisode:
         )
 
 
-def open_episode(spec: Any) -> AgentDojoEpisode:
-    """Registry factory: rebuild an AgentDojo episode from a recorded environment spec."""
-    cfg = spec.config
-    try:
-        return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION))
-    except KeyError as exc:
-        raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {cfg}") from exc
+class AgentDojoOptions(BaseModel):
+    """What ``failforge seeds agentdojo`` / ``record --env agentdojo`` accept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: list[str] = Field(default_factory=list, description="suite(s): workspace, travel, banking, slack (default: all)")
+    clock: str = Field(default=DEFAULT_CLOCK, description="the instant AgentDojo's email and drive tools read as now")
+
+
+@environments.register("agentdojo", requires=("agentdojo",), description="AgentDojo v1 suites (workspace, travel, banking, slack)")
+class AgentDojoEnvironment:
+    """AgentDojo as an environment plugin: task ids are ``suite/user_task_N``."""
+
+    name: ClassVar[str] = "agentdojo"
+    drift_error: ClassVar[type[EnvironmentDrift]] = EnvStateDrift
+    Options: ClassVar[type[BaseModel]] = AgentDojoOptions
+
+    def tasks(self, options: BaseModel) -> list[str]:
+        opts = AgentDojoOptions.model_validate(options.model_dump())
+        return [f"{suite}/{task}" for suite, task in list_user_tasks(tuple(opts.suite or SUITES))]
+
+    def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
+        opts = AgentDojoOptions.model_validate(options.model_dump())
+        suite, sep, task = task_id.partition("/")
+        if not sep:
+            raise ConfigError(f"AgentDojo task ids are suite/user_task_N (e.g. banking/user_task_3), not {task_id!r}")
+        return env_spec(suite, task, opts.clock)
+
+    def open(self, spec: ComponentSpec) -> AgentDojoEpisode:
+        cfg = spec.config
+        try:
+            return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION))
+        except KeyError as exc:
+            raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {cfg}") from exc
+
+    def oracle(self, spec: ComponentSpec) -> Responder:
+        """The ground truth plays the model: call k returns the k-th ground-truth tool call, then the
+        task's ``GROUND_TRUTH_OUTPUT`` as the answer."""
+        from failforge.llm import OracleResponder, fixed_tool_calls
+
+        calls, final = self._ground_truth(spec)
+        return OracleResponder(fixed_tool_calls(calls, final), name="agentdojo.ground_truth")
+
+    def _ground_truth(self, spec: ComponentSpec) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+        with self.open(spec) as probe:
+            return probe.ground_truth_calls(), str(probe.task.GROUND_TRUTH_OUTPUT) or "Done."
+
+    def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
+        calls, _ = self._ground_truth(spec)
+        return ComponentSpec(name="failforge.tool_calling", config={"max_model_calls": max(20, len(calls) + 2)})
+
+    def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
+        return spec
+
+    def seed_name(self, spec: ComponentSpec) -> str:
+        return f"agentdojo-{spec.config['suite']}-{spec.config['task_id']}-oracle"
+
+    def doctor(self) -> tuple[bool, str]:
+        try:
+            return True, f"AgentDojo {agentdojo_version()}, v1 suites: {', '.join(SUITES)}"
+        except Exception as exc:  # PackageNotFoundError and friends: say what to install
+            return False, f"AgentDojo is not installed ({type(exc).__name__}): bash scripts/install.sh"
+
+
+def env_spec(suite: str, task_id: str, clock: str = DEFAULT_CLOCK) -> ComponentSpec:
+    """The environment spec recorded in a trajectory; ``python_hash_seed`` is recorded because
+    AgentDojo's calendar orders participants by set iteration, which follows it."""
+    return ComponentSpec(
+        name="agentdojo",
+        version=agentdojo_version(),
+        config={
+            "suite": suite,
+            "task_id": task_id,
+            "benchmark_version": BENCHMARK_VERSION,
+            "clock": clock,
+            "normaliser": NORMALISER_VERSION,
+            "python_hash_seed": os.environ.get("PYTHONHASHSEED", "random"),
+        },
+    )

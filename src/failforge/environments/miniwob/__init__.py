@@ -1,7 +1,7 @@
-"""MiniWoB++ in a pinned headless Chromium: the browser environment (issue 3).
+"""MiniWoB++ in a pinned headless Chromium: the browser environment.
 
 A browser run goes through the same pipeline as AgentDojo (``run_episode`` / ``record`` / ``replay`` /
-``branch``): the registry maps ``"miniwob"`` to :func:`open_episode`, tools run live through
+``branch``): the environment registry maps ``"miniwob"`` to :class:`MiniWoBEnvironment`, tools run live through
 ``observe_tool_call`` and every step's DOM fingerprint is asserted on replay (``DomDrift``), page loads
 come from the SHA-256 tool cache (``CacheMiss`` names the URL), browser failures are
 ``InfrastructureError``.
@@ -10,8 +10,8 @@ Modules, one job each: ``_config`` (the pinned, recorded settings), ``_server`` 
 for the miniwob package's html), ``_browser`` (Playwright + Debian Chromium, pinned context, fake
 clock, seeded Math.random, watchdog), ``_network`` (route handler through the tool cache), ``_dom``
 (bids, observation text, fingerprint), ``_actions`` (the tools), ``_episode`` (the episode and its
-toolbox and evaluator), ``_oracle`` (scripted demonstration policies), ``_seeds`` (demonstration seeds
-recorded through the real harness).
+toolbox and evaluator), ``_oracle`` (scripted demonstration policies), ``_plugin`` (the environment plugin:
+task names, recorded specs, the policies as oracles).
 """
 
 from failforge.environments.miniwob._config import DomFault, MiniWoBConfig, Viewport, default_cache_dir
@@ -35,7 +35,7 @@ from failforge.environments.miniwob._episode import (
     screenshot_path,
 )
 from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES
-from failforge.environments.miniwob._seeds import default_seed, demo_harness, demo_seed, demo_seeds
+from failforge.environments.miniwob._plugin import BROWSER_SYSTEM_PROMPT, MiniWoBEnvironment, MiniWoBOptions, default_seed, demonstration_script
 
 __all__ = [
     "DEMO_TASKS",
@@ -53,10 +53,11 @@ __all__ = [
     "Viewport",
     "available_tasks",
     "default_cache_dir",
+    "BROWSER_SYSTEM_PROMPT",
+    "MiniWoBEnvironment",
+    "MiniWoBOptions",
     "default_seed",
-    "demo_harness",
-    "demo_seed",
-    "demo_seeds",
+    "demonstration_script",
     "dom_fingerprint",
     "env_spec",
     "open_episode",

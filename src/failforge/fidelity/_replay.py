@@ -1,4 +1,4 @@
-"""Record seeds and replay them: exact re-execution of a seed's prefix with fidelity assertions.
+"""Replay seeds: exact re-execution of a seed (or its prefix) with fidelity assertions and no live model.
 
 ``replay(seed)`` re-runs the seed's harness in a fresh environment with no live model at all: every
 model call is served from the seed after its request hash is checked, every tool runs live and its
@@ -8,60 +8,14 @@ exact step; in report mode (``raise_on_drift=False``) it is returned instead, fo
 
 from __future__ import annotations
 
-import datetime as _dt
-import uuid
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from failforge import __version__
+from failforge.episode import check_outcome, run_from_seed
 from failforge.errors import ConfigError, DriftError, InfrastructureError, PrefixComplete
-from failforge.harnesses import Harness, harness_from_spec, harness_spec
-from failforge.llm import Responder
-from failforge.replay._episode import run_episode
 from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Trajectory
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-def record(
-    *,
-    env_spec: ComponentSpec,
-    harness: Harness,
-    model: ComponentSpec,
-    upstream: Responder,
-    oracle: bool = False,
-    trajectory_id: str | None = None,
-) -> Trajectory:
-    """Run live (or from an oracle) and return the recorded trajectory with its evaluator outcome."""
-    tid = trajectory_id or new_id("seed")
-    log = RunLog(trajectory_id=tid)
-    result = run_episode(
-        env_spec=env_spec,
-        harness=harness,
-        model=model.name,
-        log=log,
-        upstream=upstream,
-        source="oracle" if oracle else "model",
-    )
-    return Trajectory(
-        id=tid,
-        task=result.extra["task"],
-        steps=result.steps,
-        outcome=result.outcome,
-        harness=harness_spec(harness),
-        environment=env_spec,
-        model=model,
-        oracle=oracle,
-        provenance={
-            "failforge_version": __version__,
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "upstream": getattr(upstream, "name", type(upstream).__name__),
-            "seconds": round(result.seconds, 3),
-        },
-    )
+from failforge.trajectory import Outcome, Trajectory
 
 
 @dataclass
@@ -94,9 +48,11 @@ class ReplayReport:
 
 
 def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, raise_on_drift: bool = True) -> ReplayReport:
-    """Replay ``seed`` up to (not including) step ``until``; the whole seed by default, then evaluate."""
-    import time
+    """Replay ``seed`` up to (not including) step ``until``; the whole seed by default, then evaluate.
 
+    A seed that cannot even be rebuilt (unknown environment or harness, a bad spec) is a ``ConfigError``;
+    with ``raise_on_drift=False`` it is reported in ``infrastructure`` so an audit goes on.
+    """
     end = len(seed.steps) if until is None else until
     if until is not None and (until < 1 or until > len(seed.steps) or (until < len(seed.steps) and seed.steps[until].kind != "agent")):
         raise ConfigError(f"replay of {seed.id}: until={until} must be the index of an agent step (a model call) or the seed's length")
@@ -107,20 +63,18 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
     outcome: Outcome | None = None
     try:
         if until is None:
-            result = run_episode(
-                env_spec=seed.environment, harness=harness_from_spec(seed.harness), model=seed.model.name, log=log, upstream=None, strict=strict
-            )
-            outcome = result.outcome
+            outcome = run_from_seed(seed, log=log, upstream=None, strict=strict).outcome
+            check_outcome(seed, outcome)
         else:
             _replay_prefix(seed, log, strict)
     except DriftError as exc:
         if raise_on_drift:
             raise
         drift = exc
-    except InfrastructureError as exc:
+    except (InfrastructureError, ConfigError) as exc:
         if raise_on_drift:
             raise
-        infra = str(exc)
+        infra = f"{type(exc).__name__}: {exc}"
     return ReplayReport(
         trajectory_id=seed.id,
         environment=seed.environment.name,
@@ -140,15 +94,6 @@ def _replay_prefix(seed: Trajectory, log: RunLog, strict: bool) -> None:
         raise PrefixComplete(f"prefix of {seed.id} replayed up to step {log.replay_until}")
 
     try:
-        run_episode(
-            env_spec=seed.environment,
-            harness=harness_from_spec(seed.harness),
-            model=seed.model.name,
-            log=log,
-            upstream=None,
-            injector=stop,
-            strict=strict,
-            evaluate=False,
-        )
+        run_from_seed(seed, log=log, upstream=None, injector=stop, strict=strict, evaluate=False)
     except PrefixComplete:
         return

@@ -1,0 +1,168 @@
+"""``failforge generate`` and ``failforge demo``: branch seeds into gold failures.
+
+A campaign is configured by a TOML file and/or flags; the resolved configuration is validated before
+anything is written, so bad input leaves no output folder behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from failforge.cli._app import _endpoint, _progress, app, console, out
+
+DEMO_SEED_TASKS = (
+    ("banking", "user_task_1"),
+    ("banking", "user_task_3"),
+    ("slack", "user_task_0"),
+    ("slack", "user_task_2"),
+    ("travel", "user_task_0"),
+    ("workspace", "user_task_0"),
+)
+
+
+def bundled_seeds_path() -> Path:
+    return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_demo.jsonl"))
+
+
+def _run_generate(config, progress_label: str = "attempts", force: bool = False):  # type: ignore[no-untyped-def]
+    from failforge.campaign import open_models, run_campaign
+
+    with open_models(config.agent, config.guide) as resolved, _progress() as progress:
+        bar = progress.add_task(progress_label, total=None, status="starting")
+
+        def on_progress(event: str, spec, summary) -> None:  # type: ignore[no-untyped-def]
+            if event == "plan":
+                progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                return
+            progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
+
+        summary = run_campaign(config, resolved, on_progress=on_progress, force=force)
+    _print_summary(summary)
+    return summary
+
+
+def _print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+    table = Table(title="failforge campaign")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("planned attempts", str(summary.planned))
+    table.add_row("already done (resumed)", str(summary.skipped))
+    table.add_row("attempts run now", str(summary.attempts))
+    table.add_row("kept (gold)", str(summary.kept))
+    table.add_row("rejected", str(summary.rejected))
+    for reason, count in Counter(summary.rejected_by).most_common():
+        table.add_row(f"  rejected by {reason}", str(count))
+    table.add_row("failed (infrastructure / drift)", str(summary.failed))
+    for reason, count in Counter(summary.failed_by).most_common():
+        table.add_row(f"  failed: {reason}", str(count))
+    if summary.totals:
+        table.add_row("campaign totals: kept / rejected / failed", f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} / {summary.totals.get('failed', 0)}")
+    out.print(table)
+    for line in summary.bad_seeds:
+        console.print(f"[yellow]seed skipped:[/] {line}")
+    o = summary.output
+    out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}")
+
+
+@app.command()
+def generate(
+    campaign: Annotated[Optional[Path], typer.Argument(help="campaign TOML file (flags below override it)")] = None,
+    seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed JSONL file(s)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="agent model endpoint (default: embedded local model)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="agent model name")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option()] = "OPENAI_API_KEY",
+    guide_base_url: Annotated[Optional[str], typer.Option(help="guide model endpoint (default: the agent's)")] = None,
+    guide_model: Annotated[Optional[str], typer.Option()] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", help="restrict to taxonomy code(s)")] = None,
+    steps_per_seed: Annotated[Optional[int], typer.Option()] = None,
+    modes_per_step: Annotated[Optional[int], typer.Option()] = None,
+    samples: Annotated[Optional[int], typer.Option()] = None,
+    rng_seed: Annotated[Optional[int], typer.Option()] = None,
+    max_seeds: Annotated[Optional[int], typer.Option()] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="attempts in flight at once")] = None,
+    executor: Annotated[Optional[str], typer.Option(help="local (thread pool) or ray")] = None,
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
+    attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
+    decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
+    force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
+) -> None:
+    """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists."""
+    from failforge.campaign import CampaignConfig, load_campaign
+
+    data = load_campaign(campaign).model_dump(mode="json") if campaign else {}
+    if seeds:
+        data["seeds"] = [str(p) for p in seeds]
+    if output:
+        data["output"] = str(output)
+    data.setdefault("output", "failforge-out")
+    if "seeds" not in data:
+        raise typer.BadParameter("give a campaign file or --seeds")
+    agent = _endpoint(base_url, model, api_key_env)
+    if agent:
+        data["agent"] = agent.model_dump()
+    guide = _endpoint(guide_base_url, guide_model, api_key_env)
+    if guide:
+        data["guide"] = guide.model_dump()
+    plan = data.setdefault("plan", {})
+    for key, value in (("modes", mode), ("steps_per_seed", steps_per_seed), ("modes_per_step", modes_per_step), ("samples", samples), ("rng_seed", rng_seed), ("max_seeds", max_seeds)):
+        if value is not None:
+            plan[key] = value
+    for key, value in (("concurrency", concurrency), ("executor", executor), ("ray_address", ray_address), ("attempt_deadline", attempt_deadline)):
+        if value is not None:
+            data[key] = value
+    if decisiveness is not None:
+        data.setdefault("filters", {}).setdefault("decisiveness", {})["enabled"] = decisiveness
+    try:
+        config = CampaignConfig.model_validate(data)
+    except Exception as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    _run_generate(config, force=force)
+
+
+BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkboxes", "choose-list", "click-tab")
+
+
+@app.command()
+def demo(
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
+    seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: the bundled AgentDojo oracle seeds)")] = None,
+    browser: Annotated[bool, typer.Option("--browser", help="the browser part instead: MiniWoB++ demonstrations in headless Chromium")] = False,
+    fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
+) -> None:
+    """The main job on embedded defaults: bundled AgentDojo oracle seeds, local model as guide and agent.
+
+    With --browser: records MiniWoB++ demonstration seeds (pages cached in OUTPUT/http-cache), then
+    branches them the same way.
+    """
+    import shutil
+
+    from failforge.campaign import CampaignConfig
+
+    if fresh and output.exists():
+        shutil.rmtree(output)
+    started = time.perf_counter()
+    seed_path = seeds or bundled_seeds_path()
+    if browser and seeds is None:
+        from failforge.seeds import oracle_seed
+        from failforge.trajectory import write_jsonl
+
+        output.mkdir(parents=True, exist_ok=True)
+        seed_path = output / "miniwob_seeds.jsonl"
+        if not seed_path.exists():
+            cache = (output / "http-cache").resolve()
+            made = [oracle_seed("miniwob", task, {"cache_dir": str(cache)}) for task in BROWSER_DEMO_TASKS]
+            write_jsonl(seed_path, made)
+            out.print(f"recorded {len(made)} MiniWoB demonstration seeds in {seed_path}")
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output))
+    summary = _run_generate(config, "browser demo attempts" if browser else "demo attempts")
+    out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
+    if summary.kept == 0:
+        console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")

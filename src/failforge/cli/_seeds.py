@@ -1,0 +1,152 @@
+"""``failforge seeds ENV`` and ``failforge record ENV``: one subcommand per registered environment.
+
+Both are generated from the environment registry and each plugin's ``Options`` model, so adding an
+environment plugin adds its commands. ``seeds`` records the environment's oracle (no model needed);
+``record`` records a model (the embedded one, or any endpoint by ``--base-url``) and keeps only runs the
+benchmark's evaluator judged successful.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from failforge.cli._app import _endpoint, _progress, app, console, out, seeds_app
+from failforge.cli._options import given_options, option_parameters, with_signature
+from failforge.errors import ConfigError, FailforgeError
+from failforge.plugins import PluginInfo, environments, harnesses
+
+record_app = typer.Typer(help="Record model-generated seeds in an environment; only evaluator successes are kept.", no_args_is_help=True)
+app.add_typer(record_app, name="record")
+
+
+def select_tasks(all_tasks: list[str], wanted: list[str] | None) -> list[str]:
+    """``--task`` values matched against the environment's task ids: the full id, or its last part
+    (``user_task_3`` matches ``banking/user_task_3`` in every chosen suite). Unknown ids are an error."""
+    if not wanted:
+        return all_tasks
+    chosen: list[str] = []
+    for want in wanted:
+        hits = [t for t in all_tasks if t == want or t.rsplit("/", 1)[-1] == want]
+        if not hits:
+            sample = ", ".join(all_tasks[:5]) + (", ..." if len(all_tasks) > 5 else "")
+            raise ConfigError(f"no task {want!r} here; task ids look like: {sample}")
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def _seeds_command(info: PluginInfo[Any]) -> Any:
+    env = info.name
+    options_model = info.obj.Options
+
+    def command(**kwargs: Any) -> None:
+        from failforge.seeds import environment_options, oracle_seeds
+
+        options = environment_options(env, given_options(options_model, kwargs))
+        tasks = select_tasks(info.obj().tasks(options), kwargs.get("task"))
+        output: Path = kwargs.get("output") or Path(f"{env}_oracle_seeds.jsonl")
+        _write_seeds(output, f"{env} oracle seeds", tasks, lambda task: next(oracle_seeds(env, options, [task], model=kwargs["model"])))
+
+    params = [
+        inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")]),
+        inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s) (default: every task)")]),
+        inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default="smollm2-135m-instruct", annotation=Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")]),
+        *option_parameters(options_model),
+    ]
+    command.__doc__ = f"Oracle seeds of {env}: {info.description}. The environment's oracle plays the model (no model needed)."
+    return with_signature(command, params)
+
+
+def _write_seeds(output: Path, label: str, items: list[str], make: Any) -> None:
+    """Record one seed per item; keep evaluator successes, report the rest (a bad item never stops the run)."""
+    from failforge.trajectory import write_jsonl
+
+    if output.is_dir():
+        raise ConfigError(f"--output {output} is a directory; give a JSONL file path")
+    made, failed = [], []
+    with _progress() as progress:
+        bar = progress.add_task(label, total=len(items), status="")
+        for item in items:
+            try:
+                seed = make(item)
+            except FailforgeError as exc:
+                failed.append(f"{item}: {exc}")
+            else:
+                if seed.outcome and seed.outcome.success:
+                    made.append(seed)
+                else:
+                    failed.append(f"{item}: the oracle's run did not pass the evaluator")
+            progress.update(bar, advance=1, status=item)
+    write_jsonl(output, made)
+    out.print(f"wrote {len(made)} {label} to {output} ({len(failed)} failed)")
+    for line in failed:
+        console.print(f"[yellow]skipped[/] {line}")
+    if not made:
+        raise typer.Exit(1)
+
+
+def _record_command(info: PluginInfo[Any]) -> Any:
+    env = info.name
+    options_model = info.obj.Options
+    usable = [h.name for h in harnesses if env in h.meta.get("environments", (env,))]
+    aliases = [a for h in harnesses if h.name in usable for a in h.aliases]
+
+    def command(**kwargs: Any) -> None:
+        from failforge.campaign import Models, open_models
+        from failforge.seeds import default_harness, env_spec, environment_options, record
+        from failforge.harnesses import harness_from_spec
+        from failforge.trajectory import ComponentSpec, append_jsonl
+
+        options = environment_options(env, given_options(options_model, kwargs))
+        plugin = info.obj()
+        tasks = select_tasks(plugin.tasks(options), kwargs["task"])
+        harness_name = kwargs["harness"]
+        if harness_name is not None and harnesses.canonical(harness_name) not in usable:
+            raise ConfigError(f"--harness {harness_name!r} does not run in {env}; usable here: {', '.join(usable)}")
+        output: Path = kwargs["output"]
+        kept = failed = 0
+        with open_models(_endpoint(kwargs["base_url"], kwargs["model"], kwargs["api_key_env"]), None) as resolved:
+            models = Models(resolved)
+            for task_id in tasks:
+                try:
+                    spec = env_spec(env, task_id, options)
+                    harness = default_harness(spec) if harness_name is None else harness_from_spec(ComponentSpec(name=harnesses.canonical(harness_name)))
+                    traj = record(env_spec=spec, harness=harness, model=models.agent_spec, upstream=models.agent())
+                except FailforgeError as exc:
+                    console.print(f"[red]{task_id}: {exc}[/]")
+                    failed += 1
+                    continue
+                ok = bool(traj.outcome and traj.outcome.success)
+                if ok:
+                    append_jsonl(output, [traj])
+                    kept += 1
+                else:
+                    failed += 1
+                    if kwargs["keep_failures"]:
+                        append_jsonl(output.with_suffix(".failures.jsonl"), [traj])
+                out.print(f"{task_id}: {'success' if ok else 'failed'} in {len(traj.steps)} steps")
+        out.print(f"kept {kept} successful seed(s) in {output}; {failed} run(s) did not succeed")
+        if kept == 0 and not kwargs["keep_failures"]:
+            raise typer.Exit(1)
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("task", kw, annotation=Annotated[list[str], typer.Option(help="task id(s) to record")]),
+        inspect.Parameter("output", kw, default=Path("recorded_seeds.jsonl"), annotation=Annotated[Path, typer.Option("--output", "-o")]),
+        inspect.Parameter("base_url", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")]),
+        inspect.Parameter("model", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="model name at --base-url")]),
+        inspect.Parameter("api_key_env", kw, default="OPENAI_API_KEY", annotation=Annotated[Optional[str], typer.Option(help="environment variable holding the API key")]),
+        inspect.Parameter("harness", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help=f"harness: {', '.join(usable + aliases)} (default: the environment's)")]),
+        inspect.Parameter("keep_failures", kw, default=False, annotation=Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")]),
+        *option_parameters(options_model),
+    ]
+    command.__doc__ = f"Record model seeds in {env}: {info.description}."
+    return with_signature(command, params)
+
+
+for _info in environments:
+    seeds_app.command(_info.name)(_seeds_command(_info))
+    record_app.command(_info.name)(_record_command(_info))

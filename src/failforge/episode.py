@@ -1,0 +1,164 @@
+"""Run one episode through both boundaries: the single code path for record, replay, audit and branch.
+
+Whether a step is recorded, replayed, injected or live is decided by the RunLog and the boundaries,
+never by the harness, so the agent loop that produced a seed is the same loop that replays it.
+:func:`run_from_seed` rebuilds a seed's harness and environment from what the seed recorded and runs
+them; recording a new seed, replaying one, auditing and branching all go through it (or, for a run
+with no seed yet, through :func:`run_episode` directly).
+
+Replay checks every field the seed recorded, not only what the agent loop asks for: the task record,
+every replayed step's comparable fields (text, tool calls, observations, fingerprints, images), and,
+for a whole replay, the evaluator's verdict. A seed edited by hand (an amount changed in the
+instruction only, a rewritten answer, an outcome flipped to failed) therefore fails its replay at the
+edited step instead of replaying "identical" and leaking the edit into every branch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from failforge.canonical import readable_diff
+from failforge.environments import environment
+from failforge.errors import FailforgeError, PromptDrift, SeedIntegrityError
+from failforge.harnesses import Harness, harness_from_spec
+from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
+from failforge.llm._boundary import Injector
+from failforge.runlog import RunLog
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
+
+
+@dataclass
+class EpisodeResult:
+    steps: list[Step]
+    final_output: str | None
+    outcome: Outcome | None
+    boundary: ModelBoundary
+    seconds: float
+    task: Task
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_episode(
+    *,
+    env_spec: ComponentSpec,
+    harness: Harness,
+    model: str,
+    log: RunLog,
+    upstream: Responder | None,
+    injector: Injector | None = None,
+    strict: bool = True,
+    source: str = "model",
+    evaluate: bool = True,
+    expected_task: Task | None = None,
+) -> EpisodeResult:
+    """Run the harness in a fresh environment; raise the typed drift error at the first divergence.
+
+    ``expected_task``: in replay, the task record the seed carries; it must equal the environment's.
+    """
+    started = time.perf_counter()
+    plugin = environment(env_spec.name)
+    log.drift_error = plugin.drift_error
+    with plugin.open(env_spec) as episode:
+        instruction = episode.instruction()
+        task = episode.task_record()
+        if log.replaying(0):
+            _check_task(log, task, expected_task, plugin.drift_error)
+        log.append(Step(index=0, kind="task", agent="user", role="user", content=instruction, phase=log.phase_for(0)))
+        boundary = ModelBoundary(log, upstream=upstream, injector=injector, strict=strict, source=source)
+        client = boundary_client(boundary)
+        try:
+            final = harness.run(client, model, instruction, episode.toolbox(log))
+        except FailforgeError:
+            raise
+        except Exception as exc:
+            surfaced = surface_boundary_error(boundary, exc)
+            if surfaced is exc:
+                raise
+            raise surfaced from exc
+        finally:
+            client.close()
+        if boundary.failure is not None:
+            # A foreign loop may swallow the SDK error and stop; the typed failure still wins.
+            raise boundary.failure
+        if log.next_index < log.replay_until:
+            raise PromptDrift(
+                f"the harness ended the run after step {log.next_index - 1}, but the seed goes on to step {log.replay_until - 1}",
+                trajectory_id=log.trajectory_id,
+                step=log.next_index,
+                expected=f"{log.replay_until} steps",
+                actual=f"{log.next_index} steps",
+            )
+        outcome = episode.evaluate(final, log.steps) if evaluate else None
+        return EpisodeResult(
+            steps=list(log.steps),
+            final_output=final,
+            outcome=outcome,
+            boundary=boundary,
+            seconds=time.perf_counter() - started,
+            task=task,
+        )
+
+
+def run_from_seed(
+    seed: Trajectory,
+    *,
+    log: RunLog,
+    upstream: Responder | None,
+    injector: Injector | None = None,
+    strict: bool = True,
+    evaluate: bool = True,
+) -> EpisodeResult:
+    """Rebuild the seed's harness and environment from what it recorded and run them against ``log``."""
+    return run_episode(
+        env_spec=seed.environment,
+        harness=harness_from_spec(seed.harness),
+        model=seed.model.name,
+        log=log,
+        upstream=upstream,
+        injector=injector,
+        strict=strict,
+        evaluate=evaluate,
+        expected_task=seed.task,
+    )
+
+
+def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
+    """A whole replay must reach the verdict the seed recorded; a flipped outcome means the record was edited."""
+    if seed.outcome is None or outcome is None or seed.outcome.success == outcome.success:
+        return
+    raise SeedIntegrityError(
+        f"the evaluator says success={outcome.success} on replay, but the seed records success={seed.outcome.success}",
+        trajectory_id=seed.id,
+        step=len(seed.steps) - 1,
+        expected=seed.outcome.success,
+        actual=outcome.success,
+    )
+
+
+def _check_task(log: RunLog, task: Task, expected_task: Task | None, drift: type[FailforgeError]) -> None:
+    expected = log.expected_step(0)
+    if expected is None or expected.kind != "task" or expected.content != task.instruction:
+        raise drift(  # type: ignore[call-arg]
+            "the task instruction differs from the recorded one",
+            trajectory_id=log.trajectory_id,
+            step=0,
+            expected=getattr(expected, "content", None),
+            actual=task.instruction,
+            diff=readable_diff(str(getattr(expected, "content", "")), task.instruction),
+        )
+    if expected_task is not None and expected_task != task:
+        recorded, now = expected_task.model_dump(mode="json"), task.model_dump(mode="json")
+        fields = sorted(k for k in recorded if recorded[k] != now.get(k))
+        raise SeedIntegrityError(
+            f"the seed's task record differs from the environment's in {', '.join(fields)} (the record was edited, or the benchmark changed)",
+            trajectory_id=log.trajectory_id,
+            step=0,
+            expected={k: recorded[k] for k in fields},
+            actual={k: now.get(k) for k in fields},
+            diff=readable_diff({k: recorded[k] for k in fields}, {k: now.get(k) for k in fields}),
+        )
+
+
+__all__ = ["EpisodeResult", "check_outcome", "run_episode", "run_from_seed"]

@@ -1,0 +1,132 @@
+"""Seeds: successful runs to branch from, recorded through the real harness for any environment.
+
+- :func:`record` runs a harness live (a model endpoint or a scripted oracle playing the model) and
+  packages the run as a trajectory with its evaluator outcome.
+- :func:`oracle_seed` records the environment's own oracle (AgentDojo's ground truth, HumanEval's
+  canonical solution, a MiniWoB++ demonstration policy) through the environment's default harness.
+  Because the oracle answers through the model boundary like any model, an oracle seed carries the
+  exact requests the harness sent, so it replays and branches like a model-recorded seed; only
+  ``oracle=True`` and ``source="oracle"`` on its model calls tell them apart.
+
+Environments sit below this layer and know nothing of it: they expose tasks, specs, an oracle and a
+default harness (see :class:`failforge.environments.Environment`); recording lives here once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from failforge import __version__
+from failforge.environments import environment
+from failforge.episode import run_episode
+from failforge.errors import ConfigError
+from failforge.harnesses import Harness, harness_from_spec, harness_spec
+from failforge.llm import Responder
+from failforge.runlog import RunLog
+from failforge.trajectory import ComponentSpec, Trajectory
+
+DEFAULT_AGENT_MODEL = "smollm2-135m-instruct"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def record(
+    *,
+    env_spec: ComponentSpec,
+    harness: Harness,
+    model: ComponentSpec,
+    upstream: Responder,
+    oracle: bool = False,
+    trajectory_id: str | None = None,
+) -> Trajectory:
+    """Run live (or from an oracle) and return the recorded trajectory with its evaluator outcome.
+
+    The stored environment spec is the plugin's ``stored_spec`` (e.g. a page cache recorded in this run
+    is replayed from, not fetched again, when the seed is replayed).
+    """
+    tid = trajectory_id or new_id("seed")
+    log = RunLog(trajectory_id=tid)
+    result = run_episode(env_spec=env_spec, harness=harness, model=model.name, log=log, upstream=upstream, source="oracle" if oracle else "model")
+    return Trajectory(
+        id=tid,
+        task=result.task,
+        steps=result.steps,
+        outcome=result.outcome,
+        harness=harness_spec(harness),
+        environment=environment(env_spec.name).stored_spec(env_spec),
+        model=model,
+        oracle=oracle,
+        provenance={
+            "failforge_version": __version__,
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "upstream": getattr(upstream, "name", type(upstream).__name__),
+            "seconds": round(result.seconds, 3),
+        },
+    )
+
+
+def environment_options(env: str, options: BaseModel | Mapping[str, Any] | None = None) -> BaseModel:
+    """The environment's ``Options`` model from a dict (CLI or campaign), with a one-line error on a bad field."""
+    cls = environment(env).Options
+    if isinstance(options, cls):
+        return options
+    data = options.model_dump() if isinstance(options, BaseModel) else dict(options or {})
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "<options>"
+        raise ConfigError(f"{env} option '{field}': {first['msg']} (known options: {', '.join(cls.model_fields)})") from exc
+
+
+def env_spec(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> ComponentSpec:
+    """The environment spec a run of ``task_id`` in ``env`` records."""
+    return environment(env).spec(task_id, environment_options(env, options))
+
+
+def default_harness(spec: ComponentSpec) -> Harness:
+    """The harness the environment records its seeds with."""
+    return harness_from_spec(environment(spec.name).default_harness(spec))
+
+
+def oracle_seed(
+    env: str,
+    task_id: str,
+    options: BaseModel | Mapping[str, Any] | None = None,
+    *,
+    model: str = DEFAULT_AGENT_MODEL,
+    harness: Harness | None = None,
+) -> Trajectory:
+    """Record the environment's oracle for one task through ``harness`` (the environment's default)."""
+    plugin = environment(env)
+    spec = plugin.spec(task_id, environment_options(env, options))
+    oracle = plugin.oracle(spec)
+    if oracle is None:
+        raise ConfigError(f"environment {env!r} has no oracle to record seeds with; record model seeds with `failforge record`")
+    return record(
+        env_spec=spec,
+        harness=harness or default_harness(spec),
+        model=ComponentSpec(name=model, config={"role": "agent"}),
+        upstream=oracle,
+        oracle=True,
+        trajectory_id=plugin.seed_name(spec),
+    )
+
+
+def oracle_seeds(
+    env: str, options: BaseModel | Mapping[str, Any] | None = None, tasks: list[str] | None = None, *, model: str = DEFAULT_AGENT_MODEL
+) -> Iterator[Trajectory]:
+    """Oracle seeds of every task the options select (or of ``tasks``), one after the other."""
+    opts = environment_options(env, options)
+    for task_id in tasks if tasks is not None else environment(env).tasks(opts):
+        yield oracle_seed(env, task_id, opts, model=model)
+
+
+__all__ = ["DEFAULT_AGENT_MODEL", "default_harness", "env_spec", "environment_options", "new_id", "oracle_seed", "oracle_seeds", "record"]

@@ -1,0 +1,110 @@
+"""One plugin mechanism: a third-party environment and harness, one file each, added by entry points.
+
+The toy plugins live in tests/fixtures/plugins (``toy_env.py``, ``toy_harness.py``). Here they are
+"installed" the way pip installs a package: a ``*.dist-info`` folder with ``entry_points.txt`` on the
+path of a fresh Python process. Nothing in failforge is edited; the CLI, the seeds command, replay and
+the environment self-check pick them up from the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from failforge.errors import ConfigError
+from failforge.plugins import BrokenPlugin, PluginInfo, Registry
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "plugins"
+
+
+def _install(tmp_path: Path, entry_points: str) -> dict[str, str]:
+    dist = tmp_path / "site" / "toy_failforge_plugins-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-failforge-plugins\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    path = os.pathsep.join([str(tmp_path / "site"), str(FIXTURES), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0", "FAILFORGE_NO_REEXEC": "1", "COLUMNS": "300"}
+
+
+def _run(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+TOY_ENTRY_POINTS = "[failforge.environments]\ntoy = toy_env\n\n[failforge.harnesses]\ntoy.loop = toy_harness\n"
+
+
+def test_a_toy_environment_and_harness_from_one_file_each_work_end_to_end(tmp_path: Path) -> None:
+    env = _install(tmp_path, TOY_ENTRY_POINTS)
+    listed = _run(env, "-m", "failforge", "plugins", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "toy" in listed.stdout and "toy.loop" in listed.stdout
+
+    made = _run(env, "-m", "failforge", "seeds", "toy", "--start", "1", "-o", "toy.jsonl", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr + made.stdout
+    seeds = [json.loads(line) for line in (tmp_path / "toy.jsonl").read_text().splitlines()]
+    assert [s["id"] for s in seeds] == ["toy-count-to-2-oracle", "toy-count-to-3-oracle"]
+    assert all(s["harness"]["name"] == "toy.loop" and s["outcome"]["success"] for s in seeds)
+    assert [sum(1 for st in s["steps"] if st["kind"] == "tool") for s in seeds] == [1, 2]  # start=1 reached the option
+
+    replayed = _run(env, "-m", "failforge", "replay", "toy.jsonl", cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout
+    assert "2/2 seeds replayed identically" in " ".join(replayed.stdout.split())
+
+    check = _run(env, "-c", "from failforge.environments.conformance import assert_conformant; print(assert_conformant('toy', 'count-to-3').summary())", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.count(": ok") == 5 and "FAILED" not in check.stdout, check.stdout
+
+
+def test_conformance_catches_an_environment_whose_replay_checks_nothing(tmp_path: Path) -> None:
+    """The self-check is able to fail: a toy whose tool boundary is bypassed (no fingerprint, no
+    observation check) must fail the tamper checks."""
+    leaky = (FIXTURES / "toy_env.py").read_text().replace(
+        "step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=self.episode.fingerprint, drift=CounterDrift)\n        return step.error or step.content or \"\"",
+        "result = run()\n        self.log.append(Step(index=self.log.next_index, kind='tool', agent='environment', role='tool', content=result.content, tool_name=name, tool_call_id=call_id, tool_arguments=args, phase=self.log.phase_for(self.log.next_index)))\n        return result.error or result.content",
+    )
+    assert leaky != (FIXTURES / "toy_env.py").read_text()
+    pkg = tmp_path / "leaky"
+    pkg.mkdir()
+    (pkg / "toy_env.py").write_text(leaky)
+    env = _install(tmp_path, TOY_ENTRY_POINTS)
+    env["PYTHONPATH"] = os.pathsep.join([str(pkg), env["PYTHONPATH"]])
+    check = _run(env, "-c", "from failforge.environments.conformance import check_environment; r = check_environment('toy', 'count-to-2'); print(r.passed); print(r.summary())", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    first, summary = check.stdout.split("\n", 1)
+    assert first == "False"
+    assert "tampered state fingerprint is caught: FAILED" in summary
+
+
+def test_a_broken_entry_point_is_reported_and_does_not_break_the_rest(tmp_path: Path) -> None:
+    env = _install(tmp_path, TOY_ENTRY_POINTS + "\n[failforge.filters]\nbroken = no_such_module_here\n")
+    listed = _run(env, "-m", "failforge", "plugins", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "toy" in listed.stdout and "failed to load" in listed.stdout and "no_such_module_here" in listed.stdout
+    used = _run(env, "-c", "from failforge.plugins import filters; filters.get('broken')", cwd=tmp_path)
+    assert used.returncode != 0 and "failed to load" in used.stderr and "ConfigError" in used.stderr
+
+
+def test_registry_rejects_a_second_plugin_under_the_same_name() -> None:
+    registry: Registry[object] = Registry("thing", group="failforge.tests.none")
+
+    @registry.register("a", aliases=("alpha",))
+    def first() -> None: ...
+
+    registry.add(PluginInfo(name="b", obj=object(), kind="thing", module="elsewhere"))
+    with pytest.raises(ConfigError, match="registered twice"):
+        registry.add(PluginInfo(name="alpha", obj=object(), kind="thing", module="elsewhere"))
+    assert registry.get("alpha") is first and registry.canonical("alpha") == "a"
+    with pytest.raises(ConfigError, match="unknown thing 'c'; known: a, b"):
+        registry.get("c")
+
+
+def test_unknown_names_and_broken_plugins_give_one_line_errors() -> None:
+    registry: Registry[object] = Registry("thing", group="failforge.tests.none")
+    registry._broken.append(BrokenPlugin("x = pkg.x", "ImportError: boom"))  # what load() records for a failing entry point
+    with pytest.raises(ConfigError, match=r"comes from a plugin that failed to load \(x = pkg.x\): ImportError: boom"):
+        registry.get("x")
