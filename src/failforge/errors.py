@@ -71,6 +71,12 @@ class DriftError(FailforgeError):
         self.args = (self._render(),)
         return self
 
+    def of_seed(self, seed_id: str) -> "DriftError":
+        """Name the seed rather than the branch being built from it: a prefix drift is the seed's fact."""
+        self.trajectory_id = seed_id
+        self.args = (self._render(),)
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": type(self).__name__,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -242,9 +242,12 @@ def dump_line(record: BaseModel) -> str:
     return record.model_dump_json(exclude_none=False) + "\n"
 
 
-def append_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
-    """Append whole lines with one write + fsync, so an interrupted run never leaves a torn line."""
-    payload = "".join(dump_line(r) for r in records)
+def append_jsonl(path: str | Path, records: Iterable[BaseModel], *, redact: Callable[[str], str] | None = None) -> None:
+    """Append whole lines with one write + fsync, so an interrupted run never leaves a torn line.
+
+    ``redact`` masks secrets in each line before it is written (see :mod:`failforge.secrets`).
+    """
+    payload = "".join((redact or _same)(dump_line(r)) for r in records)
     if not payload:
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -254,6 +257,10 @@ def append_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def write_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:

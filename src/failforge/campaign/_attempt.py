@@ -35,6 +35,9 @@ class Rejection(BaseModel):
     verdicts: list[FilterVerdict] = Field(default_factory=list)
     note: str | None = None
     error: dict[str, Any] | None = None
+    error_kind: Literal["drift", "infrastructure", "error", "interrupted"] | None = Field(
+        default=None, description="for failed attempts: drift (the seed does not replay), infrastructure (retried on the next run), error (a bug), interrupted"
+    )
     trajectory: Trajectory | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
 
@@ -53,6 +56,16 @@ class AttemptResult:
 
 def _error(exc: BaseException) -> dict[str, Any]:
     return exc.to_dict() if isinstance(exc, DriftError) else {"type": type(exc).__name__, "message": str(exc)}
+
+
+def error_kind(exc: BaseException) -> Literal["drift", "infrastructure", "error"]:
+    """Drift is the seed's (deterministic, never retried by default); infrastructure is the world's
+    (a dead endpoint, a crashed browser: retried on the next run); anything else is a bug of ours."""
+    if isinstance(exc, DriftError):
+        return "drift"
+    if isinstance(exc, InfrastructureError):
+        return "infrastructure"
+    return "error"
 
 
 def decisiveness(seed: Trajectory, t: int, injected: dict[str, Any], models: Models, config: CampaignConfig, deadline: float) -> dict[str, Any]:
@@ -77,7 +90,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     base = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
 
     def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
-        return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc)))  # type: ignore[arg-type]
+        return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc), error_kind=error_kind(exc)))  # type: ignore[arg-type]
 
     g_request = guide_request(
         seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature, seed_value=config.plan.rng_seed * 1000 + spec.sample
@@ -94,7 +107,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
             branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}",
         )
     except DriftError as exc:
-        return failed("replay", exc, guide.note)
+        return failed("replay", exc.of_seed(seed.id), guide.note)
     except Exception as exc:  # infrastructure or a bug: failed with its error; the campaign goes on
         return failed("continuation", exc, guide.note)
     trajectory = result.trajectory

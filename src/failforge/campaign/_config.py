@@ -7,6 +7,7 @@ record can be traced to the exact configuration that made it.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from failforge.errors import ConfigError
 from failforge.filters import default_filters
 from failforge.plugins import executors, filters
 from failforge.llm import ModelEndpoint
+from failforge.secrets import redact
 from failforge.taxonomy import get_mode
 
 
@@ -77,7 +79,9 @@ class CampaignConfig(_Section):
     executor: str = Field(default="local", description="a registered executor: local (thread pool) or ray")
     ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
-    max_interrupted_tries: int = Field(default=2, ge=1, description="an attempt interrupted this often is recorded as failed")
+    max_interruptions: int = Field(default=3, ge=1, description="an attempt cut off this often by a crash of the whole run is given up (retryable with --retry-failed)")
+    max_attempt_tries: int = Field(default=3, ge=1, description="an attempt that failed for infrastructure reasons is retried on later runs until it has been tried this often")
+    circuit_breaker: int = Field(default=5, ge=0, description="stop starting attempts after this many consecutive infrastructure failures (0: never)")
 
     @field_validator("executor")
     @classmethod
@@ -98,7 +102,10 @@ class CampaignConfig(_Section):
         return str(Path(value).expanduser().resolve())
 
     def config_hash(self) -> str:
-        return canonical_hash(self.model_dump(mode="json"))[:16]
+        """What decides the records: everything but where they are written, with secrets masked (so a
+        moved folder is the same campaign, and no key is hashed into provenance)."""
+        data = self.model_dump(mode="json", exclude={"output"})
+        return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
 
 
 def load_campaign(path: str | Path) -> CampaignConfig:
@@ -108,12 +115,21 @@ def load_campaign(path: str | Path) -> CampaignConfig:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"campaign file {file} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"campaign file {file} is a directory; give a TOML file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"campaign file {file} is not UTF-8 text (byte {exc.start}); give a TOML file") from exc
+    except OSError as exc:
+        raise ConfigError(f"campaign file {file} cannot be read ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"campaign file {file} is not valid TOML: {exc}") from exc
     base = file.resolve().parent
-    if "seeds" in data:
-        data["seeds"] = [str((base / s).resolve()) if not Path(s).is_absolute() else s for s in data["seeds"]]
-    if "output" in data and not Path(data["output"]).is_absolute():
+    seeds = data.get("seeds")
+    if seeds is not None:
+        if not isinstance(seeds, list) or not all(isinstance(p, str) for p in seeds):
+            raise ConfigError(f'campaign file {file}: field \'seeds\': expected a list of JSONL paths, e.g. seeds = ["seeds.jsonl"], found {seeds!r}')
+        data["seeds"] = [str((base / p).resolve()) if not Path(p).is_absolute() else p for p in seeds]
+    if isinstance(data.get("output"), str) and not Path(data["output"]).is_absolute():
         data["output"] = str((base / data["output"]).resolve())
     try:
         return CampaignConfig.model_validate(data)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from failforge.campaign._attempt import AttemptResult, Rejection, run_attempt
+from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models, ResolvedModels
 from failforge.errors import ConfigError
@@ -23,6 +23,8 @@ from failforge.trajectory import Trajectory
 
 Work = tuple[Trajectory, AttemptSpec]
 OnStart = Callable[[str], None]
+#: Asked before each new attempt starts; True stops feeding the executor (attempts in flight finish).
+ShouldStop = Callable[[], bool]
 
 
 def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
@@ -32,38 +34,43 @@ def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance
         Rejection(
             attempt_id=spec.attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample,
             status="failed", stage="continuation", reasons=[f"{type(exc).__name__}: {exc}"],
-            error={"type": type(exc).__name__, "message": str(exc)}, provenance=provenance,
+            error={"type": type(exc).__name__, "message": str(exc)}, error_kind=error_kind(exc), provenance=provenance,
         ),
     )
 
 
 @executors.register("local", description="a bounded thread pool in this process")
-def run_local(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
+def run_local(
+    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+) -> Iterator[AttemptResult]:
     models = Models(resolved)
+    pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
-        with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt") as pool:
-            queue = iter(work)
-            running: dict[Future[AttemptResult], Work] = {}
+        queue = iter(work)
+        running: dict[Future[AttemptResult], Work] = {}
 
-            def top_up() -> None:
-                while len(running) < config.concurrency:
-                    item = next(queue, None)
-                    if item is None:
-                        return
-                    on_start(item[1].attempt_id)
-                    running[pool.submit(run_attempt, item[0], item[1], models, config, provenance)] = item
+        def top_up() -> None:
+            while len(running) < config.concurrency and not should_stop():
+                item = next(queue, None)
+                if item is None:
+                    return
+                on_start(item[1].attempt_id)
+                running[pool.submit(run_attempt, item[0], item[1], models, config, provenance)] = item
 
+        top_up()
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                seed, spec = running.pop(future)
+                try:
+                    yield future.result()
+                except Exception as exc:
+                    yield _crashed(spec, seed, exc, provenance)
             top_up()
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    seed, spec = running.pop(future)
-                    try:
-                        yield future.result()
-                    except Exception as exc:
-                        yield _crashed(spec, seed, exc, provenance)
-                top_up()
     finally:
+        # On a normal end nothing is running; when the driver stops early (Ctrl-C, the circuit breaker)
+        # the attempts in flight are abandoned, not waited for: the driver has put them back in the queue.
+        pool.shutdown(wait=False, cancel_futures=True)
         models.close()
 
 
@@ -82,7 +89,9 @@ def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json
 
 
 @executors.register("ray", requires=("ray",), description="Ray tasks (a local Ray instance, or ray_address for a cluster)")
-def run_ray(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart) -> Iterator[AttemptResult]:
+def run_ray(
+    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+) -> Iterator[AttemptResult]:
     try:
         import ray
     except ImportError as exc:
@@ -97,14 +106,14 @@ def run_ray(work: Sequence[Work], resolved: ResolvedModels, config: CampaignConf
         )
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
     try:
-        resolved_json = resolved.model_dump_json()
+        resolved_json = resolved.model_dump_json()  # in memory only: the workers need the real endpoint
         config_json = config.model_dump_json()
         seed_refs: dict[str, Any] = {}
         queue = iter(work)
         running: dict[Any, Work] = {}
 
         def top_up() -> None:
-            while len(running) < config.concurrency:
+            while len(running) < config.concurrency and not should_stop():
                 item = next(queue, None)
                 if item is None:
                     return

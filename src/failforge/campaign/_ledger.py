@@ -32,10 +32,16 @@ CREATE TABLE IF NOT EXISTS attempts (
     sample INTEGER NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('planned','running','done','rejected','failed')),
     tries INTEGER NOT NULL DEFAULT 0,
+    interruptions INTEGER NOT NULL DEFAULT 0,
     error TEXT,
+    error_kind TEXT,
     updated_at TEXT NOT NULL
 );
 """
+#: Columns added after the first release; an older ledger gets them on open.
+_ADDED_COLUMNS = {"interruptions": "INTEGER NOT NULL DEFAULT 0", "error_kind": "TEXT"}
+#: Failure kinds a later run retries by default (within the try budget): the world was at fault, not the seed.
+RETRYABLE_KINDS = frozenset({"infrastructure"})
 
 
 def _now() -> str:
@@ -91,10 +97,19 @@ class Ledger:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_SCHEMA)
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(attempts)")}
+            for column, decl in _ADDED_COLUMNS.items():
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE attempts ADD COLUMN {column} {decl}")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(
+                f"{path} is not a failforge ledger ({exc}); move it away to start this campaign afresh (the JSONL results beside it are kept)"
+            ) from exc
 
     def close(self) -> None:
         self.db.close()
@@ -116,49 +131,84 @@ class Ledger:
                 [(*a, _now()) for a in attempts],
             )
 
-    def reconcile(self, output: Path, max_interrupted_tries: int) -> dict[str, int]:
-        """Make the ledger agree with the output files, then requeue interrupted attempts once more."""
+    def reconcile(self, output: Path, max_interruptions: int) -> dict[str, int]:
+        """Make the ledger agree with the output files, then requeue attempts a crash interrupted.
+
+        A line in a result file is the truth (the driver writes it before the ledger). An attempt still
+        ``running`` was cut off by a crash or SIGKILL of the whole process, not by its own fault: it is
+        requeued (behind the others, so a crash-prone attempt is not always the first one redone) and
+        only given up after ``max_interruptions``, as a failure of kind ``interrupted`` that
+        ``--retry-failed`` can still retry.
+        """
         stats = {"settled_from_files": 0, "requeued": 0, "lost_results": 0, "given_up": 0, "torn_bytes": 0}
         in_files: dict[str, str] = {}
+        failed_lines: dict[str, int] = {}
         for name, state in FILE_STATE.items():
             stats["torn_bytes"] += repair_jsonl(output / name)
             for attempt in attempt_ids_in(output / name):
-                in_files.setdefault(attempt, state)
+                in_files.setdefault(attempt, state)  # gold, then rejected, then failed: the best outcome wins
+                if state == "failed":
+                    failed_lines[attempt] = failed_lines.get(attempt, 0) + 1
         with self.db:
-            rows = self.db.execute("SELECT attempt_id, state, tries FROM attempts").fetchall()
-            for attempt, state, tries in rows:
+            rows = self.db.execute("SELECT attempt_id, state, interruptions, tries FROM attempts").fetchall()
+            for attempt, state, interruptions, tries in rows:
                 file_state = in_files.get(attempt)
-                if file_state and state != file_state:
+                if state == "running" and file_state == "failed" and failed_lines.get(attempt, 0) < tries:
+                    file_state = None  # the failed line is an earlier try's; this try was cut off
+                if file_state and state != file_state and state != "planned":
+                    self.db.execute("UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt))
+                    stats["settled_from_files"] += 1
+                elif file_state and state == "planned" and file_state != "failed":
                     self.db.execute("UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt))
                     stats["settled_from_files"] += 1
                 elif not file_state and state in ("done", "rejected", "failed"):
                     self.db.execute("UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt))
                     stats["lost_results"] += 1
-                elif not file_state and state == "running":
-                    if tries >= max_interrupted_tries:
+                elif state == "running" and file_state is None:
+                    if interruptions + 1 >= max_interruptions:
                         self.db.execute(
-                            "UPDATE attempts SET state='failed', error=?, updated_at=? WHERE attempt_id=?",
-                            (f"interrupted {tries} times while running; given up", _now(), attempt),
+                            "UPDATE attempts SET state='failed', error=?, error_kind='interrupted', interruptions=interruptions+1, updated_at=? WHERE attempt_id=?",
+                            (f"the run was cut off {interruptions + 1} times while this attempt was running; given up (--retry-failed retries it)", _now(), attempt),
                         )
                         stats["given_up"] += 1
                     else:
-                        self.db.execute("UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt))
+                        self.db.execute("UPDATE attempts SET state='planned', interruptions=interruptions+1, updated_at=? WHERE attempt_id=?", (_now(), attempt))
                         stats["requeued"] += 1
         return stats
 
+    def requeue_failed(self, *, everything: bool, max_tries: int) -> int:
+        """Put failed attempts back in the queue: infrastructure failures within the try budget by default,
+        every failure (drift, errors, given-up interruptions) with ``everything``."""
+        with self.db:
+            if everything:
+                cur = self.db.execute("UPDATE attempts SET state='planned', interruptions=0, updated_at=? WHERE state='failed'", (_now(),))
+            else:
+                kinds = ",".join(f"'{k}'" for k in sorted(RETRYABLE_KINDS))
+                cur = self.db.execute(
+                    f"UPDATE attempts SET state='planned', updated_at=? WHERE state='failed' AND error_kind IN ({kinds}) AND tries < ?", (_now(), max_tries)
+                )
+        return cur.rowcount
+
+    def release_running(self) -> int:
+        """A clean interruption (Ctrl-C, SIGTERM): attempts in flight go back to the queue and the try
+        does not count against them."""
+        with self.db:
+            cur = self.db.execute("UPDATE attempts SET state='planned', tries=MAX(tries-1, 0), updated_at=? WHERE state='running'", (_now(),))
+        return cur.rowcount
+
     def pending(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT attempt_id FROM attempts WHERE state='planned' ORDER BY rowid")]
+        return [r[0] for r in self.db.execute("SELECT attempt_id FROM attempts WHERE state='planned' ORDER BY interruptions, rowid")]
 
     def given_up(self) -> list[tuple[str, str]]:
-        return list(self.db.execute("SELECT attempt_id, error FROM attempts WHERE state='failed' AND error LIKE 'interrupted %'"))
+        return list(self.db.execute("SELECT attempt_id, error FROM attempts WHERE state='failed' AND error_kind='interrupted'"))
 
     def mark_running(self, attempt_id: str) -> None:
         self.db.execute("UPDATE attempts SET state='running', tries=tries+1, updated_at=? WHERE attempt_id=?", (_now(), attempt_id))
 
-    def finish(self, attempt_id: str, state: str, error: str | None = None) -> None:
+    def finish(self, attempt_id: str, state: str, error: str | None = None, kind: str | None = None) -> None:
         if state not in STATES[2:]:
             raise ValueError(state)
-        self.db.execute("UPDATE attempts SET state=?, error=?, updated_at=? WHERE attempt_id=?", (state, error, _now(), attempt_id))
+        self.db.execute("UPDATE attempts SET state=?, error=?, error_kind=?, updated_at=? WHERE attempt_id=?", (state, error, kind, _now(), attempt_id))
 
     def counts(self) -> dict[str, int]:
         out = {state: 0 for state in STATES}

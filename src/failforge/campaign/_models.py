@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from failforge.llm import BoundedResponder, ModelEndpoint
+from failforge.secrets import strip_userinfo
 from failforge.trajectory import ComponentSpec
 
 
@@ -17,10 +18,10 @@ class ResolvedModels(BaseModel):
     guide: ModelEndpoint
 
     def agent_spec(self) -> ComponentSpec:
-        return ComponentSpec(name=self.agent.model, config={"base_url": self.agent.base_url, "role": "agent"})
+        return ComponentSpec(name=self.agent.model, config={"base_url": strip_userinfo(self.agent.base_url), "role": "agent"})
 
     def guide_spec(self) -> ComponentSpec:
-        return ComponentSpec(name=self.guide.model, config={"base_url": self.guide.base_url, "role": "guide"})
+        return ComponentSpec(name=self.guide.model, config={"base_url": strip_userinfo(self.guide.base_url), "role": "guide"})
 
 
 class Models:

@@ -20,7 +20,9 @@ from failforge.plugins import executors
 from failforge.campaign._ledger import Ledger
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
-from failforge.errors import SeedFormatError
+from failforge.campaign._lock import CampaignLock
+from failforge.errors import ConfigError, SeedFormatError
+from failforge.secrets import Redactor
 from failforge.injection import AttemptSpec, plan_attempts
 from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
 
@@ -47,6 +49,8 @@ class CampaignSummary:
     bad_seeds: list[str] = field(default_factory=list)
     recovery: dict[str, int] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
+    breaker: str | None = None
+    """The last infrastructure error when the circuit breaker stopped the run, else None."""
 
 
 def versions() -> dict[str, str]:
@@ -76,6 +80,10 @@ def load_seeds(paths: Iterable[str]) -> tuple[list[Trajectory], list[SeedFormatE
 
 
 def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Trajectory]:
+    """The seeds a campaign branches; every one left out is reported with its reason."""
+    from failforge.injection import candidate_points
+    from failforge.plugins import environments, harnesses
+
     seeds, errors = load_seeds(config.seeds)
     summary.bad_seeds = [str(e) for e in errors]
     usable: list[Trajectory] = []
@@ -89,16 +97,22 @@ def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Traje
             summary.bad_seeds.append(f"{seed.id}: environment {seed.environment.name!r} is not the campaign's {config.environment!r}; skipped")
         elif config.harness and seed.harness.name != config.harness:
             summary.bad_seeds.append(f"{seed.id}: harness {seed.harness.name!r} is not the campaign's {config.harness!r}; skipped")
+        elif seed.environment.name not in environments:
+            summary.bad_seeds.append(f"{seed.id}: unknown environment {seed.environment.name!r} (known: {', '.join(environments.names())}); skipped")
+        elif seed.harness.name not in harnesses:
+            summary.bad_seeds.append(f"{seed.id}: unknown harness {seed.harness.name!r} (known: {', '.join(harnesses.names())}); skipped")
         elif seed.outcome is None or not seed.outcome.success:
             summary.bad_seeds.append(f"{seed.id}: not a successful run (outcome {seed.outcome}); skipped")
+        elif not candidate_points(seed):
+            summary.bad_seeds.append(f"{seed.id}: no agent step after the task to branch at ({len(seed.steps)} steps); skipped")
         else:
             usable.append(seed)
     return usable[: config.plan.max_seeds] if config.plan.max_seeds else usable
 
 
-def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+def _write_manifest(out: Path, manifest: dict[str, Any], redactor: Redactor) -> None:
     tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    tmp.write_text(redactor.text(json.dumps(manifest, indent=2, sort_keys=True, default=str)), encoding="utf-8")
     os.replace(tmp, out / MANIFEST)
 
 
@@ -118,15 +132,48 @@ def _count(summary: CampaignSummary, result: AttemptResult) -> None:
         summary.failed_by[(record.error or {}).get("type", record.stage)] += 1
 
 
+class CircuitBreaker:
+    """Stops a campaign whose infrastructure is down instead of failing every remaining attempt.
+
+    ``threshold`` consecutive infrastructure failures (a dead endpoint fails every attempt the same
+    way) trip it; any other result resets it. 0 disables it.
+    """
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.streak = 0
+        self.last_error = ""
+
+    def record(self, result: AttemptResult) -> None:
+        record = result.record
+        if result.status == "failed" and isinstance(record, Rejection) and record.error_kind == "infrastructure":
+            self.streak += 1
+            self.last_error = "; ".join(record.reasons)[:300]
+        else:
+            self.streak = 0
+
+    @property
+    def tripped(self) -> bool:
+        return self.threshold > 0 and self.streak >= self.threshold
+
+
 def run_campaign(
     config: CampaignConfig,
     resolved: ResolvedModels,
     *,
     on_progress: Callable[[str, AttemptSpec | None, CampaignSummary], None] | None = None,
     force: bool = False,
+    retry_failed: bool = False,
 ) -> CampaignSummary:
+    """Run (or resume) a campaign into ``config.output``; only this driver writes the output folder.
+
+    The folder is locked for the whole run. A clean interruption (Ctrl-C, SIGTERM raised as
+    KeyboardInterrupt) puts the attempts in flight back in the queue, marks the manifest
+    ``interrupted`` and re-raises; rerunning the same command resumes.
+    """
     out = Path(config.output)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--output {out} is a file; give a folder for the campaign's results")
     summary = CampaignSummary(output=out)
     seeds = select_seeds(config, summary)
     p = config.plan
@@ -137,64 +184,101 @@ def run_campaign(
     ]
     by_id = {spec.attempt_id: (seed, spec) for seed, spec in plan}
     summary.planned = len(by_id)
+    if not by_id:
+        raise ConfigError(
+            f"nothing to do: {len(seeds)} usable seed(s) in {', '.join(config.seeds)} gave no attempt"
+            + (f" ({len(summary.bad_seeds)} skipped: {summary.bad_seeds[0]}{' ...' if len(summary.bad_seeds) > 1 else ''})" if summary.bad_seeds else "")
+        )
+    redactor = Redactor.for_run(
+        [e.api_key_env for e in (resolved.agent, resolved.guide)], [e.base_url for e in (resolved.agent, resolved.guide)]
+    )
+    config_hash = config.config_hash()
     provenance = {
         "failforge_version": __version__,
-        "config_hash": config.config_hash(),
+        "config_hash": config_hash,
         "guide_model": resolved.guide.model,
         "agent_model": resolved.agent.model,
         "cache_keys": [],
     }
-    ledger = Ledger(out / LEDGER)
-    try:
-        ledger.bind(config.config_hash(), force=force)
-        ledger.plan((spec.attempt_id, seed.id, spec.step, spec.mode, spec.sample) for seed, spec in plan)
-        summary.recovery = ledger.reconcile(out, config.max_interrupted_tries)
-        given_up = ledger.given_up()
-        written = _ids_in_outputs(out) if given_up else set()  # read the files once, not once per attempt
-        for attempt_id, error in given_up:
-            if attempt_id in by_id and attempt_id not in written:
-                seed, spec = by_id[attempt_id]
-                append_jsonl(out / FAILED, [Rejection(
-                    attempt_id=attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample, status="failed",
-                    stage="continuation", reasons=[error], error={"type": "Interrupted", "message": error}, provenance=provenance,
-                )])
-        pending = [by_id[a] for a in ledger.pending() if a in by_id]
-        summary.skipped = summary.planned - len(pending)
-        manifest: dict[str, Any] = {
-            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "config": config.model_dump(mode="json"),
-            "config_hash": config.config_hash(),
-            "versions": versions(),
-            "models": {"agent": resolved.agent_spec().model_dump(), "guide": resolved.guide_spec().model_dump()},
-            "seeds": {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed in seeds},
-            "bad_seeds": summary.bad_seeds,
-            "planned_attempts": summary.planned,
-            "status": "running",
-        }
-        _write_manifest(out, manifest)
-        if on_progress:
-            on_progress("plan", None, summary)
-        executor = executors.get(config.executor)
-        for result in executor(pending, resolved, config, provenance, ledger.mark_running):
-            append_jsonl(out / _FILE[result.status], [result.record])  # the line first, then the ledger
-            ledger.finish(result.attempt_id, _STATE[result.status], None if result.status != "failed" else "; ".join(result.record.reasons)[:2000])  # type: ignore[union-attr]
-            _count(summary, result)
+    out.mkdir(parents=True, exist_ok=True)
+    with CampaignLock(out):
+        ledger = Ledger(out / LEDGER)
+        manifest: dict[str, Any] = {}
+        try:
+            ledger.bind(config_hash, force=force)
+            ledger.plan((spec.attempt_id, seed.id, spec.step, spec.mode, spec.sample) for seed, spec in plan)
+            summary.recovery = ledger.reconcile(out, config.max_interruptions)
+            summary.recovery["retried"] = ledger.requeue_failed(everything=retry_failed, max_tries=config.max_attempt_tries)
+            written = _ids_in_outputs(out)
+            for attempt_id, error in ledger.given_up():
+                if attempt_id in by_id and attempt_id not in written:
+                    seed, spec = by_id[attempt_id]
+                    append_jsonl(out / FAILED, [Rejection(
+                        attempt_id=attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample, status="failed",
+                        stage="continuation", reasons=[error], error={"type": "Interrupted", "message": error}, error_kind="interrupted", provenance=provenance,
+                    )], redact=redactor.text)
+            pending = [by_id[a] for a in ledger.pending() if a in by_id]
+            summary.skipped = summary.planned - len(pending)
+            manifest = {
+                "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                "config": config.model_dump(mode="json"),
+                "config_hash": config_hash,
+                "versions": versions(),
+                "models": {"agent": resolved.agent_spec().model_dump(), "guide": resolved.guide_spec().model_dump()},
+                "seeds": {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed in seeds},
+                "bad_seeds": summary.bad_seeds,
+                "planned_attempts": summary.planned,
+                "status": "running",
+            }
+            _write_manifest(out, manifest, redactor)
             if on_progress:
-                on_progress(result.status, by_id.get(result.attempt_id, (None, None))[1], summary)
-        summary.totals = ledger.counts()
-    finally:
-        ledger.close()
-    manifest["status"] = "finished"
-    manifest["result"] = {
+                on_progress("plan", None, summary)
+            breaker = CircuitBreaker(config.circuit_breaker)
+            done_now: set[str] = set()
+            results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
+            try:
+                for result in results:
+                    attempt_id = result.attempt_id
+                    if attempt_id in done_now:
+                        continue  # an executor must not hand back one attempt twice; never write it twice
+                    done_now.add(attempt_id)
+                    append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
+                    record = result.record
+                    error = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
+                    ledger.finish(attempt_id, _STATE[result.status], error, record.error_kind if isinstance(record, Rejection) else None)
+                    _count(summary, result)
+                    breaker.record(result)
+                    if on_progress:
+                        on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
+            finally:
+                results.close()
+            summary.breaker = breaker.last_error if breaker.tripped else None
+            summary.totals = ledger.counts()
+            manifest["status"] = "stopped: circuit breaker" if breaker.tripped else "finished"
+        except KeyboardInterrupt:
+            ledger.release_running()
+            summary.totals = ledger.counts()
+            if manifest:
+                manifest["status"] = "interrupted"
+                manifest["result"] = _result(summary)
+                _write_manifest(out, manifest, redactor)
+            raise
+        finally:
+            ledger.close()
+        manifest["result"] = _result(summary)
+        manifest["files"] = {name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None for name in (GOLD, REJECTED, FAILED)}
+        _write_manifest(out, manifest, redactor)
+        write_card(out, config, manifest)
+    return summary
+
+
+def _result(summary: CampaignSummary) -> dict[str, Any]:
+    return {
         "this_run": {"attempts": summary.attempts, "skipped": summary.skipped, "kept": summary.kept, "rejected": summary.rejected, "failed": summary.failed,
                      "rejected_by": dict(summary.rejected_by), "failed_by": dict(summary.failed_by), "recovery": summary.recovery},
         "totals": {"kept": summary.totals.get("done", 0), "rejected": summary.totals.get("rejected", 0), "failed": summary.totals.get("failed", 0),
                    "unfinished": summary.totals.get("planned", 0) + summary.totals.get("running", 0)},
     }
-    manifest["files"] = {name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None for name in (GOLD, REJECTED, FAILED)}
-    _write_manifest(out, manifest)
-    write_card(out, config, manifest)
-    return summary
 
 
 def _ids_in_outputs(out: Path) -> set[str]:

@@ -53,8 +53,20 @@ def _pin_hash_seed() -> None:
         os.execve(sys.executable, [sys.executable, "-m", "failforge", *sys.argv[1:]], env)
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM stops a command the way Ctrl-C does (KeyboardInterrupt in the main thread), so a campaign
+    killed by a scheduler puts its attempts back in the queue instead of losing them."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> None:  # pragma: no cover - console entry
     _pin_hash_seed()
+    _interrupt_on_sigterm()
     try:
         import failforge.cli  # noqa: F401 - registers every command on app
 
@@ -62,4 +74,7 @@ def main() -> None:  # pragma: no cover - console entry
     except FailforgeError as exc:
         console.print(f"[red]error:[/] {exc}")
         sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]")
+        sys.exit(130)
 

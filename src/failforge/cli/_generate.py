@@ -6,6 +6,8 @@ anything is written, so bad input leaves no output folder behind.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections import Counter
 from importlib import resources
@@ -13,9 +15,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
+from failforge.campaign import CampaignConfig, CampaignSummary
 from failforge.cli._app import _endpoint, _progress, app, console, out
+from failforge.errors import ConfigError
 
 DEMO_SEED_TASKS = (
     ("banking", "user_task_1"),
@@ -31,24 +36,45 @@ def bundled_seeds_path() -> Path:
     return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_demo.jsonl"))
 
 
-def _run_generate(config, progress_label: str = "attempts", force: bool = False):  # type: ignore[no-untyped-def]
+def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
+    """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
+
+    Ctrl-C or SIGTERM stops it cleanly: attempts in flight go back to the queue (they do not count as
+    failures), the manifest says ``interrupted``, and the same command resumes.
+    """
     from failforge.campaign import open_models, run_campaign
 
-    with open_models(config.agent, config.guide) as resolved, _progress() as progress:
-        bar = progress.add_task(progress_label, total=None, status="starting")
+    for path in config.seeds:  # before the model starts: a typo should cost no time
+        if not Path(path).is_file():
+            raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
+    try:
+        with open_models(config.agent, config.guide) as resolved, _progress() as progress:
+            bar = progress.add_task(progress_label, total=None, status="starting")
 
-        def on_progress(event: str, spec, summary) -> None:  # type: ignore[no-untyped-def]
-            if event == "plan":
-                progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
-                return
-            progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
+            def on_progress(event: str, spec: object, summary: CampaignSummary) -> None:
+                if event == "plan":
+                    progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                    return
+                progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
 
-        summary = run_campaign(config, resolved, on_progress=on_progress, force=force)
+            summary = run_campaign(config, resolved, on_progress=on_progress, force=force, retry_failed=retry_failed)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted:[/] attempts in flight went back to the queue; rerun the same command to resume ({config.output})")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)  # worker threads may still be inside an abandoned attempt; nothing of theirs is written
     _print_summary(summary)
+    if summary.breaker:
+        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {summary.breaker}. "
+                      "Fix the endpoint and rerun the same command: those attempts are retried.")
+        raise typer.Exit(3)
+    if summary.attempts and summary.failed == summary.attempts:
+        console.print(f"[red]every attempt of this run failed[/] ({summary.failed}); see {config.output}/failed.jsonl")
+        raise typer.Exit(1)
     return summary
 
 
-def _print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+def _print_summary(summary: CampaignSummary) -> None:
     table = Table(title="failforge campaign")
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -68,6 +94,8 @@ def _print_summary(summary) -> None:  # type: ignore[no-untyped-def]
     for line in summary.bad_seeds:
         console.print(f"[yellow]seed skipped:[/] {line}")
     o = summary.output
+    out.print(f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this run "
+              f"({summary.skipped} of {summary.planned} planned were already done)")
     out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}")
 
 
@@ -93,8 +121,14 @@ def generate(
     attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
     decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
     force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
+    retry_failed: Annotated[bool, typer.Option(help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures")] = False,
 ) -> None:
-    """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists."""
+    """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists.
+
+    Exit status: 0 when the run finished and not every attempt failed; 1 when every attempt of this run
+    failed; 2 on bad input; 3 when the circuit breaker stopped a run whose endpoint is down; 130 when
+    interrupted (rerun to resume).
+    """
     from failforge.campaign import CampaignConfig, load_campaign
 
     data = load_campaign(campaign).model_dump(mode="json") if campaign else {}
@@ -122,9 +156,10 @@ def generate(
         data.setdefault("filters", {}).setdefault("decisiveness", {})["enabled"] = decisiveness
     try:
         config = CampaignConfig.model_validate(data)
-    except Exception as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    _run_generate(config, force=force)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"campaign: field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}") from exc
+    _run_generate(config, force=force, retry_failed=retry_failed)
 
 
 BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkboxes", "choose-list", "click-tab")

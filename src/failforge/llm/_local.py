@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -55,7 +56,8 @@ class LocalModelServer:
         self.startup_timeout = startup_timeout
         self.model_alias = model_alias
         self._proc: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="failforge-llama-", suffix=".log", delete=False)
+        self._log_dir = tempfile.mkdtemp(prefix="failforge-llama-")
+        self._log = open(os.path.join(self._log_dir, "server.log"), "wb")
 
     @property
     def base_url(self) -> str:
@@ -79,19 +81,26 @@ class LocalModelServer:
             "--n_threads", str(self.n_threads),
             "--verbose", "False",
         ]
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        # The server runs under a watchdog that stops it (and deletes its log) when this process goes
+        # away for any reason, SIGKILL included: see _watchdog.py. Its own process group lets stop()
+        # signal both at once.
+        watchdog = [sys.executable, str(Path(__file__).with_name("_watchdog.py")), self._log_dir, "--", *cmd]
+        self._proc = subprocess.Popen(watchdog, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise InfrastructureError(f"the local model server exited with code {self._proc.returncode}; see {self.log_path}:\n{self._tail()}")
+                code, tail = self._proc.returncode, self._tail()
+                self.stop()
+                raise InfrastructureError(f"the local model server exited with code {code}; its log ends:\n{tail}")
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
+        tail = self._tail()
         self.stop()
-        raise InfrastructureError(f"the local model server did not answer within {self.startup_timeout}s; see {self.log_path}")
+        raise InfrastructureError(f"the local model server did not answer within {self.startup_timeout}s; its log ends:\n{tail}")
 
     def _tail(self, lines: int = 20) -> str:
         try:
@@ -100,18 +109,25 @@ class LocalModelServer:
             return ""
 
     def stop(self) -> None:
+        """Stop the server and delete its log folder (the watchdog does the same if we die first)."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+            if proc is None or proc.poll() is not None:
+                return
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=10)
+        finally:
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.close()
+            self._log.close()
+            shutil.rmtree(self._log_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalModelServer":
         return self.start()

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from failforge.secrets import strip_userinfo
 from failforge.errors import AttemptDeadlineExceeded, ModelUnavailable
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -56,7 +57,7 @@ class HttpUpstream:
         self.compat = compat
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.name = f"http:{self.base_url}"
+        self.name = f"http:{strip_userinfo(self.base_url)}"  # names end up in records: never with credentials
         self.max_attempts = max_attempts
         self.max_wait = max_wait
         self.timeout = timeout

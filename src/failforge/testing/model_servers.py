@@ -57,11 +57,15 @@ class LoopbackModelServer:
         faults: FaultPlan | None = None,
         upstream: str | None = None,
         policy: Callable[[dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
+        echo_credentials: bool = False,
     ) -> None:
+        """``echo_credentials``: error bodies quote the request's Authorization header, as some real
+        providers quote a rejected key — the case a secret-scanning test needs."""
         self.latency = latency
         self.policy = policy or canned_answer
         self.faults = faults or FaultPlan()
         self.upstream = upstream.rstrip("/") if upstream else None
+        self.echo_credentials = echo_credentials
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -92,7 +96,8 @@ class LoopbackModelServer:
                     return
                 if fate == "error":
                     status = 429 if server._coin() else 500
-                    self._send(status, {"error": {"message": f"injected {status}"}})
+                    echo = f" for credentials {self.headers.get('Authorization')!r}" if server.echo_credentials else ""
+                    self._send(status, {"error": {"message": f"injected {status}{echo}"}})
                     return
                 if server.latency:
                     time.sleep(server.latency)
@@ -115,6 +120,7 @@ class LoopbackModelServer:
             return self._rng.random() < 0.5
 
     def _draw(self) -> str:
+        """The fate of one request under the current ``faults`` (which a test may replace mid-run)."""
         with self._lock:
             r = self._rng.random()
             f = self.faults

@@ -1,0 +1,78 @@
+"""Keeping API keys out of every file failforge writes.
+
+Keys reach failforge three ways: the variable named by ``--api-key-env``, the userinfo of a base URL
+(``https://user:key@host/v1``), and anything an upstream server echoes back in an error body. A
+:class:`Redactor` knows the concrete secret values of a run plus the shapes keys usually have, and
+every writer of records, manifests, ledgers and logs passes its text through :meth:`Redactor.text`
+(or :func:`redact` for the shapes alone). Redaction replaces, it never drops: the reader still sees
+that something was there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+
+#: Shapes of keys and credentials, masked wherever they appear even when the value is not known.
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(://)[^/@\s\"']+@"), r"\1" + MASK + "@"),  # URL userinfo
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), MASK),  # OpenAI-style keys
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=:+/]{12,}"), r"\1" + MASK),
+    (re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9_\-\.]{12,}"), r"\1" + MASK),
+)
+#: Values shorter than this are never treated as secrets (they would mask ordinary words).
+MIN_SECRET_LENGTH = 8
+
+
+def strip_userinfo(url: str) -> str:
+    """``url`` without credentials in its authority (``https://u:k@h/v1`` -> ``https://***@h/v1``)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+
+
+def userinfo_secrets(url: str) -> list[str]:
+    """The user and password parts of a URL's userinfo (each a secret)."""
+    parts = urlsplit(url)
+    return [p for p in (parts.username, parts.password) if p]
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Masks known secret values and key-shaped strings in text."""
+
+    secrets: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def for_run(cls, api_key_envs: Iterable[str | None] = (), urls: Iterable[str] = ()) -> Redactor:
+        values: list[str] = []
+        for name in api_key_envs:
+            value = os.environ.get(name) if name else None
+            if value:
+                values.append(value)
+        for url in urls:
+            values.extend(userinfo_secrets(url))
+        keep = sorted({v for v in values if len(v) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+        return cls(tuple(keep))
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            value = value.replace(secret, MASK)
+        return redact(value)
+
+
+def redact(value: str) -> str:
+    """Mask key-shaped strings and URL userinfo in ``value``."""
+    for pattern, replacement in _PATTERNS:
+        value = pattern.sub(replacement, value)
+    return value
+
+
+__all__ = ["MASK", "Redactor", "redact", "strip_userinfo", "userinfo_secrets"]
