@@ -157,15 +157,21 @@ def _compatible(body: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def chat_response(model: str, content: str | None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A chat-completions response body, as an OpenAI-compatible server would return it."""
+def chat_response(
+    model: str, content: str | None, tool_calls: list[dict[str, Any]] | None = None, *, response_id: str | None = None, created: int | None = None
+) -> dict[str, Any]:
+    """A chat-completions response body, as an OpenAI-compatible server would return it.
+
+    ``response_id`` / ``created`` pin what a real server would mint, so a scripted response is the same
+    bytes every time it is produced (oracle seeds recorded twice are identical).
+    """
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "id": response_id or f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": int(time.time()) if created is None else created,
         "model": model,
         "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}
@@ -204,9 +210,10 @@ class OracleResponder:
         self.name = name
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        content, tool_calls = self._script(self._ordinal, body)
+        ordinal = self._ordinal
+        content, tool_calls = self._script(ordinal, body)
         self._ordinal += 1
-        return chat_response(str(body.get("model", "oracle")), content, tool_calls)
+        return chat_response(str(body.get("model", "oracle")), content, tool_calls, response_id=f"chatcmpl-oracle-{ordinal}", created=0)
 
 
 class BoundedResponder:

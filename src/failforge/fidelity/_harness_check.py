@@ -1,0 +1,84 @@
+"""Replay only the model side of a seed: does this harness still send the requests the seed recorded?
+
+A change to a harness (its prompt, the shape of its messages, a new request field) silently breaks
+every seed recorded with it: the next replay drifts at the first model call. Finding that out through
+a full replay needs the environment (AgentDojo, a browser, a sandbox). This check needs nothing but
+the seed: the harness runs against failforge's real model boundary in strict replay mode, and its
+tool calls are answered from the seed's recorded observations — exactly the text the real toolbox
+returned, read back from the next recorded request. A harness change shows up as ``PromptDrift`` at
+the step it changed, in milliseconds.
+
+It covers harnesses that call tools through the toolbox (the built-in loop and most adapters); a
+harness that drives an environment's own runtime (AgentDojo's pipeline) needs the real environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from failforge.errors import EnvironmentDrift
+from failforge.harnesses import harness_from_spec
+from failforge.llm import ModelBoundary, boundary_client, surface_boundary_error
+from failforge.runlog import RunLog
+from failforge.trajectory import Step, Trajectory
+
+
+class _RecordedToolbox:
+    """Answers tool calls from the seed: the recorded step is appended, the recorded text returned."""
+
+    def __init__(self, seed: Trajectory, log: RunLog) -> None:
+        self.seed = seed
+        self.log = log
+        first = next((s for s in seed.steps if s.kind == "agent" and s.model_call is not None), None)
+        self._tools: list[dict[str, Any]] = list((first.model_call.request.get("tools") if first and first.model_call else None) or [])
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._tools
+
+    def call(self, name: str, arguments: str, call_id: str | None) -> str:
+        index = self.log.next_index
+        expected = self.log.expected_step(index)
+        if expected is None or expected.kind != "tool" or expected.tool_name != name:
+            raise EnvironmentDrift(
+                f"the harness called tool {name!r} where the seed has {expected.kind + ' step' if expected else 'nothing'}",
+                trajectory_id=self.seed.id, step=index, expected=getattr(expected, "tool_name", None), actual=name,
+            )
+        self.log.append(expected.model_copy(update={"phase": "replayed"}))
+        return self._returned_text(expected, call_id)
+
+    def _returned_text(self, step: Step, call_id: str | None) -> str:
+        """What the real toolbox returned for ``step``: the matching tool message of the next recorded request."""
+        later = next((s for s in self.seed.steps[step.index + 1 :] if s.kind == "agent" and s.model_call is not None), None)
+        if later is not None and later.model_call is not None:
+            for message in later.model_call.request.get("messages") or []:
+                if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == (step.tool_call_id or call_id):
+                    content = message.get("content")
+                    if isinstance(content, str):
+                        return content
+        return step.content if step.error is None else f"Error: {step.error}"
+
+
+def check_harness(seed: Trajectory) -> int:
+    """Replay the model side of ``seed`` with its recorded harness; returns the number of model calls checked.
+
+    Raises ``PromptDrift`` (or ``RecordingExhausted``) at the first request the harness now sends
+    differently from the recording.
+    """
+    harness = harness_from_spec(seed.harness)
+    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=len(seed.steps))
+    log.append(seed.steps[0].model_copy(update={"phase": "replayed"}))
+    boundary = ModelBoundary(log, upstream=None, strict=True)
+    client = boundary_client(boundary)
+    try:
+        harness.run(client, seed.model.name, seed.steps[0].content or "", _RecordedToolbox(seed, log))
+    except Exception as exc:
+        surfaced = surface_boundary_error(boundary, exc)
+        raise surfaced from exc
+    finally:
+        client.close()
+    if boundary.failure is not None:
+        raise boundary.failure
+    return sum(1 for s in log.steps if s.kind == "agent")
+
+
+__all__ = ["check_harness"]
