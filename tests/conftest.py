@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from _required import COVERAGE_SHRINKING, on_ci, require
 from failforge.trajectory import Trajectory, load_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +19,7 @@ def local_model():
     """The embedded llama.cpp server (started once per test session, stopped at the end)."""
     from failforge.llm import LocalModelServer
 
+    require("llama")
     with LocalModelServer() as server:
         yield server
 
@@ -32,6 +34,7 @@ def bundled_seeds() -> list[Trajectory]:
 @pytest.fixture(scope="session")
 def all_oracle_seeds() -> list[Trajectory]:
     """Oracle seeds of all 97 AgentDojo v1 user tasks, recorded in this process."""
+    require("agentdojo")
     from failforge.environments.agentdojo_env import list_user_tasks
     from failforge.seeds import oracle_seed
 
@@ -40,6 +43,7 @@ def all_oracle_seeds() -> list[Trajectory]:
 
 @pytest.fixture()
 def banking_seed() -> Trajectory:
+    require("agentdojo")
     from failforge.seeds import oracle_seed
 
     return oracle_seed("agentdojo", "banking/user_task_3")
@@ -47,16 +51,20 @@ def banking_seed() -> Trajectory:
 
 @pytest.fixture(scope="session")
 def docker_ok() -> bool:
-    """The docker sandbox backend works here; a missing engine fails (it is installed by scripts/install.sh)."""
-    if os.environ.get("FAILFORGE_SANDBOX_SKIP_DOCKER"):
-        pytest.skip("FAILFORGE_SANDBOX_SKIP_DOCKER is set")
-    from failforge.environments.sandbox import sandbox_doctor
-
-    row = sandbox_doctor(backends=("docker",))[0]
-    if not row.works:
-        pytest.fail(f"docker backend unavailable: {row.why}. Run: bash scripts/install_sandbox.sh (or set FAILFORGE_SANDBOX_SKIP_DOCKER=1)")
+    """The docker sandbox backend works here (skip outside CI, fail under CI: see tests/_required.py)."""
+    require("docker")
     return True
 
 
-def pytest_configure(config):  # noqa: D103
+@pytest.fixture(scope="session")
+def chromium_ok() -> bool:
+    require("chromium")
+    return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("FAILFORGE_NO_REEXEC", "")
+    if on_ci():
+        shrinking = [name for name in COVERAGE_SHRINKING if os.environ.get(name)]
+        if shrinking:
+            raise pytest.UsageError(f"CI=true but {', '.join(shrinking)} is set: these variables shrink what the suite covers and are refused on CI")

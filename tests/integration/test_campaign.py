@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _required import require
 
 from failforge.campaign import CampaignConfig, ResolvedModels, load_campaign, run_campaign
 from failforge.errors import ConfigError
@@ -147,7 +148,7 @@ def test_fault_server_30pct_errors_5pct_hangs_every_attempt_accounted_for(tmp_pa
 
 @pytest.mark.slow
 def test_ray_executor_produces_the_same_results_as_local(tmp_path, seeds_file):
-    pytest.importorskip("ray")
+    require("ray")
     results = {}
     with LoopbackModelServer() as server:
         for executor in ("local", "ray"):
@@ -210,3 +211,46 @@ def test_decisiveness_rejects_when_the_original_arm_fails_too(tmp_path, banking_
     assert summary.kept == 0
     decisive = [r for r in records["rejected.jsonl"] if any(reason.startswith("decisiveness") for reason in r["reasons"])]
     assert decisive and "original arm succeeded 0.00" in decisive[0]["reasons"][0]
+
+
+def _recovering_policy(seed):
+    """The injected step is a wrong argument (A.2) the agent recovers from when sampled (the decisiveness
+    arms run at temperature 0.7), but not in the greedy branch: the injection is not what decides."""
+    responses = [s.model_call.response["choices"][0]["message"] for s in seed.agent_steps()]
+
+    def policy(body):
+        if "realistic mistakes" in str(body["messages"][0].get("content")):
+            return "Ask for only the last transaction.", None
+        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
+            return None, [{"id": "call_wrong", "type": "function", "function": {"name": "get_most_recent_transactions", "arguments": '{"n": 1}'}}]
+        n = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        if body.get("temperature") == 0.7:  # a decisiveness arm: the sampled agent gets it right
+            message = responses[min(n, len(responses) - 1)]
+            return message.get("content"), message.get("tool_calls")
+        return "I could not find the transaction, so I did nothing.", None
+
+    return policy
+
+
+def test_decisiveness_rejects_an_injection_the_agent_recovers_from(tmp_path, banking_seed):
+    """Both arms are really run and decide: at t=1 the injected arm succeeds every time, so that record is
+    rejected (skipping the arm and reporting 0.0 would keep it); at t=3 it fails every time and the
+    record is kept (an arm that always reported 1.0 would reject it)."""
+    seeds = tmp_path / "one.jsonl"
+    write_jsonl(seeds, [banking_seed])
+    with LoopbackModelServer(policy=_recovering_policy(banking_seed)) as server:
+        config = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 2, "modes_per_step": 1, "modes": ["A.2"]},
+            filters={"decisiveness": {"enabled": True, "k": 2}},
+        )
+        summary = run_campaign(config, _resolved(server))
+    records = _records(tmp_path / "out")
+    assert summary.planned == 2 and summary.kept == 1 and summary.rejected == 1
+    # At t=1 a wrong query is recovered from by the next (sampled) step: not decisive, rejected.
+    (rejected,) = records["rejected.jsonl"]
+    assert rejected["step"] == 1 and rejected["reasons"] == ["decisiveness: original arm succeeded 1.00, injected arm 1.00 over k=2 at T=0.7"]
+    # At t=3 the same wrong query replaces the payment itself: the sampled agent answers and the task fails.
+    (gold,) = records["gold.jsonl"]
+    assert gold["label"]["decisive_step"] == 3
+    assert gold["provenance"]["decisiveness"] == {"k": 2, "temperature": 0.7, "original_success_rate": 1.0, "injected_success_rate": 0.0}

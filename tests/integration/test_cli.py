@@ -47,6 +47,7 @@ def test_bad_flag_gives_a_clear_error(tmp_path):
 
 
 import pytest
+from _required import require
 
 
 @pytest.mark.local_model
@@ -63,7 +64,7 @@ def test_record_keeps_only_evaluator_successes(tmp_path):
 
 
 def test_seeds_miniwob_then_replay(tmp_path):
-    pytest.importorskip("playwright")
+    require("chromium")
     result = _cli("seeds", "miniwob", "--task", "click-button", "--task", "enter-text", "--cache-dir", "cache", "-o", "m.jsonl", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     seeds, errors = load_jsonl(tmp_path / "m.jsonl")

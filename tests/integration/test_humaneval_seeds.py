@@ -2,7 +2,7 @@
 
 All 164 run on both backends (local about 20 s, docker about 2 minutes on 2 cores: a container per
 run, about 0.4 s each to record or replay). FAILFORGE_DOCKER_SEED_STRIDE=N keeps every N-th task on
-docker only, for a quicker local loop; CI should leave it unset.
+docker only, for a quicker local loop; it is refused under CI=true (tests/conftest.py).
 """
 
 from __future__ import annotations

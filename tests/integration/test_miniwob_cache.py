@@ -6,11 +6,9 @@ import os
 import time
 
 import pytest
+from _required import require
 
-pytest.importorskip("playwright")
-pytest.importorskip("miniwob")
-if not os.path.exists("/usr/bin/chromium"):
-    pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
+require("chromium")
 
 from failforge.cache import ToolCache  # noqa: E402
 from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402

@@ -11,11 +11,9 @@ import json
 import os
 
 import pytest
+from _required import require
 
-pytest.importorskip("playwright")
-pytest.importorskip("miniwob")
-if not os.path.exists("/usr/bin/chromium"):
-    pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
+require("chromium")
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign  # noqa: E402
 from failforge.exporters import to_whowhen_pro  # noqa: E402

@@ -9,11 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _required import require
 
-pytest.importorskip("playwright")
-pytest.importorskip("miniwob")
-if not os.path.exists("/usr/bin/chromium"):
-    pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
+require("chromium")
 
 from failforge.environments.miniwob import (  # noqa: E402
     EXCLUDE,

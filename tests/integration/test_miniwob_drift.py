@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from _required import require
 
-pytest.importorskip("playwright")
-pytest.importorskip("miniwob")
-if not os.path.exists("/usr/bin/chromium"):
-    pytest.skip("Chromium is not installed: bash scripts/install_browser.sh", allow_module_level=True)
+require("chromium")
 
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.errors import DomDrift  # noqa: E402

