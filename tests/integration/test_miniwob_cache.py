@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from _required import require
@@ -41,13 +40,12 @@ def test_recorded_pages_are_keyed_by_the_virtual_origin_not_the_loopback_port(se
     assert versions == {CACHE_VERSION}
 
 
+@pytest.mark.timeout(60)  # a miss must fail fast, not hang
 def test_replay_with_an_empty_cache_is_a_cache_miss_naming_the_url(seed: Trajectory, tmp_path) -> None:
     config = {**seed.environment.config, "cache_dir": str(tmp_path / "empty")}
     empty = seed.model_copy(update={"environment": seed.environment.model_copy(update={"config": config})})
-    started = time.perf_counter()
     with pytest.raises(CacheMiss) as info:
         replay(empty)
-    assert time.perf_counter() - started < 30, "a miss must fail fast, not hang"
     assert "http://miniwob.failforge/miniwob/click-link.html" in str(info.value)
     assert "cache_mode=replay" in str(info.value)
     assert info.value.step == 0
@@ -62,13 +60,12 @@ def _replaying_log(trajectory_id: str, steps: int) -> RunLog:
     return log
 
 
+@pytest.mark.timeout(60)  # a miss must fail fast, not hang
 def test_cache_miss_inside_a_replayed_tool_step_names_the_url_and_the_step(seed: Trajectory, cache_dir: str) -> None:
     with MiniWoBEpisode("click-link", 1, cache_dir=cache_dir, cache_mode="replay") as episode:
         toolbox = episode.toolbox(_replaying_log("miss-test", 3))
-        started = time.perf_counter()
         with pytest.raises(CacheMiss) as info:
             toolbox.call("goto", '{"url": "/miniwob/never-recorded.html"}', "call_0")
-        assert time.perf_counter() - started < 30
     miss = info.value
     assert "http://miniwob.failforge/miniwob/never-recorded.html" in str(miss)
     assert miss.step == 1 and miss.trajectory_id == "miss-test"
