@@ -147,11 +147,13 @@ def test_fault_server_30pct_errors_5pct_hangs_every_attempt_accounted_for(tmp_pa
 
 
 @pytest.mark.slow
-def test_ray_executor_produces_the_same_results_as_local(tmp_path, seeds_file):
-    require("ray")
+@pytest.mark.parametrize("other", ["process", "ray"])
+def test_process_and_ray_executors_produce_the_same_results_as_local(tmp_path, seeds_file, other):
+    if other == "ray":
+        require("ray")
     results = {}
     with LoopbackModelServer() as server:
-        for executor in ("local", "ray"):
+        for executor in ("local", other):
             config = CampaignConfig(seeds=[str(seeds_file)], output=str(tmp_path / executor), executor=executor, concurrency=2, plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 6})
             run_campaign(config, _resolved(server))
             records = _records(tmp_path / executor)
@@ -159,7 +161,7 @@ def test_ray_executor_produces_the_same_results_as_local(tmp_path, seeds_file):
                 (r.get("attempt_id") or r["provenance"]["attempt_id"], name, json.dumps([s["content"] for s in (r.get("trajectory") or r)["steps"]]) if (r.get("trajectory") or r.get("steps")) else "")
                 for name, rows in records.items() for r in rows
             }
-    assert results["local"] and results["local"] == results["ray"]
+    assert results["local"] and results["local"] == results[other]
 
 
 def _oracle_policy(seed):

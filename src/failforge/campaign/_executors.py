@@ -1,6 +1,6 @@
-"""Where attempts run: a bounded thread pool in this process (default) or Ray tasks.
+"""Where attempts run: a bounded thread pool in this process (default), worker processes, or Ray tasks.
 
-Both executors only compute; results flow back to the driver, which alone appends to the output
+Every executor only computes; results flow back to the driver, which alone appends to the output
 files and the ledger, so executors never race on a file. Attempt functions receive plain data
 (seed, spec, endpoints, config) and open their own HTTP clients, so the same function runs in a
 thread or in a Ray worker on another machine.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from typing import Any
 
 from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
@@ -39,6 +39,39 @@ def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance
     )
 
 
+def _drive(
+    work: Sequence[Work],
+    submit: Callable[[Work], Future[AttemptResult]],
+    concurrency: int,
+    provenance: dict[str, Any],
+    on_start: OnStart,
+    should_stop: ShouldStop,
+) -> Iterator[AttemptResult]:
+    """Keep ``concurrency`` attempts in flight and yield each result as it completes (the local and the
+    process executors differ only in where ``submit`` runs an attempt)."""
+    queue = iter(work)
+    running: dict[Future[AttemptResult], Work] = {}
+
+    def top_up() -> None:
+        while len(running) < concurrency and not should_stop():
+            item = next(queue, None)
+            if item is None:
+                return
+            on_start(item[1].attempt_id)
+            running[submit(item)] = item
+
+    top_up()
+    while running:
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in finished:
+            seed, spec = running.pop(future)
+            try:
+                yield future.result()
+            except Exception as exc:
+                yield _crashed(spec, seed, exc, provenance)
+        top_up()
+
+
 @executors.register("local", description="a bounded thread pool in this process")
 def run_local(
     work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
@@ -46,32 +79,58 @@ def run_local(
     models = Models(resolved)
     pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
-        queue = iter(work)
-        running: dict[Future[AttemptResult], Work] = {}
-
-        def top_up() -> None:
-            while len(running) < config.concurrency and not should_stop():
-                item = next(queue, None)
-                if item is None:
-                    return
-                on_start(item[1].attempt_id)
-                running[pool.submit(run_attempt, item[0], item[1], models, config, provenance)] = item
-
-        top_up()
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                seed, spec = running.pop(future)
-                try:
-                    yield future.result()
-                except Exception as exc:
-                    yield _crashed(spec, seed, exc, provenance)
-            top_up()
+        yield from _drive(work, lambda item: pool.submit(run_attempt, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
     finally:
         # On a normal end nothing is running; when the driver stops early (Ctrl-C, the circuit breaker)
         # the attempts in flight are abandoned, not waited for: the driver has put them back in the queue.
         pool.shutdown(wait=False, cancel_futures=True)
         models.close()
+
+
+#: The worker process's open model clients, made once per process by _process_init (a process pool
+#: worker is a fresh interpreter; opening clients per attempt would cost a connection each time).
+_WORKER_MODELS: Models | None = None
+
+
+def _process_init(resolved_json: str) -> None:
+    global _WORKER_MODELS
+    _WORKER_MODELS = Models(ResolvedModels.model_validate_json(resolved_json))
+
+
+def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> AttemptResult:
+    from failforge.campaign._config import CampaignConfig as _Config
+
+    assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
+    return run_attempt(
+        Trajectory.model_validate_json(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance
+    )
+
+
+@executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
+def run_processes(
+    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+) -> Iterator[AttemptResult]:
+    """The same attempt function in ``concurrency`` worker processes (forkserver: forking a threaded
+    driver is unsafe). Workers inherit the environment, PYTHONHASHSEED included; only the driver writes."""
+    import multiprocessing
+
+    pool = ProcessPoolExecutor(
+        max_workers=config.concurrency, mp_context=multiprocessing.get_context("forkserver"),
+        initializer=_process_init, initargs=(resolved.model_dump_json(),),
+    )
+    config_json = config.model_dump_json()
+    seed_json: dict[str, str] = {}
+
+    def submit(item: Work) -> Future[AttemptResult]:
+        seed, spec = item
+        if seed.id not in seed_json:
+            seed_json[seed.id] = seed.model_dump_json()
+        return pool.submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
+
+    try:
+        yield from _drive(work, submit, config.concurrency, provenance, on_start, should_stop)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]) -> tuple[str, str]:
