@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import fnmatch
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
