@@ -128,7 +128,7 @@ class DockerSandbox(ServedSandbox):
             # connection does, and the server (PID 1) exits on that EOF.
             self.container_id = api.create_container(
                 image,
-                command=["python3", "-I", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)],
+                command=["python3", "-I", "-S", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)],
                 name=f"failforge-sandbox-{uuid.uuid4().hex[:12]}",
                 user=f"{self.uid}:{self.uid}",
                 working_dir=WORKSPACE,

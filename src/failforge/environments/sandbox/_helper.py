@@ -1,23 +1,25 @@
-"""Workspace walker and in-sandbox operation runner, standard library only.
+"""The sandbox server: workspace walker and operation runner, standard library only.
 
-This one file serves both backends, so a workspace listing means the same thing everywhere:
+Both backends run this file's *source* as PID 1 of the sandbox (a container, or the local backend's
+bubblewrap namespace): ``python3 -I -S -c <source> --serve <lifetime>``, talking JSON lines over its
+stdin/stdout (:mod:`._served` is the other end). One program for both means a workspace listing, a
+file operation and an error message mean the same thing everywhere. Each operation (exec, write,
+read, list) ends with a fresh listing, so a tool call and the fingerprint after it cost one round
+trip, not a ``docker exec`` each (about 170 ms here).
 
-- the local backend imports :func:`list_workspace` and runs it on the host, after the command's
-  process namespace is gone (so nothing in the sandbox can race the walk);
-- the docker backend runs this file's *source* as the container's main process (PID 1):
-  ``python3 -I -c <source> --serve <lifetime>``, talking JSON lines over the container's attached
-  stdin/stdout. Each operation (exec, write, read, list) ends with a fresh listing, so a tool call and
-  the fingerprint after it cost one round trip (well under a millisecond of transport), not a
-  ``docker exec`` each (about 170 ms here).
+Every file operation runs here, as the sandbox's own uid, and walks its path one component at a time
+from a directory descriptor with ``O_NOFOLLOW | O_DIRECTORY``: a link anywhere in a path is refused,
+and a directory swapped for a link mid-operation is never followed, so there is no check-then-use
+window for a concurrent rename to exploit.
 
 Why PID 1: the kernel delivers no signal to a namespace's init from inside the namespace unless init
 handles it, so ``kill -9 -1`` or ``pkill python3`` in a command cannot kill the server; it also makes
 itself non-dumpable, so a command (same uid) cannot open ``/proc/1/fd`` or ptrace it, and it reaps the
-orphans every command leaves. When failforge goes away its attach connection closes, stdin reaches
-EOF, the server exits and the container (``auto_remove``) disappears.
+orphans every command leaves. A command's stdin/stdout/stderr are memory files (memfd), so filling
+``/tmp`` cannot break the server's I/O. When failforge goes away its channel closes; the server sees
+EOF, even while a command runs, kills the command and exits, and the sandbox disappears with it.
 
-It must stay importable by a bare Debian ``python3`` (no third-party modules, no failforge imports)
-and must never follow a symbolic link out of the workspace.
+It must stay runnable by a bare Debian ``python3`` (no third-party modules, no failforge imports).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import os
 import resource
 import signal
 import stat
-import subprocess
 import sys
 import time
 
@@ -285,6 +286,8 @@ def _wait(proc: subprocess.Popen, timeout: float, watch_fd: int | None) -> tuple
 
 
 def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
+    import subprocess  # here, not at the top: a sandbox that only lists and closes never pays for it
+
     cap = int(req["output_limit"])
     started = time.monotonic()
     io_dir = req.get("io_dir")

@@ -243,7 +243,7 @@ class LocalSandbox(ServedSandbox):
                 self._cgroup.join_argv()
                 + [self.isolation.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs", "--"]
                 + bwrap_argv(self.isolation.bwrap, lim, read_end)
-                + ["python3", "-I", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)]
+                + ["python3", "-I", "-S", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)]
             )
             self._proc = subprocess.Popen(
                 argv,

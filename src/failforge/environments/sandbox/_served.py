@@ -38,7 +38,8 @@ from failforge.errors import InfrastructureError
 MAX_LIST_ENTRIES = 5000
 #: Seconds a reply may take beyond the command's own timeout before the server is presumed wedged.
 ENGINE_GRACE = 30.0
-#: The server's source, run as ``python3 -I -c <source> --serve <lifetime>`` inside every sandbox.
+#: The server's source, run as ``python3 -I -S -c <source> --serve <lifetime>`` inside every sandbox
+#: (isolated mode, no ``site``: it needs the standard library only, and starts faster without it).
 HELPER_SOURCE = Path(__file__).with_name("_helper.py").read_text(encoding="utf-8")
 
 
