@@ -160,6 +160,34 @@ def test_output_is_capped_and_file_size_is_limited(box):
     assert int(huge.stdout.split()[0]) == FAST.file_size_mb * 1024 * 1024
 
 
+def test_workspace_holds_no_more_than_workspace_mb(box):
+    """Three files under the per-file limit but over the workspace size: the workspace fills, the host does not."""
+    filled = box.exec("for i in 1 2 3; do head -c 30000000 /dev/zero > fill$i.bin; done; du -sk . | cut -f1")
+    assert "No space left on device" in filled.stderr
+    assert int(filled.stdout.split()[-1]) <= FAST.workspace_mb * 1024
+    box.exec("rm -f fill*.bin")
+    box.write_file("after.txt", "space again")
+    assert box.read_file("after.txt") == b"space again"
+
+
+def test_docker_keeps_no_log_of_what_the_sandbox_said(docker_ok):
+    """Every reply of the server (command output, file contents) passes through the container's stdout:
+    with the log driver off the engine stores none of it on the host."""
+    import docker
+
+    with DockerSandbox(FAST) as box:
+        secret = uuid.uuid4().hex
+        box.exec(f"echo {secret}")
+        client = docker.from_env()
+        try:
+            container = client.containers.get(box.container_id)
+            assert container.attrs["HostConfig"]["LogConfig"]["Type"] == "none"
+            with pytest.raises(docker.errors.APIError, match="logging driver"):
+                container.logs()
+        finally:
+            client.close()
+
+
 # -- escapes ---------------------------------------------------------------------------------------
 
 

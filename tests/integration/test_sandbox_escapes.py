@@ -194,7 +194,7 @@ for proc in victims:
         found.append("MEM " + proc)
     except OSError:
         pass
-own = os.stat("/workspace")
+own = os.stat(".")  # the working directory is the own workspace on every backend
 roots = [p + "/root/workspace" for p in victims] + glob.glob("/tmp/*/workspace") + glob.glob("/var/tmp/*/workspace")
 for ws in roots:
     try:
@@ -204,10 +204,11 @@ for ws in roots:
     except OSError:
         continue
     try:
-        if secret in open(ws + "/solution.py").read():
-            found.append("READ " + ws)
+        if secret not in open(ws + "/solution.py").read():
+            continue  # some other workspace on this machine: leave it alone
     except OSError:
-        pass
+        continue  # unreadable, or not the victim's: never written to either
+    found.append("READ " + ws)
     try:
         with open(ws + "/solution.py", "a") as handle:
             handle.write("# pwned")
@@ -259,9 +260,9 @@ def test_each_live_sandbox_has_a_host_uid_of_its_own(request):
             threads.append(_run_in_background(box, f"sleep {marker}"))
         uids = []
         for marker in markers:
-            pids = _wait_for(f"sleep {marker}", True, 20)
-            assert pids, "a sandbox command never started"
-            uids.append(os.stat(f"/proc/{pids[0]}").st_uid)
+            assert _wait_for(f"sleep {marker}", True, 20), "a sandbox command never started"
+            # The command itself (not a wrapper whose command line merely contains it).
+            uids += [uid for _, uid, cmd in _host_processes() if cmd.strip() == f"sleep {marker}"][:1]
         assert len(set(uids)) == len(boxes), f"sandboxes share host uids: {uids}"
         import pwd
 
