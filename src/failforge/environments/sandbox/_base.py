@@ -27,8 +27,10 @@ NORMALISER_VERSION = "sandbox-workspace/1"
 EXCLUDE: tuple[str, ...] = ("__pycache__", "*.pyc")
 
 #: What the normaliser masks in command output before anything sees it (model, trajectory, fingerprint):
-#: the local backend's real temporary directories are rewritten to the stable paths the docker backend
-#: really has, so an error message that names a file is the same on every run.
+#: host paths of a local sandbox shown as the stable paths the docker backend really has, so an error
+#: message that names a file is the same on every run. The local backend now runs its commands at the
+#: real /workspace and /tmp of its own mount namespace, so no host path reaches its output any more and
+#: nothing needs rewriting; the declaration is unchanged because what the fingerprint means is.
 VOLATILE: tuple[str, ...] = ("local workspace path -> /workspace", "local temp path -> /tmp", "local sandbox root -> /sandbox")
 
 #: Where the workspace is, as commands and the model see it, on every backend.
