@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from failforge.environments.sandbox._cgroup import JOIN_SCRIPT, _probe_v1, _probe_v2
+from failforge.environments.sandbox._cgroup import JOIN_SCRIPT, CgroupSupport, _probe_v1, _probe_v2, sweep_stale_groups
 from failforge.environments.sandbox._uids import lease_uid, range_conflicts, uid_range
 from failforge.errors import ConfigError, InfrastructureError
 
@@ -67,7 +67,7 @@ def test_range_conflicts_name_real_accounts():
 
 def test_cgroup_v1_probe_names_a_missing_controller(tmp_path):
     memory, cpu = tmp_path / "memory", tmp_path / "cpu"
-    memory.mkdir()
+    (memory / "me").mkdir(parents=True)
     cpu.mkdir()
     mounts = [(str(memory), "cgroup", {"rw", "memory"}), (str(cpu), "cgroup", {"rw", "cpu"})]
     support = _probe_v1(mounts, {"memory": "/me", "cpu": "/"})
@@ -75,8 +75,20 @@ def test_cgroup_v1_probe_names_a_missing_controller(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     support = _probe_v1(mounts + [(str(pids), "cgroup", {"pids"})], {"memory": "/me", "cpu": "/"})
-    assert support.usable and support.parents["memory"] == str(memory / "me" / "failforge-sandbox")
-    assert os.path.isdir(support.parents["pids"])
+    assert support.usable and support.parents == {"memory": str(memory / "me"), "pids": str(pids), "cpu": str(cpu)}
+
+
+def test_stale_groups_are_removed_only_when_no_live_sandbox_holds_their_uid(tmp_path):
+    parents = {c: str(tmp_path / c) for c in ("memory", "pids", "cpu")}
+    for parent in parents.values():
+        for uid in (5, 6):
+            os.makedirs(os.path.join(parent, f"failforge-sandbox-uid-{uid}"))
+        os.makedirs(os.path.join(parent, "someone-else"))
+    released = []
+    sweep_stale_groups(CgroupSupport(1, parents=parents), lambda uid: (lambda: released.append(uid)) if uid == 5 else None)
+    assert released == [5]
+    for parent in parents.values():
+        assert sorted(os.listdir(parent)) == ["failforge-sandbox-uid-6", "someone-else"]
 
 
 def test_cgroup_v2_probe_names_missing_controllers(tmp_path):

@@ -14,10 +14,11 @@ Both cgroup layouts are supported, with the same three limits:
   and cpu hierarchies, ``memory.limit_in_bytes`` + ``memory.memsw.limit_in_bytes``, ``pids.max``,
   ``cpu.cfs_quota_us``.
 
-Groups are created below the cgroup failforge itself runs in (``<own>/failforge-sandbox/uid-<uid>``),
-so failforge never moves itself or anyone else's processes, and the sandbox's usage stays inside the
-limits of whoever started failforge. The group is named by the sandbox's uid lease: a group left by a
-failforge that died is emptied and removed when its uid is leased again.
+Groups are created right below the cgroup failforge itself runs in (``<own>/failforge-sandbox-uid-<uid>``),
+so failforge never moves itself or anyone else's processes, the sandbox's usage stays inside the
+limits of whoever started failforge, and nothing of failforge is left in that cgroup once its
+sandboxes are closed. The group is named by the sandbox's uid lease: a group left by a failforge that
+died is emptied and removed by the next sandbox opened there (:func:`sweep_stale_groups`).
 
 A process joins before it runs anything: the local backend starts its sandbox through
 ``/bin/sh -c JOIN_SCRIPT`` (write ``$$`` to each ``cgroup.procs``, then ``exec``), so not one fork
@@ -30,11 +31,11 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-CGROUP_ROOT = "/sys/fs/cgroup"
-GROUP_DIR = "failforge-sandbox"
+GROUP_PREFIX = "failforge-sandbox-uid-"
 CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
 
@@ -101,13 +102,10 @@ def _probe_v2(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> C
     missing = [c for c in CONTROLLERS if c not in available]
     if missing:
         return CgroupSupport(None, problems=(f"cgroup v2 at {mount} lacks the {', '.join(missing)} controller(s) (they are bound to a v1 hierarchy or disabled)",))
-    own_dir = os.path.join(mount, own.get("", "/").lstrip("/"))
-    parent = os.path.join(own_dir, GROUP_DIR)
+    own_dir = os.path.normpath(os.path.join(mount, own.get("", "/").lstrip("/")))
     enable = " ".join(f"+{c}" for c in CONTROLLERS)
     try:
         _write(os.path.join(own_dir, "cgroup.subtree_control"), enable)
-        os.makedirs(parent, exist_ok=True)
-        _write(os.path.join(parent, "cgroup.subtree_control"), enable)
     except OSError as exc:
         why = (
             "it holds processes itself, and the kernel hands controllers only to the children of a cgroup without processes; "
@@ -116,7 +114,7 @@ def _probe_v2(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> C
             else exc.strerror or str(exc)
         )
         return CgroupSupport(None, problems=(f"cgroup v2: cannot enable {', '.join(CONTROLLERS)} for children of {own_dir}: {why}",))
-    return CgroupSupport(2, parents={c: parent for c in CONTROLLERS})
+    return CgroupSupport(2, parents={c: own_dir for c in CONTROLLERS})
 
 
 def _probe_v1(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> CgroupSupport:
@@ -127,11 +125,9 @@ def _probe_v1(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> C
         if hierarchy is None:
             problems.append(f"cgroup v1: no {controller} hierarchy is mounted")
             continue
-        parent = os.path.join(hierarchy, own.get(controller, "/").lstrip("/"), GROUP_DIR)
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            problems.append(f"cgroup v1: cannot create {parent}: {exc.strerror}")
+        parent = os.path.normpath(os.path.join(hierarchy, own.get(controller, "/").lstrip("/")))
+        if not os.access(parent, os.W_OK):
+            problems.append(f"cgroup v1: cannot create groups in {parent} (not writable)")
             continue
         parents[controller] = parent
     if problems:
@@ -167,11 +163,11 @@ def cgroup_support(refresh: bool = False) -> CgroupSupport:
 class SandboxCgroup:
     """The group of one sandbox: created with its limits, joined by the sandbox's first process, killed and removed at the end."""
 
-    def __init__(self, support: CgroupSupport, name: str, *, memory_bytes: int, pids: int, cpus: float) -> None:
+    def __init__(self, support: CgroupSupport, uid: int, *, memory_bytes: int, pids: int, cpus: float) -> None:
         if not support.usable:
             raise OSError("no usable cgroup: " + "; ".join(support.problems))
         self.version = support.version
-        self.dirs = {c: os.path.join(support.parents[c], name) for c in CONTROLLERS}
+        self.dirs = {c: os.path.join(support.parents[c], f"{GROUP_PREFIX}{uid}") for c in CONTROLLERS}
         self._unique_dirs = sorted(set(self.dirs.values()))
         for directory in self._unique_dirs:
             if os.path.isdir(directory):
@@ -267,3 +263,30 @@ class SandboxCgroup:
                 if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                     return
                 time.sleep(0.005)
+
+
+def sweep_stale_groups(support: CgroupSupport, claim: Callable[[int], Callable[[], None] | None]) -> None:
+    """Empty and remove sandbox groups that no live sandbox holds (left by a failforge that was killed).
+
+    ``claim(uid)`` tries to lease that uid without waiting and returns its release function, or None
+    when a live sandbox holds it; only unclaimed groups are touched, and only while claimed.
+    """
+    if not support.usable:
+        return
+    uids: set[int] = set()
+    for parent in set(support.parents.values()):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        uids.update(int(n[len(GROUP_PREFIX) :]) for n in names if n.startswith(GROUP_PREFIX) and n[len(GROUP_PREFIX) :].isdigit())
+    for uid in sorted(uids):
+        release = claim(uid)
+        if release is None:
+            continue
+        try:
+            for directory in sorted({os.path.join(parent, f"{GROUP_PREFIX}{uid}") for parent in support.parents.values()}):
+                SandboxCgroup._empty(directory)
+                SandboxCgroup._rmdir(directory)
+        finally:
+            release()

@@ -54,13 +54,14 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from failforge.environments.sandbox._base import WORKSPACE, SandboxLimits, sandbox_env
-from failforge.environments.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support
+from failforge.environments.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support, sweep_stale_groups
 from failforge.environments.sandbox._seccomp import seccomp_program
 from failforge.environments.sandbox._served import HELPER_SOURCE, ServedSandbox
-from failforge.environments.sandbox._uids import UidLease, lease_uid, range_conflicts, uid_range
+from failforge.environments.sandbox._uids import UidLease, lease_uid, range_conflicts, try_lease, uid_range
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.plugins import sandboxes
 
@@ -165,6 +166,11 @@ def local_isolation(refresh: bool = False) -> LocalIsolation:
         return _isolation
 
 
+def _claim(uid: int) -> Callable[[], None] | None:
+    lease = try_lease(uid)
+    return lease.release if lease is not None else None
+
+
 def _system_binds() -> list[str]:
     """bwrap arguments for the read-only system view, following the host's layout (merged /usr or not)."""
     argv: list[str] = []
@@ -232,7 +238,8 @@ class LocalSandbox(ServedSandbox):
         lim = self.limits
         assert self.isolation.bwrap and self.isolation.setpriv
         try:
-            self._cgroup = SandboxCgroup(self.isolation.cgroup, f"uid-{self.uid}", memory_bytes=lim.total_memory_bytes(), pids=lim.pids, cpus=lim.cpus)
+            sweep_stale_groups(self.isolation.cgroup, _claim)
+            self._cgroup = SandboxCgroup(self.isolation.cgroup, self.uid, memory_bytes=lim.total_memory_bytes(), pids=lim.pids, cpus=lim.cpus)
         except OSError as exc:
             raise InfrastructureError(f"could not create the local sandbox's cgroup: {exc}") from exc
         read_end, write_end = os.pipe()

@@ -74,6 +74,22 @@ class UidLease:
             self._fd = None
 
 
+def _try_lock(uid: int, lock_dir: str) -> UidLease | None:
+    fd = os.open(os.path.join(lock_dir, f"{uid}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return UidLease(uid, fd)
+
+
+def try_lease(uid: int, lock_dir: str = LOCK_DIR) -> UidLease | None:
+    """That uid's lease if no live sandbox holds it (never waits), else None."""
+    os.makedirs(lock_dir, mode=0o700, exist_ok=True)
+    return _try_lock(uid, lock_dir)
+
+
 def lease_uid(lock_dir: str = LOCK_DIR) -> UidLease:
     """The first uid of the range that no live sandbox holds and no process runs as."""
     uids = uid_range()
@@ -85,13 +101,9 @@ def lease_uid(lock_dir: str = LOCK_DIR) -> UidLease:
     for uid in uids:
         if uid in busy:
             continue
-        fd = os.open(os.path.join(lock_dir, f"{uid}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return UidLease(uid, fd)
+        lease = _try_lock(uid, lock_dir)
+        if lease is not None:
+            return lease
     raise InfrastructureError(
         f"all {len(uids)} sandbox uids ({uids.start}..{uids.stop - 1}) are in use; close sandboxes or widen FAILFORGE_SANDBOX_UIDS"
     )
