@@ -43,7 +43,11 @@ def _median_ms(fn: Callable[[], object], repeat: int) -> float:
 
 def bench(backend: str, repeat: int, files: int) -> dict[str, float]:
     """Medians in ms for one backend, using only the interface every version of the sandbox has."""
-    from failforge.environments.sandbox import SandboxLimits, compose_fingerprint, open_sandbox
+    from failforge.environments.sandbox import (
+        SandboxLimits,
+        compose_fingerprint,
+        open_sandbox,
+    )
 
     limits = SandboxLimits()
     row: dict[str, float] = {}

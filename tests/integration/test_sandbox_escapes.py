@@ -26,7 +26,12 @@ from pathlib import Path
 import pytest
 
 import failforge
-from failforge.environments.sandbox import DockerSandbox, Sandbox, SandboxLimits, open_sandbox
+from failforge.environments.sandbox import (
+    DockerSandbox,
+    Sandbox,
+    SandboxLimits,
+    open_sandbox,
+)
 
 LIMITS = SandboxLimits(command_timeout=20.0)
 BACKENDS = ["local", "docker"]

@@ -16,8 +16,8 @@ import pytest
 from failforge.environments.sandbox._seccomp import (
     AUDIT_ARCH_X86_64,
     DENIED_X86_64,
-    assemble,
     Insn,
+    assemble,
     listing,
     seccomp_program,
 )

@@ -36,8 +36,17 @@ from failforge.environments.sandbox._base import (
     compose_fingerprint,
     workspace_relative,
 )
-from failforge.environments.sandbox._docker import DEFAULT_IMAGE, DockerSandbox, docker_client, image_present
-from failforge.environments.sandbox._local import LocalIsolation, LocalSandbox, local_isolation
+from failforge.environments.sandbox._docker import (
+    DEFAULT_IMAGE,
+    DockerSandbox,
+    docker_client,
+    image_present,
+)
+from failforge.environments.sandbox._local import (
+    LocalIsolation,
+    LocalSandbox,
+    local_isolation,
+)
 from failforge.errors import FailforgeError
 from failforge.plugins import sandboxes
 

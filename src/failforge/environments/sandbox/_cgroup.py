@@ -144,7 +144,7 @@ def cgroup_support(refresh: bool = False) -> CgroupSupport:
     if _support is not None and not refresh:
         return _support
     if os.geteuid() != 0:
-        _support = CgroupSupport(None, problems=("creating a cgroup per sandbox needs root (failforge runs as uid %d)" % os.geteuid(),))
+        _support = CgroupSupport(None, problems=(f"creating a cgroup per sandbox needs root (failforge runs as uid {os.geteuid()})",))
         return _support
     try:
         mounts, own = _mounts(), _own_paths()

@@ -20,14 +20,17 @@ answering become :class:`~failforge.errors.InfrastructureError`, never drift.
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 import uuid
 from typing import Any
 
 from failforge.environments.sandbox._base import WORKSPACE, SandboxLimits, sandbox_env
-from failforge.environments.sandbox._served import ENGINE_GRACE, HELPER_SOURCE, ServedSandbox
+from failforge.environments.sandbox._served import (
+    ENGINE_GRACE,
+    HELPER_SOURCE,
+    ServedSandbox,
+)
 from failforge.environments.sandbox._uids import UidLease, lease_uid
 from failforge.errors import ConfigError, FailforgeError, InfrastructureError
 from failforge.plugins import sandboxes
@@ -168,9 +171,12 @@ class DockerSandbox(ServedSandbox):
             client.close()
         started = time.perf_counter()
         try:
-            with DockerSandbox(SandboxLimits(command_timeout=20), image=image) as box:
+            box = DockerSandbox(SandboxLimits(command_timeout=20), image=image)
+            try:
                 uid = box.uid
                 result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'; cat /proc/net/dev")
+            finally:
+                box.close()
         except FailforgeError as exc:
             return (False, f"engine {version}, image {image}: a test container failed: {exc}")
         seconds = time.perf_counter() - started
@@ -180,11 +186,11 @@ class DockerSandbox(ServedSandbox):
         interfaces = [line.split(":", 1)[0].strip() for line in lines[3:] if ":" in line]
         if interfaces not in (["lo"], []):
             return (False, f"container sees network interfaces {interfaces}; expected none but loopback")
-        return (
-            True,
+        said = (
             f"engine {version}, image {image} (python {lines[0]}), network none, read-only root, a uid of its own (this one ran as {uid}), "
-            f"cgroup cpu/memory/pids limits, logging off; a container start+exec+remove took {seconds:.2f}s",
+            f"cgroup cpu/memory/pids limits, logging off; a container start+exec+remove took {seconds:.2f}s"
         )
+        return (True, said)
 
     # -- transport: the engine's attach stream --------------------------------------------------
 
@@ -218,7 +224,7 @@ class DockerSandbox(ServedSandbox):
                     self._stderr = (self._stderr + data)[-4000:]
                 else:
                     line += data
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise TimeoutError(str(exc)) from exc
         return line
 

@@ -34,6 +34,10 @@ import signal
 import stat
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where it is used: see _op_exec
+    import subprocess
 
 #: Entry kinds of a listing: file, directory, symbolic link (target recorded, never followed), other.
 KIND_FILE, KIND_DIR, KIND_LINK, KIND_OTHER = "f", "d", "l", "o"
@@ -310,7 +314,7 @@ def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
         except FailforgeGone:
             _kill_strays()
             raise
-        if timed_out:
+        if code is None:  # timed out
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:

@@ -58,10 +58,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from failforge.environments.sandbox._base import WORKSPACE, SandboxLimits, sandbox_env
-from failforge.environments.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support, sweep_stale_groups
+from failforge.environments.sandbox._cgroup import (
+    CgroupSupport,
+    SandboxCgroup,
+    cgroup_support,
+    sweep_stale_groups,
+)
 from failforge.environments.sandbox._seccomp import seccomp_program
 from failforge.environments.sandbox._served import HELPER_SOURCE, ServedSandbox
-from failforge.environments.sandbox._uids import UidLease, lease_uid, range_conflicts, try_lease, uid_range
+from failforge.environments.sandbox._uids import (
+    UidLease,
+    lease_uid,
+    range_conflicts,
+    try_lease,
+    uid_range,
+)
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.plugins import sandboxes
 
