@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +98,11 @@ def _source_of(before: str, stack: list[Callable[[], None]]) -> Path:
         return path / "src" if (path / "src" / "failforge").is_dir() else path
     tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-before-"))
     subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before], check=True, capture_output=True)
-    stack.append(lambda: subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], check=False, capture_output=True))
+    def remove() -> None:
+        subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], check=False, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    stack.append(remove)
     return tmp / "tree" / "src"
 
 
