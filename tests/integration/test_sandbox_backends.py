@@ -41,35 +41,40 @@ def box(request) -> Sandbox:
     sandbox.close()
 
 
-def _docker_processes(box: DockerSandbox) -> list[str]:
-    """Processes in the container other than its PID 1 (the sandbox server), as ``pid cmd``."""
-    import docker
+def _server_pid(box: Sandbox) -> int:
+    """Host pid of the sandbox's PID 1 (the server)."""
+    if isinstance(box, DockerSandbox):
+        import docker
 
-    client = docker.from_env()
-    try:
-        container = client.containers.get(box.container_id)
-        server = str(container.attrs["State"]["Pid"])
-        return [f"{row[1]} {row[-1]}" for row in container.top()["Processes"] if row[1] != server]
-    finally:
-        client.close()
+        client = docker.from_env()
+        try:
+            return int(client.api.inspect_container(box.container_id)["State"]["Pid"])
+        finally:
+            client.close()
+    assert isinstance(box, LocalSandbox) and box.server_pid is not None
+    return box.server_pid
 
 
-def _local_processes(box: LocalSandbox) -> list[int]:
-    """Host processes whose working directory is this sandbox's workspace (i.e. its commands)."""
+def _leftovers(box: Sandbox) -> list[str]:
+    """Processes of this sandbox other than its server (and the local backend's bubblewrap monitor), as
+    ``pid cmdline``: every sandbox has a host uid of its own, so its processes are exactly that uid's."""
+    keep = {_server_pid(box)}
+    if isinstance(box, LocalSandbox) and box._proc is not None:
+        keep.add(box._proc.pid)
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.path.realpath(f"/proc/{pid}/cwd") == box.workspace_path:
-                found.append(int(pid))
+            if os.stat(f"/proc/{pid}").st_uid != box.uid or int(pid) in keep:  # type: ignore[attr-defined]
+                continue
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode()
+            found.append(f"{pid} {cmdline}")
         except OSError:
             pass
     return found
-
-
-def _leftovers(box: Sandbox) -> list:
-    if isinstance(box, DockerSandbox):
-        return _docker_processes(box)
-    return _local_processes(box)
 
 
 # -- the interface ---------------------------------------------------------------------------------
@@ -155,6 +160,34 @@ def test_output_is_capped_and_file_size_is_limited(box):
     assert int(huge.stdout.split()[0]) == FAST.file_size_mb * 1024 * 1024
 
 
+def test_workspace_holds_no_more_than_workspace_mb(box):
+    """Three files under the per-file limit but over the workspace size: the workspace fills, the host does not."""
+    filled = box.exec("for i in 1 2 3; do head -c 30000000 /dev/zero > fill$i.bin; done; du -sk . | cut -f1")
+    assert "No space left on device" in filled.stderr
+    assert int(filled.stdout.split()[-1]) <= FAST.workspace_mb * 1024
+    box.exec("rm -f fill*.bin")
+    box.write_file("after.txt", "space again")
+    assert box.read_file("after.txt") == b"space again"
+
+
+def test_docker_keeps_no_log_of_what_the_sandbox_said(docker_ok):
+    """Every reply of the server (command output, file contents) passes through the container's stdout:
+    with the log driver off the engine stores none of it on the host."""
+    import docker
+
+    with DockerSandbox(FAST) as box:
+        secret = uuid.uuid4().hex
+        box.exec(f"echo {secret}")
+        client = docker.from_env()
+        try:
+            container = client.containers.get(box.container_id)
+            assert container.attrs["HostConfig"]["LogConfig"]["Type"] == "none"
+            with pytest.raises(docker.errors.APIError, match="logging driver"):
+                container.logs()
+        finally:
+            client.close()
+
+
 # -- escapes ---------------------------------------------------------------------------------------
 
 
@@ -197,11 +230,11 @@ def test_background_and_setsid_processes_die_with_their_command(box):
 
 
 def test_commands_cannot_kill_or_reach_the_sandbox_itself(box):
-    """A command may kill itself (locally it is PID 1 of its namespace), never the sandbox."""
+    """A command may kill itself, never the sandbox's server (PID 1 of the sandbox, on both backends)."""
     box.exec("kill -9 -1; kill -KILL 1; kill -TERM 1; kill -INT 1; echo done")
+    probe = box.exec("ls /proc/1/fd")
+    assert "Permission denied" in probe.stderr  # the server is not dumpable: its channel is out of reach
     if isinstance(box, DockerSandbox):
-        probe = box.exec("ls /proc/1/fd")
-        assert "Permission denied" in probe.stderr  # the server is not dumpable: its channel is out of reach
         assert box.alive()
     assert box.exec("echo alive").stdout == "alive\n"
 
@@ -237,23 +270,53 @@ def test_docker_host_filesystem_is_untouched(docker_ok, tmp_path_factory):
         assert result.stderr.count("Read-only file system") >= 3, result.stderr
         assert "No such file or directory" in result.stderr and "host original" not in result.stdout
         assert "tmp-is-private-tmpfs" in result.stdout
-        assert box.exec("id -u; cat /proc/self/status | grep CapEff").stdout.split() == ["65534", "CapEff:", "0000000000000000"]
+        assert box.exec("id -u; cat /proc/self/status | grep CapEff").stdout.split() == [str(box.uid), "CapEff:", "0000000000000000"]
     assert marker.read_text() == "host original"
     assert not os.path.exists("/evil") and not os.path.exists("/etc/evil") and not os.path.exists("/usr/evil")
 
 
-def test_local_commands_run_unprivileged_and_cannot_change_host_files(tmp_path):
+def test_local_commands_run_unprivileged_and_see_no_host_files(tmp_path):
     marker = tmp_path / "marker"
     marker.write_text("host original")
     os.chmod(tmp_path, 0o755)
     with LocalSandbox(FAST) as box:
-        assert box.isolation.network and box.isolation.pid_namespace
-        result = box.exec(f"id -u; echo x > /etc/evil; echo x > {marker}; rm -f {marker}")
-        if os.geteuid() == 0:
-            assert result.stdout.split()[0] == "65534"
-        assert result.stderr.count("Permission denied") + result.stderr.count("Operation not permitted") >= 2, result.stderr
+        result = box.exec(f"id -u; echo x > /etc/evil; echo x > /usr/evil; echo x > /evil; cat {marker}; echo x > {marker}; ls /root /home /run /sys")
+        assert result.stdout.split() == ["65534"]  # the uid commands see; on the host it is box.uid
+        assert result.stderr.count("Read-only file system") == 3, result.stderr
+        assert result.stderr.count("No such file or directory") >= 5, result.stderr  # the marker twice, /root, /home, /run, /sys
+        assert os.stat(f"/proc/{box.server_pid}").st_uid == box.uid != 0
+        limits = box.exec("grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status")
+        assert limits.stdout.split() == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1", "Seccomp:", "2"], limits
     assert marker.read_text() == "host original"
-    assert not os.path.exists("/etc/evil")
+    assert not os.path.exists("/etc/evil") and not os.path.exists("/usr/evil") and not os.path.exists("/evil")
+
+
+def test_local_sandbox_lives_in_a_cgroup_with_total_limits_and_leaves_nothing():
+    with LocalSandbox(FAST) as box:
+        group = box._cgroup
+        assert group is not None
+        members = set(group.pids())
+        assert box.server_pid in members and box._proc is not None and box._proc.pid in members
+        memory, pids = group.dirs["memory"], group.dirs["pids"]
+        limit_file = "memory.max" if group.version == 2 else "memory.limit_in_bytes"
+        with open(os.path.join(memory, limit_file)) as handle:
+            assert int(handle.read()) == FAST.total_memory_bytes()
+        with open(os.path.join(pids, "pids.max")) as handle:
+            assert int(handle.read()) == FAST.pids
+        uid = box.uid
+    assert not os.path.exists(memory) and not os.path.exists(pids)
+    assert not [pid for pid in filter(str.isdigit, os.listdir("/proc")) if _uid_of(pid) == uid]
+
+
+def _uid_of(pid: str) -> int | None:
+    """The uid of a live process (a zombie runs nothing and counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            if handle.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                return None
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 # -- infrastructure --------------------------------------------------------------------------------
@@ -302,7 +365,7 @@ def test_containers_are_removed_after_close(docker_ok):
 
 def test_doctor_reports_both_backends():
     rows = {row.backend: row for row in sandbox_doctor(backends=("local",))}
-    assert rows["local"].works and "network namespace" in rows["local"].why
+    assert rows["local"].works and "bubblewrap" in rows["local"].why and "cgroup v" in rows["local"].why
     with pytest.raises(ConfigError):
         sandbox_doctor(backends=("vm",))  # type: ignore[arg-type]
 
@@ -312,26 +375,22 @@ def test_doctor_docker_row(docker_ok):
     assert row.works and "network none" in row.why
 
 
-def test_local_says_clearly_when_it_cannot_isolate_the_network(tmp_path, monkeypatch):
-    """Without unshare (as on a kernel that refuses namespaces) the backend still runs, and says so."""
+def test_local_refuses_to_run_without_bubblewrap_and_says_so(tmp_path, monkeypatch):
+    """Without bwrap on the PATH the backend does not fall back to something weaker: it refuses, and the
+    doctor names what is missing and how to install it."""
     import shutil
 
     from failforge.environments.sandbox import local_isolation
 
-    for tool in ("prlimit", "setpriv"):
-        os.symlink(shutil.which(tool), tmp_path / tool)
+    os.symlink(shutil.which("setpriv"), tmp_path / "setpriv")
     monkeypatch.setenv("PATH", str(tmp_path))
     try:
         iso = local_isolation(refresh=True)
-        assert not iso.network and not iso.pid_namespace and "unshare missing" in iso.summary()
-        with LocalSandbox(FAST) as box:
-            assert box.network_isolated is False and box.describe()["network_isolated"] is False
-            assert box.exec("echo still-runs").stdout == "still-runs\n"
-            # Without a PID namespace the process group is still killed at the timeout.
-            looped = box.exec("python3 -c 'while True: pass'", timeout=1)
-            assert looped.timed_out and not _local_processes(box)
+        assert not iso.works and "bubblewrap is not installed: apt-get install bubblewrap" in iso.summary()
+        with pytest.raises(InfrastructureError, match="cannot isolate"):
+            LocalSandbox(FAST)
         row = sandbox_doctor(backends=("local",))[0]
-        assert row.works and row.why.startswith("runs, but CANNOT ISOLATE THE NETWORK")
+        assert not row.works and "bubblewrap is not installed" in row.why
     finally:
         monkeypatch.undo()
-        assert local_isolation(refresh=True).network
+        assert local_isolation(refresh=True).works

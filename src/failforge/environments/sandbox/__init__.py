@@ -4,17 +4,17 @@ A :class:`Sandbox` runs commands in an isolated workspace and fingerprints itsel
 ``(path, size, sha256)`` of the workspace plus the last command's exit code / stdout / stderr, with
 declared volatile parts masked), so replay can re-execute every command and assert the same state.
 
+Both backends run the same server (:mod:`._helper`) as PID 1 of the sandbox and talk to it the same
+way (:mod:`._served`); every file operation happens inside, as the sandbox's own uid.
+
 - ``docker``: one locked-down container per run on the real engine (no network, read-only root,
-  unprivileged, cgroup limits, tmpfs workspace). The strong one; use it for untrusted model code.
-- ``local``: a temporary directory and kernel namespaces + rlimits (no engine needed). No network
-  when the kernel allows a network namespace (``network_isolated``), but no filesystem jail.
+  no capabilities, cgroup limits, tmpfs workspace, logging off, a uid of its own).
+- ``local``: one bubblewrap namespace per run (no engine needed): read-only system view, private
+  /proc and size-capped tmpfs, no network, seccomp, a cgroup with total limits, a uid of its own.
+  It refuses to run where it cannot have all of that (:func:`local_isolation` says what is missing).
 
-:func:`sandbox_doctor` says which backends work here and why not.
-
-Known limits of the local backend: it is no filesystem jail (commands read what uid 65534 may read on
-the host); RLIMIT_NPROC is per uid, so concurrent local sandboxes (and the docker sandboxes' processes,
-which run as the same uid) share one budget of ``limits.pids`` processes; run as a non-root user it
-relies on unprivileged user namespaces instead of dropping to uid 65534.
+No two live sandboxes, of either backend, share a host uid (:mod:`._uids`). :func:`sandbox_doctor`
+says which backends work here and why not. ``docs/SANDBOX.md`` has the threat model.
 """
 
 from __future__ import annotations
@@ -36,8 +36,17 @@ from failforge.environments.sandbox._base import (
     compose_fingerprint,
     workspace_relative,
 )
-from failforge.environments.sandbox._docker import DEFAULT_IMAGE, DockerSandbox, docker_client, image_present
-from failforge.environments.sandbox._local import LocalIsolation, LocalSandbox, local_isolation
+from failforge.environments.sandbox._docker import (
+    DEFAULT_IMAGE,
+    DockerSandbox,
+    docker_client,
+    image_present,
+)
+from failforge.environments.sandbox._local import (
+    LocalIsolation,
+    LocalSandbox,
+    local_isolation,
+)
 from failforge.errors import FailforgeError
 from failforge.plugins import sandboxes
 

@@ -27,8 +27,10 @@ NORMALISER_VERSION = "sandbox-workspace/1"
 EXCLUDE: tuple[str, ...] = ("__pycache__", "*.pyc")
 
 #: What the normaliser masks in command output before anything sees it (model, trajectory, fingerprint):
-#: the local backend's real temporary directories are rewritten to the stable paths the docker backend
-#: really has, so an error message that names a file is the same on every run.
+#: host paths of a local sandbox shown as the stable paths the docker backend really has, so an error
+#: message that names a file is the same on every run. The local backend now runs its commands at the
+#: real /workspace and /tmp of its own mount namespace, so no host path reaches its output any more and
+#: nothing needs rewriting; the declaration is unchanged because what the fingerprint means is.
 VOLATILE: tuple[str, ...] = ("local workspace path -> /workspace", "local temp path -> /tmp", "local sandbox root -> /sandbox")
 
 #: Where the workspace is, as commands and the model see it, on every backend.
@@ -49,14 +51,19 @@ class SandboxLimits(BaseModel):
 
     command_timeout: float = Field(default=10.0, gt=0, description="wall-clock seconds per command; the whole process tree is killed after it")
     cpu_seconds: int = Field(default=30, ge=1, description="RLIMIT_CPU per process")
-    cpus: float = Field(default=1.0, gt=0, description="docker: CPU share of the container")
-    memory_mb: int = Field(default=512, ge=32, description="RLIMIT_AS per process; docker: the container's memory cgroup (plus headroom)")
-    pids: int = Field(default=64, ge=4, description="RLIMIT_NPROC (local); the container's pids cgroup (docker)")
+    cpus: float = Field(default=1.0, gt=0, description="CPUs the whole sandbox may use (its cgroup's CPU quota)")
+    memory_mb: int = Field(default=512, ge=32, description="RLIMIT_AS per process; the sandbox's memory cgroup holds this plus the tmpfs pages and the server")
+    pids: int = Field(default=64, ge=4, description="processes in the whole sandbox, its server included (pids cgroup)")
     file_size_mb: int = Field(default=32, ge=1, description="RLIMIT_FSIZE: largest file (and captured output) a command may write")
-    workspace_mb: int = Field(default=64, ge=1, description="docker: size of the workspace and /tmp tmpfs")
+    workspace_mb: int = Field(default=64, ge=1, description="size of each RAM-backed writable mount: /workspace, /tmp, /dev/shm (local: /var/tmp too)")
     open_files: int = Field(default=256, ge=16, description="RLIMIT_NOFILE")
-    lifetime_seconds: int = Field(default=3600, ge=10, description="docker: the container stops itself after this, even if failforge died")
+    lifetime_seconds: int = Field(default=3600, ge=10, description="the sandbox server stops itself (and the sandbox) after this, whatever happens to failforge")
     output_limit: int = Field(default=65536, ge=256, description="bytes of stdout and of stderr kept per command")
+
+    def total_memory_bytes(self) -> int:
+        """The sandbox's memory cgroup (both backends): the per-process limit plus the tmpfs pages of the
+        workspace and /tmp, and the sandbox server, which the cgroup counts too."""
+        return (self.memory_mb + 2 * self.workspace_mb + 64) * 1024 * 1024
 
     def rlimits(self) -> dict[str, int]:
         """The per-process limits, by ``resource`` constant name."""

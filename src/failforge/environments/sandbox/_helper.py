@@ -1,23 +1,25 @@
-"""Workspace walker and in-sandbox operation runner, standard library only.
+"""The sandbox server: workspace walker and operation runner, standard library only.
 
-This one file serves both backends, so a workspace listing means the same thing everywhere:
+Both backends run this file's *source* as PID 1 of the sandbox (a container, or the local backend's
+bubblewrap namespace): ``python3 -I -S -c <source> --serve <lifetime>``, talking JSON lines over its
+stdin/stdout (:mod:`._served` is the other end). One program for both means a workspace listing, a
+file operation and an error message mean the same thing everywhere. Each operation (exec, write,
+read, list) ends with a fresh listing, so a tool call and the fingerprint after it cost one round
+trip, not a ``docker exec`` each (about 170 ms here).
 
-- the local backend imports :func:`list_workspace` and runs it on the host, after the command's
-  process namespace is gone (so nothing in the sandbox can race the walk);
-- the docker backend runs this file's *source* as the container's main process (PID 1):
-  ``python3 -I -c <source> --serve <lifetime>``, talking JSON lines over the container's attached
-  stdin/stdout. Each operation (exec, write, read, list) ends with a fresh listing, so a tool call and
-  the fingerprint after it cost one round trip (well under a millisecond of transport), not a
-  ``docker exec`` each (about 170 ms here).
+Every file operation runs here, as the sandbox's own uid, and walks its path one component at a time
+from a directory descriptor with ``O_NOFOLLOW | O_DIRECTORY``: a link anywhere in a path is refused,
+and a directory swapped for a link mid-operation is never followed, so there is no check-then-use
+window for a concurrent rename to exploit.
 
 Why PID 1: the kernel delivers no signal to a namespace's init from inside the namespace unless init
 handles it, so ``kill -9 -1`` or ``pkill python3`` in a command cannot kill the server; it also makes
 itself non-dumpable, so a command (same uid) cannot open ``/proc/1/fd`` or ptrace it, and it reaps the
-orphans every command leaves. When failforge goes away its attach connection closes, stdin reaches
-EOF, the server exits and the container (``auto_remove``) disappears.
+orphans every command leaves. A command's stdin/stdout/stderr are memory files (memfd), so filling
+``/tmp`` cannot break the server's I/O. When failforge goes away its channel closes; the server sees
+EOF, even while a command runs, kills the command and exits, and the sandbox disappears with it.
 
-It must stay importable by a bare Debian ``python3`` (no third-party modules, no failforge imports)
-and must never follow a symbolic link out of the workspace.
+It must stay runnable by a bare Debian ``python3`` (no third-party modules, no failforge imports).
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ import os
 import resource
 import signal
 import stat
-import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where it is used: see _op_exec
+    import subprocess
 
 #: Entry kinds of a listing: file, directory, symbolic link (target recorded, never followed), other.
 KIND_FILE, KIND_DIR, KIND_LINK, KIND_OTHER = "f", "d", "l", "o"
@@ -43,8 +48,12 @@ def excluded(name: str, exclude: list[str] | tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in exclude)
 
 
-def _hash_file(path: str) -> tuple[int, str]:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+#: Flags of every directory opened on the way down: a link or a non-directory is refused, never followed.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _hash_at(dir_fd: int, name: str) -> tuple[int, str]:
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
     try:
         digest = hashlib.sha256()
         size = 0
@@ -59,58 +68,98 @@ def _hash_file(path: str) -> tuple[int, str]:
         os.close(fd)
 
 
+def open_dir_at(root_fd: int, rel_dir: str) -> int:
+    """A new descriptor of directory ``rel_dir`` under ``root_fd``, opened one component at a time.
+
+    Each step is ``openat(parent, name, O_DIRECTORY | O_NOFOLLOW)``, so a component that is (or is
+    swapped for) a symbolic link fails with ELOOP/ENOTDIR instead of being followed: there is no
+    window between a check and a use for a concurrent rename to exploit.
+    """
+    fd = os.dup(root_fd)
+    for part in [p for p in rel_dir.split("/") if p]:
+        try:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
 def list_workspace(root: str, exclude: list[str] | tuple[str, ...], max_entries: int = 5000) -> dict:
     """Every entry under ``root`` as ``[kind, relative path, size, sha256]``, sorted by path.
 
     Symbolic links are recorded by their target text and never followed; excluded names are skipped
     with everything below them. Past ``max_entries`` the walk stops and says so (``overflow``), so a
-    command that makes a million files cannot make fingerprinting unbounded.
+    command that makes a million files cannot make fingerprinting unbounded. Every directory is opened
+    from its parent's descriptor without following links (:func:`open_dir_at`), so renaming a directory
+    to a link mid-walk cannot lead the walk out of the workspace.
     """
     entries: list[list] = []
     overflow = False
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        abs_dir = os.path.join(root, rel_dir) if rel_dir else root
-        try:
-            names = sorted(os.listdir(abs_dir))
-        except OSError as exc:
-            entries.append([KIND_OTHER, rel_dir or ".", 0, "unreadable:" + type(exc).__name__])
-            continue
-        for name in names:
-            if excluded(name, exclude):
-                continue
-            if len(entries) >= max_entries:
-                overflow = True
-                break
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            full = os.path.join(abs_dir, name)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        stack = [""]
+        while stack:
+            rel_dir = stack.pop()
             try:
-                st = os.lstat(full)
-            except OSError:
+                dir_fd = open_dir_at(root_fd, rel_dir)
+            except OSError as exc:
+                entries.append([KIND_OTHER, rel_dir or ".", 0, "unreadable:" + type(exc).__name__])
                 continue
-            if stat.S_ISLNK(st.st_mode):
-                target = os.readlink(full)
-                entries.append([KIND_LINK, rel, len(target), hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest()])
-            elif stat.S_ISDIR(st.st_mode):
-                entries.append([KIND_DIR, rel, 0, ""])
-                stack.append(rel)
-            elif stat.S_ISREG(st.st_mode):
+            try:
                 try:
-                    size, sha = _hash_file(full)
+                    names = sorted(os.listdir(dir_fd))
                 except OSError as exc:
-                    size, sha = st.st_size, "unreadable:" + type(exc).__name__
-                entries.append([KIND_FILE, rel, size, sha])
-            else:
-                entries.append([KIND_OTHER, rel, 0, "mode:" + oct(stat.S_IFMT(st.st_mode))])
-        if overflow:
-            break
+                    entries.append([KIND_OTHER, rel_dir or ".", 0, "unreadable:" + type(exc).__name__])
+                    continue
+                for name in names:
+                    if excluded(name, exclude):
+                        continue
+                    if len(entries) >= max_entries:
+                        overflow = True
+                        break
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    try:
+                        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISLNK(st.st_mode):
+                        try:
+                            target = os.readlink(name, dir_fd=dir_fd)
+                        except OSError:
+                            continue
+                        entries.append([KIND_LINK, rel, len(target), hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest()])
+                    elif stat.S_ISDIR(st.st_mode):
+                        entries.append([KIND_DIR, rel, 0, ""])
+                        stack.append(rel)
+                    elif stat.S_ISREG(st.st_mode):
+                        try:
+                            size, sha = _hash_at(dir_fd, name)
+                        except OSError as exc:
+                            size, sha = st.st_size, "unreadable:" + type(exc).__name__
+                        entries.append([KIND_FILE, rel, size, sha])
+                    else:
+                        entries.append([KIND_OTHER, rel, 0, "mode:" + oct(stat.S_IFMT(st.st_mode))])
+            finally:
+                os.close(dir_fd)
+            if overflow:
+                break
+    finally:
+        os.close(root_fd)
     entries.sort(key=lambda e: e[1])
     return {"entries": entries, "overflow": overflow}
 
 
 # --------------------------------------------------------------------------------------------------
-# The in-container server (docker backend). The local backend does the same things on the host.
+# The server: PID 1 of the sandbox (a container's, or the local backend's bubblewrap namespace).
+
+
+class FailforgeGone(Exception):
+    """Failforge closed the channel (it exited or died): stop the command, end the sandbox."""
+
+
+#: Request bytes read while a command ran (failforge waits for each reply, so normally none).
+_PENDING: list[bytes] = []
 
 
 def _child_setup(limits: dict):
@@ -144,7 +193,7 @@ def _reap_zombies() -> None:
 
 
 def _kill_strays() -> None:
-    """Kill every process in the container but this server, and reap them.
+    """Kill every process in the sandbox but this server, and reap them.
 
     A command may escape its process group (``setsid``, double fork); left alive it would outlive the
     command and could change the workspace behind the sandbox's back, between two tool calls. Orphans
@@ -174,60 +223,112 @@ def _kill_strays() -> None:
         time.sleep(0.005)
 
 
-def _read_capped(handle, cap: int) -> tuple[str, int]:
-    """Read back what the command wrote, from the descriptor the server opened (never by path again:
-    the command may have replaced the name with a link meanwhile)."""
-    size = os.fstat(handle.fileno()).st_size
-    handle.seek(0)
-    return base64.b64encode(handle.read(cap)).decode("ascii"), size
+def _io_file(name: str, io_dir: str | None) -> int:
+    """An anonymous in-memory file (``memfd``) for a command's stdin/stdout/stderr.
 
-
-def _inside(root: str, rel: str) -> str:
-    """Resolve ``rel`` under ``root``; refuse anything that leaves it (``..``, absolute, symlinks out)."""
-    full = os.path.realpath(os.path.join(root, rel))
-    if full != root and not full.startswith(root.rstrip("/") + "/"):
-        raise PermissionError(f"path {rel!r} leaves the workspace")
-    return full
-
-
-def _op_exec(req: dict) -> dict:
+    It lives in no filesystem, so a command that fills ``/tmp`` (or any mount) cannot break the
+    server's own I/O, and there is no name for a command to find, replace or link. Where memfd is
+    missing (very old kernels), an unnamed temporary file in ``io_dir``.
+    """
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create(f"failforge-{name}", getattr(os, "MFD_CLOEXEC", 1))
+        except OSError:
+            pass
     import tempfile
+
+    return os.dup(tempfile.TemporaryFile(dir=io_dir or None).fileno())
+
+
+def _read_back(fd: int, cap: int) -> tuple[str, int]:
+    """What the command wrote, read from the descriptor the server made (never by a name)."""
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = b""
+    while len(data) < cap:
+        chunk = os.read(fd, cap - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return base64.b64encode(data).decode("ascii"), size
+
+
+def _wait(proc: subprocess.Popen, timeout: float, watch_fd: int | None) -> tuple[int | None, bool]:
+    """Wait for the command to end, at most ``timeout`` seconds, watching the channel meanwhile.
+
+    Returns ``(exit code, timed_out)``; raises :class:`FailforgeGone` when the channel reaches EOF,
+    so a command never outlives failforge by more than this loop's reaction time.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:
+            pidfd = None
+    try:
+        while True:
+            code = proc.poll()
+            if code is not None:
+                return code, False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, True
+            fds = [fd for fd in (watch_fd, pidfd) if fd is not None]
+            ready = select.select(fds, [], [], remaining if pidfd is not None else min(remaining, 0.02))[0]
+            if watch_fd is not None and watch_fd in ready:
+                chunk = os.read(watch_fd, 1 << 20)
+                if not chunk:
+                    raise FailforgeGone()
+                _PENDING.append(chunk)
+                watch_fd = None  # readable again only when more arrives; the pidfd (or polling) ends the wait
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
+    import subprocess  # here, not at the top: a sandbox that only lists and closes never pays for it
 
     cap = int(req["output_limit"])
     started = time.monotonic()
-    timed_out = False
-    # Unnamed temporary files in the private /tmp: nothing for a command to find, replace or link.
-    with tempfile.TemporaryFile(dir=req["io_dir"]) as fin, tempfile.TemporaryFile(dir=req["io_dir"]) as fout, tempfile.TemporaryFile(
-        dir=req["io_dir"]
-    ) as ferr:
-        fin.write(base64.b64decode(req.get("stdin_b64") or ""))
-        fin.flush()
-        fin.seek(0)
+    io_dir = req.get("io_dir")
+    fds = [_io_file(name, io_dir) for name in ("stdin", "stdout", "stderr")]
+    try:
+        os.write(fds[0], base64.b64decode(req.get("stdin_b64") or ""))
+        os.lseek(fds[0], 0, os.SEEK_SET)
         proc = subprocess.Popen(
             req["argv"],
             cwd=req["cwd"],
             env=req["env"],
-            stdin=fin,
-            stdout=fout,
-            stderr=ferr,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
             start_new_session=True,
             preexec_fn=_child_setup(req.get("rlimits") or {}),  # noqa: PLW1509 - the server is single-threaded
         )
         try:
-            code = proc.wait(timeout=req["timeout"])
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            code, timed_out = _wait(proc, float(req["timeout"]), watch_fd)
+        except FailforgeGone:
+            _kill_strays()
+            raise
+        if code is None:  # timed out
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
             code = proc.wait()
-        # Every process the command started ends with it, as in the local backend's PID namespace:
-        # state carries over between commands only through files.
+        # Every process the command started ends with it: state carries over between commands only
+        # through files.
         _kill_strays()
         seconds = time.monotonic() - started
-        out_b64, out_size = _read_capped(fout, cap)
-        err_b64, err_size = _read_capped(ferr, cap)
+        out_b64, out_size = _read_back(fds[1], cap)
+        err_b64, err_size = _read_back(fds[2], cap)
+    finally:
+        for fd in fds:
+            os.close(fd)
     return {
         "exit_code": code if code >= 0 else 128 - code,
         "stdout_b64": out_b64,
@@ -239,21 +340,74 @@ def _op_exec(req: dict) -> dict:
     }
 
 
+def _link_refusal(rel: str) -> PermissionError:
+    return PermissionError(f"path {rel!r} goes through a symbolic link; the sandbox does not follow links from the host side")
+
+
+def _parent_at(root: str, rel: str, create: bool) -> tuple[int, str]:
+    """(descriptor of the parent directory of ``rel``, last component), walked without following links.
+
+    With ``create``, missing directories on the way are made (0755). A component that is a link is
+    refused with PermissionError, whatever it points to; nothing is resolved by path afterwards.
+    """
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise PermissionError(f"path {rel!r} leaves the workspace")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                if _is_link_at(fd, part):
+                    raise _link_refusal(rel) from None
+                raise
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _is_link_at(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_leaf(dir_fd: int, name: str, flags: int, rel: str, mode: int = 0o644) -> int:
+    try:
+        return os.open(name, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), mode, dir_fd=dir_fd)
+    except OSError:
+        if _is_link_at(dir_fd, name):
+            raise _link_refusal(rel) from None
+        raise
+
+
 def _op_write(req: dict) -> dict:
-    root = os.path.realpath(req["root"])
-    full = _inside(root, req["path"])
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    full = _inside(root, req["path"])
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    dir_fd, name = _parent_at(req["root"], req["path"], create=True)
+    try:
+        fd = _open_leaf(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, req["path"])
+    finally:
+        os.close(dir_fd)
     with os.fdopen(fd, "wb") as handle:
         handle.write(base64.b64decode(req["content_b64"]))
     return {}
 
 
 def _op_read(req: dict) -> dict:
-    root = os.path.realpath(req["root"])
-    full = _inside(root, req["path"])
-    fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    dir_fd, name = _parent_at(req["root"], req["path"], create=False)
+    try:
+        fd = _open_leaf(dir_fd, name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), req["path"])
+    finally:
+        os.close(dir_fd)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(int(req["limit"]) + 1)
     return {"content_b64": base64.b64encode(data).decode("ascii")}
@@ -262,11 +416,16 @@ def _op_read(req: dict) -> dict:
 OPS = {"exec": _op_exec, "write": _op_write, "read": _op_read, "list": lambda req: {}}
 
 
-def handle(req: dict) -> dict:
+def handle(req: dict, watch_fd: int | None = None) -> dict:
     """One operation, then a fresh listing of the workspace. Errors are replies, never a dead server."""
     reply: dict = {"ok": True}
     try:
-        reply.update(OPS[req["op"]](req))
+        if req["op"] == "exec":
+            reply.update(_op_exec(req, watch_fd))
+        else:
+            reply.update(OPS[req["op"]](req))
+    except FailforgeGone:
+        raise
     except Exception as exc:  # noqa: BLE001 - the server must outlive any one request
         reply = {"ok": False, "error_type": type(exc).__name__, "error": str(exc)}
     if req.get("list", True):
@@ -278,7 +437,8 @@ def handle(req: dict) -> dict:
 
 
 def _harden() -> None:
-    """Non-dumpable (no /proc/1/fd, no ptrace by the same uid); SIGINT back to default, which PID 1 ignores."""
+    """Non-dumpable (no /proc/1/fd, no ptrace by the same uid); SIGINT back to default, which PID 1 ignores;
+    a fixed umask, so file modes do not depend on whoever started failforge."""
     try:
         import ctypes
 
@@ -286,6 +446,7 @@ def _harden() -> None:
     except (OSError, AttributeError):
         pass
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.umask(0o022)
 
 
 def serve(lifetime: float) -> int:
@@ -297,17 +458,21 @@ def serve(lifetime: float) -> int:
     buffer = b""
     out = sys.stdout.buffer
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return 0
-        ready, _, _ = select.select([0], [], [], min(remaining, 30.0))
-        if not ready:
-            _reap_zombies()
-            continue
-        chunk = os.read(0, 1 << 20)
-        if not chunk:
-            return 0
-        buffer += chunk
+        if _PENDING:
+            buffer += b"".join(_PENDING)
+            _PENDING.clear()
+        if b"\n" not in buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return 0
+            ready, _, _ = select.select([0], [], [], min(remaining, 30.0))
+            if not ready:
+                _reap_zombies()
+                continue
+            chunk = os.read(0, 1 << 20)
+            if not chunk:
+                return 0
+            buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             if not line.strip():
@@ -317,13 +482,16 @@ def serve(lifetime: float) -> int:
             except ValueError as exc:
                 reply = {"ok": False, "error_type": "ValueError", "error": f"bad request line: {exc}"}
             else:
-                reply = handle(request)
+                try:
+                    reply = handle(request, watch_fd=0)
+                except FailforgeGone:
+                    return 0
             out.write(json.dumps(reply).encode("utf-8") + b"\n")
             out.flush()
         _reap_zombies()
 
 
-if __name__ == "__main__":  # pragma: no cover - runs inside the container
+if __name__ == "__main__":  # pragma: no cover - runs inside the sandbox
     if len(sys.argv) >= 3 and sys.argv[1] == "--serve":
         sys.exit(serve(float(sys.argv[2])))
     sys.exit("usage: python3 _helper.py --serve LIFETIME_SECONDS")

@@ -1,461 +1,388 @@
-"""The local sandbox backend: a temporary workspace and a subprocess fenced by the kernel, no engine needed.
+"""The local sandbox backend: bubblewrap + a cgroup + a uid of its own, no container engine needed.
 
-Each command runs as::
+One sandbox is one long-lived bubblewrap namespace whose PID 1 is the sandbox server
+(:mod:`._helper`, the same program the docker backend runs), started as::
 
-    unshare --net --pid --fork --kill-child --   # no network; every process dies with the command
-      prlimit --cpu --as --fsize --nofile --nproc --core=0 --
-        setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs --   # only when run as root
-          /bin/sh -c COMMAND
+    /bin/sh -c JOIN_SCRIPT ...              # join the sandbox's cgroup (memory, pids, cpu totals), then exec
+      setpriv --reuid=U --regid=U --clear-groups --no-new-privs --     # U: leased, distinct per sandbox
+        bwrap --unshare-all --unshare-user --disable-userns --die-with-parent --new-session --as-pid-1
+              --uid 65534 --gid 65534 --hostname sandbox
+              --ro-bind /usr /usr (+ /bin /lib ... as on the host) --ro-bind /etc /etc
+              --proc /proc --dev /dev --remount-ro /dev
+              --size W --tmpfs /workspace  --size W --tmpfs /tmp  --size W --tmpfs /var/tmp  --size W --tmpfs /dev/shm
+              --remount-ro / --seccomp FD --chdir /workspace
+          python3 -I -c <server> --serve LIFETIME
 
-The util-linux tools are used instead of ``preexec_fn`` because ``preexec_fn`` is unsafe in a
-threaded process (campaigns run attempts in a thread pool). Root must drop to an unprivileged uid
-because the kernel does not enforce RLIMIT_NPROC for root: without it a fork bomb is not contained.
-When run without root the command keeps the user's uid inside a user namespace instead.
+What that gives, and why each part:
 
-What it does not do, by design: it is not a filesystem jail. A command can read whatever the
-unprivileged uid can read on the host, and can write wherever that uid may (the workspace, world-
-writable directories). Use the docker backend when that matters; ``sandbox_doctor()`` says so.
-When the kernel refuses a new network namespace the backend still runs but sets
-``network_isolated = False`` and the doctor reports it.
+- **A read-only view of the system and nothing else**: ``/usr`` and ``/etc`` of the host, read-only;
+  no ``/home``, ``/root``, ``/run``, ``/var``, ``/sys``, host ``/tmp`` or ``/dev/shm``, so no host
+  files, no host Unix sockets (Docker's, or any other), nothing left behind for the next sandbox.
+- **Private, size-capped tmpfs** for ``/workspace``, ``/tmp``, ``/var/tmp`` and ``/dev/shm``
+  (``workspace_mb`` each); they vanish with the namespace. The root itself is read-only.
+- **Private /proc in new PID, network, IPC, UTS, mount and user namespaces**: other sandboxes and host
+  processes (their command lines, environments, memory, ``/proc/<pid>/root``) are not even visible.
+  Commands see uid 65534 inside; on the host they are the leased uid ``U``, which no other sandbox of
+  either backend holds at the same time (:mod:`._uids`).
+- **No user namespaces, no mounts, no ptrace and other dangerous calls**: bubblewrap's
+  ``--disable-userns`` and a seccomp filter (:mod:`._seccomp`).
+- **Totals** for the whole sandbox, tmpfs pages included: memory, processes and CPU in a cgroup of its
+  own (:mod:`._cgroup`), on top of the per-process rlimits commands also get.
+- **Nothing outlives failforge**: ``--die-with-parent`` (set by bubblewrap after it dropped to ``U``,
+  so the kernel does not clear it, as it did for ``setpriv`` under ``unshare --kill-child``) kills the
+  namespace's PID 1, which takes every process in it along; the server also exits on EOF of its
+  channel, even mid-command. The parent-death signal follows the *thread* that opened the sandbox
+  (a kernel rule): open and close a sandbox in the same thread, as campaign attempts do.
+- **File operations inside the sandbox**: ``read_file``/``write_file``/``listing`` are requests to the
+  server, which runs as the sandbox's uid and walks paths with ``openat(O_NOFOLLOW | O_DIRECTORY)``;
+  failforge never opens a workspace path with root's privileges.
 
-The workspace lives under ``$FAILFORGE_SANDBOX_DIR`` (default: the system temp directory), which the
-unprivileged uid must be able to traverse. Command output never shows the real path: it is rewritten
-to ``/workspace`` (declared in ``VOLATILE``), so messages are the same on every run and backend.
+The backend refuses to run rather than run weaker: not root, no ``bwrap``, no ``setpriv``, user
+namespaces disabled by the kernel, no cgroup that can hold the three limits, no seccomp table for this
+CPU, or an account inside the reserved uid range: :func:`local_isolation` names each missing piece and
+``failforge doctor`` prints it. Commands see ``/workspace``, ``/tmp`` and uid 65534 as in the docker
+backend, so no host path or uid reaches the model.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from failforge.environments.sandbox import _helper
-from failforge.environments.sandbox._base import (
-    EXCLUDE,
-    WORKSPACE,
-    ExecResult,
-    Sandbox,
-    SandboxLimits,
-    WorkspaceListing,
-    sandbox_env,
-    workspace_os_error,
-    workspace_relative,
+from failforge.environments.sandbox._base import WORKSPACE, SandboxLimits, sandbox_env
+from failforge.environments.sandbox._cgroup import (
+    CgroupSupport,
+    SandboxCgroup,
+    cgroup_support,
+    sweep_stale_groups,
 )
-from failforge.errors import ConfigError, FailforgeError, InfrastructureError
+from failforge.environments.sandbox._seccomp import seccomp_program
+from failforge.environments.sandbox._served import HELPER_SOURCE, ServedSandbox
+from failforge.environments.sandbox._uids import (
+    UidLease,
+    lease_uid,
+    range_conflicts,
+    try_lease,
+    uid_range,
+)
+from failforge.errors import FailforgeError, InfrastructureError
 from failforge.plugins import sandboxes
 
-#: The unprivileged uid/gid commands run as when failforge runs as root ("nobody" on Debian).
-SANDBOX_UID = 65534
-SANDBOX_GID = 65534
-MAX_LIST_ENTRIES = 5000
-#: What util-linux's unshare prints when its child (the namespace's init) was SIGKILLed at a timeout.
-_UNSHARE_NOISE = re.compile(r"unshare: [^\n]*\n?\Z")
+#: The uid and gid commands see inside the sandbox ("nobody", as in the docker image and before).
+INSIDE_UID = 65534
+#: Host directories shown read-only inside; a merged-/usr link (``/bin -> usr/bin``) is recreated as a link.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 
 
 @dataclass(frozen=True)
 class LocalIsolation:
-    """What this kernel lets the local backend do, probed once per process."""
+    """What the local backend needs and found on this machine, probed once per process."""
 
-    network: bool
-    pid_namespace: bool
-    drop_privileges: bool
-    user_namespace: bool
-    prefix: tuple[str, ...]
+    bwrap: str | None
+    setpriv: str | None
+    cgroup: CgroupSupport
+    uids: range
     problems: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def works(self) -> bool:
+        return not self.problems
+
+    #: Kept for callers of the earlier interface: the local backend now always isolates the network
+    #: and the process tree, or refuses to run.
+    @property
+    def network(self) -> bool:
+        return self.works
+
+    @property
+    def pid_namespace(self) -> bool:
+        return self.works
+
     def summary(self) -> str:
-        said = [
-            "network namespace (no network)" if self.network else "NO network isolation",
-            "PID namespace (all processes die with the command)" if self.pid_namespace else "no PID namespace (only the process group is killed)",
-            f"runs as uid {SANDBOX_UID}" if self.drop_privileges else ("user namespace" if self.user_namespace else "runs as the calling user"),
-            "rlimits (cpu, as, fsize, nofile, nproc)",
-            "no filesystem jail: commands can read what their uid can read on the host",
-        ]
-        if self.problems:
-            said.append("why: " + "; ".join(self.problems))
-        return ", ".join(said)
+        if not self.works:
+            return "CANNOT ISOLATE: " + "; ".join(self.problems)
+        return (
+            "bubblewrap: private mount, PID, network, IPC, UTS and user namespaces (no network), read-only /usr and /etc, "
+            "private size-capped /workspace /tmp /var/tmp /dev/shm, seccomp (no user namespaces, mounts, ptrace), "
+            f"dies with failforge; {self.cgroup.summary()}; a uid of its own per sandbox from {self.uids.start}..{self.uids.stop - 1}"
+        )
 
 
 _isolation: LocalIsolation | None = None
 _isolation_lock = threading.Lock()
 
 
-def _probe(prefix: list[str]) -> tuple[bool, str]:
-    """Run ``cat /proc/net/dev`` under ``prefix``: isolated when the only interface is loopback."""
-    try:
-        done = subprocess.run([*prefix, "cat", "/proc/net/dev"], check=False, capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"{' '.join(prefix)}: {exc}"
-    if done.returncode != 0:
-        return False, f"{' '.join(prefix[:-1])}: {(done.stderr or done.stdout).strip()[:200]}"
-    interfaces = [line.split(":", 1)[0].strip() for line in done.stdout.splitlines()[2:] if ":" in line]
-    if "--net" in prefix and interfaces not in (["lo"], []):
-        return False, f"new network namespace still shows interfaces {interfaces}"
-    return True, ""
+def _userns_problem() -> str | None:
+    """Why the kernel would refuse bubblewrap (run as an unprivileged uid) a user namespace, if it would."""
+    checks = (
+        ("/proc/sys/user/max_user_namespaces", lambda v: int(v) > 0, "user.max_user_namespaces is 0"),
+        ("/proc/sys/kernel/unprivileged_userns_clone", lambda v: v == "1", "kernel.unprivileged_userns_clone is 0"),
+        ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", lambda v: v == "0", "kernel.apparmor_restrict_unprivileged_userns is 1"),
+    )
+    for path, fine, said in checks:
+        try:
+            with open(path, encoding="ascii") as handle:
+                value = handle.read().strip()
+        except OSError:
+            continue  # the knob does not exist on this kernel: nothing to refuse with
+        if not fine(value):
+            return f"the kernel refuses unprivileged user namespaces ({said}; bubblewrap needs them)"
+    return None
 
 
 def local_isolation(refresh: bool = False) -> LocalIsolation:
-    """Probe (once) which kernel isolation the local backend can use here."""
+    """Probe (once) whether the local backend can isolate here, naming every missing piece."""
     global _isolation
     with _isolation_lock:
         if _isolation is not None and not refresh:
             return _isolation
         problems: list[str] = []
-        missing = [tool for tool in ("unshare", "prlimit", "setpriv") if shutil.which(tool) is None]
-        if "prlimit" in missing:
-            raise InfrastructureError("the local sandbox needs util-linux's prlimit: apt-get install util-linux")
-        root = os.geteuid() == 0
-        drop = root and "setpriv" not in missing
-        if root and not drop:
-            problems.append("setpriv missing: commands would run as root and RLIMIT_NPROC would not apply")
-        user_ns = not root
-        base = ["unshare"] + (["--user", "--map-current-user"] if user_ns else [])
-        chosen: tuple[str, ...] = ()
-        network = pid = False
-        if "unshare" in missing:
-            problems.append("unshare missing (apt-get install util-linux)")
-        else:
-            for flags, net, pidns in (
-                (["--net", "--pid", "--fork", "--kill-child"], True, True),
-                (["--net"], True, False),
-                (["--pid", "--fork", "--kill-child"], False, True),
-            ):
-                ok, why = _probe([*base, *flags, "--"])
-                if ok:
-                    chosen, network, pid = (*base, *flags, "--"), net, pidns
-                    break
-                problems.append(why)
-            if not network:
-                problems.insert(0, "the kernel refused a new network namespace")
-        if network:
-            problems = []
-        _isolation = LocalIsolation(
-            network=network, pid_namespace=pid, drop_privileges=drop, user_namespace=user_ns and bool(chosen), prefix=chosen, problems=tuple(problems)
-        )
+        if os.geteuid() != 0:
+            problems.append(
+                f"the local sandbox must be started by root (failforge runs as uid {os.geteuid()}): it gives every sandbox "
+                "a uid of its own and a cgroup with total limits"
+            )
+        bwrap, setpriv = shutil.which("bwrap"), shutil.which("setpriv")
+        if bwrap is None:
+            problems.append("bubblewrap is not installed: apt-get install bubblewrap (scripts/install_sandbox.sh installs it)")
+        if setpriv is None:
+            problems.append("setpriv is missing: apt-get install util-linux")
+        userns = _userns_problem()
+        if userns:
+            problems.append(userns)
+        try:
+            seccomp_program()
+        except ValueError as exc:
+            problems.append(str(exc))
+        try:
+            uids = uid_range()
+        except FailforgeError as exc:
+            problems.append(str(exc))
+            uids = range(0)
+        clashes = range_conflicts(uids) if uids else []
+        if clashes:
+            problems.append(f"accounts exist in the reserved sandbox uid range {uids.start}..{uids.stop - 1}: {', '.join(clashes[:5])}; set FAILFORGE_SANDBOX_UIDS")
+        cgroup = cgroup_support(refresh=refresh) if os.geteuid() == 0 else CgroupSupport(None, problems=("needs root",))
+        if os.geteuid() == 0 and not cgroup.usable:
+            problems.append("no cgroup can hold the sandbox's total limits: " + "; ".join(cgroup.problems))
+        _isolation = LocalIsolation(bwrap=bwrap, setpriv=setpriv, cgroup=cgroup, uids=uids, problems=tuple(problems))
         return _isolation
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (``/proc/<pid>/task/*/children``, else a scan of ``/proc``)."""
-    found: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found.extend(int(x) for x in handle.read().split())
-        return found
-    except OSError:
-        pass
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                if int(handle.read().rsplit(b")", 1)[-1].split()[1]) == pid:
-                    found.append(int(name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return found
+def _claim(uid: int) -> Callable[[], None] | None:
+    lease = try_lease(uid)
+    return lease.release if lease is not None else None
 
 
-def _check_traversable(base: str) -> None:
-    """Commands run as an unprivileged uid: every directory above the workspace must let others pass."""
-    path = base
-    while True:
-        if not os.stat(path).st_mode & 0o001:
-            raise ConfigError(
-                f"the local sandbox's commands run as uid {SANDBOX_UID} and cannot enter {path} (no search permission for others); "
-                f"set FAILFORGE_SANDBOX_DIR to a directory every user can traverse, e.g. /tmp"
-            )
-        parent = os.path.dirname(path)
-        if parent == path:
-            return
-        path = parent
+def _system_binds() -> list[str]:
+    """bwrap arguments for the read-only system view, following the host's layout (merged /usr or not)."""
+    argv: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    return argv
 
 
-def _live_group_members(pgid: int) -> list[int]:
-    """Processes of process group ``pgid`` that are not zombies."""
-    found: list[int] = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[-1].split()
-            if int(fields[2]) == pgid and fields[0] != b"Z":
-                found.append(int(name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return found
+def bwrap_argv(bwrap: str, limits: SandboxLimits, seccomp_fd: int) -> list[str]:
+    """The bubblewrap command line of a sandbox (see the module doc for what each part is for)."""
+    size = str(limits.workspace_mb * 1024 * 1024)
+    argv = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--uid", str(INSIDE_UID),
+        "--gid", str(INSIDE_UID),
+        "--hostname", "sandbox",
+        *_system_binds(),
+        "--proc", "/proc",
+        "--dev", "/dev",
+    ]
+    for mount in (WORKSPACE, "/tmp", "/var/tmp", "/dev/shm"):
+        argv += ["--perms", "1777", "--size", size, "--tmpfs", mount]
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", WORKSPACE]
+    return argv
 
 
-def _user_process_count(uid: int) -> int:
-    count = 0
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    count += 1
-            except OSError:
-                pass
-    return count
-
-
-@sandboxes.register("local", description="a temporary workspace and a subprocess fenced by kernel namespaces and rlimits")
-class LocalSandbox(Sandbox):
-    """A temporary workspace on the host; each command in fresh namespaces under rlimits (see module doc)."""
+@sandboxes.register("local", description="bubblewrap namespaces, a seccomp filter, a cgroup and a uid of its own per sandbox")
+class LocalSandbox(ServedSandbox):
+    """One bubblewrap namespace per run, its server as PID 1 (see module doc)."""
 
     backend = "local"
 
     def __init__(self, limits: SandboxLimits | None = None, *, python_hash_seed: str = "0") -> None:
         self.limits = limits or SandboxLimits()
         self.isolation = local_isolation()
-        self.network_isolated = self.isolation.network
-        base = os.path.realpath(os.environ.get("FAILFORGE_SANDBOX_DIR") or tempfile.gettempdir())
-        if self.isolation.drop_privileges:
-            _check_traversable(base)
-        self._root = os.path.realpath(tempfile.mkdtemp(prefix="failforge-sandbox-", dir=base))
-        self._ws = os.path.join(self._root, "workspace")
-        self._tmp = os.path.join(self._root, "tmp")
-        self._io = os.path.join(self._root, "io")
-        os.chmod(self._root, 0o711)
-        for path, mode in ((self._ws, 0o755), (self._tmp, 0o1777), (self._io, 0o700)):
-            os.mkdir(path, mode)
-            os.chmod(path, mode)
-        if self.isolation.drop_privileges:
-            os.chown(self._ws, SANDBOX_UID, SANDBOX_GID)
-        self._env = sandbox_env(home=self._tmp, tmpdir=self._tmp, python_hash_seed=python_hash_seed)
-        # Longest first: the workspace and tmp paths sit inside the root path.
-        self._masks = ((self._ws, WORKSPACE), (self._tmp, "/tmp"), (self._root, "/sandbox"))
-        self._last: ExecResult | None = None
-        self._closed = False
-        self._lock = threading.Lock()
+        if not self.isolation.works:
+            raise InfrastructureError("the local sandbox cannot isolate on this machine, so it does not run: " + "; ".join(self.isolation.problems))
+        self.network_isolated = True
+        self._env = sandbox_env(python_hash_seed=python_hash_seed)
+        self._init_channel()
+        self._buffer = b""
+        self._proc: subprocess.Popen | None = None
+        self._cgroup: SandboxCgroup | None = None
+        self._lease: UidLease = lease_uid()
+        self._stderr_file = tempfile.TemporaryFile(prefix="failforge-sandbox-stderr-")
+        #: The host uid of every process in this sandbox (distinct from every other live sandbox).
+        self.uid = self._lease.uid
+        try:
+            self._start()
+            self._call("list", wait=60.0)  # the server is up and the workspace is empty
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _start(self) -> None:
+        lim = self.limits
+        assert self.isolation.bwrap and self.isolation.setpriv
+        try:
+            sweep_stale_groups(self.isolation.cgroup, _claim)
+            self._cgroup = SandboxCgroup(self.isolation.cgroup, self.uid, memory_bytes=lim.total_memory_bytes(), pids=lim.pids, cpus=lim.cpus)
+        except OSError as exc:
+            raise InfrastructureError(f"could not create the local sandbox's cgroup: {exc}") from exc
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, seccomp_program())  # a few hundred bytes: fits the pipe buffer
+            os.close(write_end)
+            argv = (
+                self._cgroup.join_argv()
+                + [self.isolation.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs", "--"]
+                + bwrap_argv(self.isolation.bwrap, lim, read_end)
+                + ["python3", "-I", "-S", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)]
+            )
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr_file,
+                pass_fds=(read_end,),
+                env=self._env,
+                cwd="/",
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise InfrastructureError(f"the local sandbox could not start: {exc}") from exc
+        finally:
+            os.close(read_end)
 
     @classmethod
     def doctor(cls, image: str | None) -> tuple[bool, str]:
+        iso = local_isolation(refresh=True)
+        if not iso.works:
+            return (False, iso.summary())
         try:
-            iso = local_isolation(refresh=True)
             with cls(SandboxLimits(command_timeout=20)) as box:
                 result = box.exec("python3 -c 'import sys; print(sys.version.split()[0])'")
         except FailforgeError as exc:
             return (False, str(exc))
         if result.exit_code != 0:
             return (False, f"python3 did not run in the local sandbox: exit {result.exit_code}: {result.stderr[-300:]}")
-        prefix = "" if iso.network else "runs, but CANNOT ISOLATE THE NETWORK: "
-        return (True, f"{prefix}python {result.stdout.strip()}; {iso.summary()}")
+        return (True, f"python {result.stdout.strip()}; {iso.summary()}")
 
-    # -- paths --------------------------------------------------------------------------------
+    # -- where it is, for audits and tests ---------------------------------------------------------
+
+    @property
+    def server_pid(self) -> int | None:
+        """Host pid of the sandbox's PID 1 (the server), the child of the bubblewrap monitor."""
+        if self._proc is None:
+            return None
+        try:
+            for task in os.listdir(f"/proc/{self._proc.pid}/task"):
+                with open(f"/proc/{self._proc.pid}/task/{task}/children", encoding="ascii") as handle:
+                    children = handle.read().split()
+                if children:
+                    return int(children[0])
+        except OSError:
+            pass
+        return None
 
     @property
     def workspace_path(self) -> str:
-        """The real host directory of the workspace (commands see it as /workspace in every message)."""
-        return self._ws
+        """Where root on the host reaches the workspace (it lives only inside the sandbox's mount namespace)."""
+        return f"/proc/{self.server_pid}/root{WORKSPACE}"
 
-    def _host_path(self, path: str) -> str:
-        """Host path of a workspace file; refuses symlinks on the way (the host side runs with our privileges)."""
-        rel = workspace_relative(path)
-        current = self._ws
-        for part in rel.split("/"):
-            current = os.path.join(current, part)
-            if os.path.islink(current):
-                raise PermissionError(f"path {path!r} goes through a symbolic link; the sandbox does not follow links from the host side")
-        return current
+    # -- transport: a pipe ------------------------------------------------------------------------
 
-    def _mask(self, text: str) -> str:
-        for real, shown in self._masks:
-            text = text.replace(real, shown)
-        return text
+    def _send(self, data: bytes, wait: float) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(data)
+        self._proc.stdin.flush()
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InfrastructureError("the local sandbox was closed; open a new episode")
+    def _read_reply(self, wait: float) -> bytes:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + wait
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError(f"no reply in {wait:.0f}s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise EOFError("the sandbox server closed its output")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line + b"\n"
 
-    # -- Sandbox ------------------------------------------------------------------------------
+    def _state(self) -> str:
+        said = []
+        if self._proc is not None:
+            code = self._proc.poll()
+            said.append("sandbox running" if code is None else f"sandbox exited with {code}")
+        if self._cgroup is not None:
+            kills = self._cgroup.oom_kills()
+            if kills:
+                said.append(f"{kills} process(es) killed at the sandbox's memory limit")
+        try:
+            self._stderr_file.seek(0)
+            tail = self._stderr_file.read()[-500:].decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            tail = ""
+        if tail:
+            said.append(f"stderr: {tail!r}")
+        return "; ".join(said) or "state unknown"
 
-    def _command_prefix(self) -> list[str]:
-        lim = self.limits
-        nproc = lim.pids if self.isolation.drop_privileges else _user_process_count(os.getuid()) + lim.pids
-        argv = list(self.isolation.prefix)
-        argv += [
-            "prlimit",
-            f"--cpu={lim.cpu_seconds}",
-            f"--as={lim.memory_mb * 1024 * 1024}",
-            f"--fsize={lim.file_size_mb * 1024 * 1024}",
-            f"--nofile={lim.open_files}",
-            f"--nproc={nproc}",
-            "--core=0",
-            "--",
-        ]
-        if self.isolation.drop_privileges:
-            argv += ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups", "--no-new-privs", "--"]
-        return argv
-
-    def exec(self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None) -> ExecResult:
-        self._check_open()
-        limit = float(timeout if timeout is not None else self.limits.command_timeout)
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
-        with self._lock:
-            paths = {name: os.path.join(self._io, name) for name in ("in", "out", "err")}
-            with open(paths["in"], "wb") as handle:
-                handle.write(data)
-            started = time.monotonic()
-            timed_out = False
+    def _abandon(self) -> None:
+        """Kill everything in the sandbox (its namespace and tmpfs go with it), then give back the cgroup and uid."""
+        self._closed = True
+        # The namespace's PID 1 first: the kernel then kills everything else in the namespace, and the
+        # bubblewrap monitor reaps it and exits, so no zombie is left to the host's init.
+        server = self.server_pid
+        if server is not None:
             try:
-                with open(paths["in"], "rb") as fin, open(paths["out"], "wb") as fout, open(paths["err"], "wb") as ferr:
-                    proc = subprocess.Popen(
-                        self._command_prefix() + argv,
-                        cwd=self._ws,
-                        env=self._env,
-                        stdin=fin,
-                        stdout=fout,
-                        stderr=ferr,
-                        start_new_session=True,
-                        close_fds=True,
-                    )
-                    try:
-                        code = proc.wait(timeout=limit)
-                    except subprocess.TimeoutExpired:
-                        timed_out = True
-                        code = self._stop(proc)
-                    # Without a PID namespace, background children would outlive the command.
-                    self._kill_group(proc.pid)
-            except OSError as exc:
-                raise InfrastructureError(f"the local sandbox could not start a command: {exc}") from exc
-            seconds = time.monotonic() - started
-            stdout, out_size = self._read_output(paths["out"])
-            stderr, err_size = self._read_output(paths["err"])
-            if timed_out:
-                # unshare reports its init's SIGKILL in its own words; say it as the docker backend does.
-                stderr = _UNSHARE_NOISE.sub("", stderr)
-                code = -signal.SIGKILL
-            result = ExecResult(
-                exit_code=code if code >= 0 else 128 - code,
-                stdout=stdout,
-                stderr=stderr,
-                timed_out=timed_out,
-                truncated=max(out_size, err_size) > self.limits.output_limit,
-                seconds=round(seconds, 4),
-            )
-            self._last = result
-            return result
-
-    def _stop(self, proc: subprocess.Popen) -> int:
-        """Kill a command that ran out of time, so that nothing of it is left when this returns.
-
-        With a PID namespace the namespace's init (unshare's child) is killed, the kernel kills
-        everything else in the namespace, and unshare reaps it and exits: no zombie is left to the host's
-        init. Otherwise, or if that does not end it, the whole process group is killed.
-        """
-        if self.isolation.pid_namespace:
-            for child in _children(proc.pid):
+                os.kill(server, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._proc is not None:
+            for pipe in (self._proc.stdin, self._proc.stdout):
                 try:
-                    os.kill(child, signal.SIGKILL)
-                except ProcessLookupError:
+                    if pipe is not None:
+                        pipe.close()
+                except OSError:
                     pass
             try:
-                return proc.wait(timeout=5)
+                self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                pass
-        self._kill_group(proc.pid)
-        return proc.wait()
-
-    @staticmethod
-    def _kill_group(pgid: int, settle: float = 5.0) -> None:
-        """SIGKILL the command's process group and wait until it is gone.
-
-        Killed processes die asynchronously; the workspace is fingerprinted next, so nothing of the
-        command may still be running then. With a PID namespace, the group's end is the namespace's
-        init ending, and the kernel makes that wait for every other process in the namespace.
-        """
-        deadline = time.monotonic() + settle
-        while True:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                return
-            # Zombies (dead, waiting for the host's init to reap them) still count as group members.
-            if not _live_group_members(pgid) or time.monotonic() > deadline:
-                return
-            time.sleep(0.002)
-
-    def _read_output(self, path: str) -> tuple[str, int]:
-        size = os.path.getsize(path)
-        with open(path, "rb") as handle:
-            data = handle.read(self.limits.output_limit)
-        return self._mask(data.decode("utf-8", errors="replace")), size
-
-    def read_file(self, path: str) -> bytes:
-        self._check_open()
-        rel = workspace_relative(path)
-        full = self._host_path(rel)
-        try:
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as handle:
-                return handle.read(self.limits.output_limit + 1)
-        except OSError as exc:
-            raise workspace_os_error(exc, rel) from None
-
-    def write_file(self, path: str, content: str | bytes) -> None:
-        self._check_open()
-        data = content.encode("utf-8") if isinstance(content, str) else content
-        if len(data) > self.limits.file_size_mb * 1024 * 1024:
-            raise ValueError(f"file is {len(data)} bytes, over the sandbox's file size limit of {self.limits.file_size_mb} MiB")
-        rel = workspace_relative(path)
-        full = self._host_path(rel)
-        try:
-            self._write(full, data)
-        except OSError as exc:
-            raise workspace_os_error(exc, rel) from None
-
-    def _write(self, full: str, data: bytes) -> None:
-        parent = os.path.dirname(full)
-        missing: list[str] = []
-        probe = parent
-        while not os.path.isdir(probe) and probe != self._ws:
-            missing.append(probe)
-            probe = os.path.dirname(probe)
-        for directory in reversed(missing):
-            os.mkdir(directory, 0o755)
-            self._give(directory)
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        self._give(full)
-
-    def _give(self, path: str) -> None:
-        """Files failforge writes belong to the sandbox user, so the agent's commands may change them."""
-        if self.isolation.drop_privileges:
-            os.chown(path, SANDBOX_UID, SANDBOX_GID, follow_symlinks=False)
-
-    def listing(self) -> WorkspaceListing:
-        self._check_open()
-        return WorkspaceListing.from_raw(_helper.list_workspace(self._ws, EXCLUDE, MAX_LIST_ENTRIES))
-
-    @property
-    def last_exec(self) -> ExecResult | None:
-        return self._last
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-
-        def _retry(func, path, _exc):  # a command may have removed write permission from its own files
-            try:
-                os.chmod(os.path.dirname(path), 0o700)
-                func(path)
-            except OSError:
-                pass
-
-        shutil.rmtree(self._root, onerror=_retry)
+                self._proc.kill()
+                self._proc.wait()
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        self._stderr_file.close()
+        self._lease.release()
 
     def describe(self) -> dict[str, object]:
-        iso = self.isolation
-        return {
-            "backend": self.backend,
-            "network_isolated": iso.network,
-            "pid_namespace": iso.pid_namespace,
-            "uid": SANDBOX_UID if iso.drop_privileges else os.getuid(),
-        }
+        return {"backend": self.backend, "network_isolated": True, "pid_namespace": True, "uid": INSIDE_UID}

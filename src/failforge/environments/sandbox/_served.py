@@ -1,0 +1,193 @@
+"""The client side of the sandbox server (:mod:`._helper`), shared by both backends.
+
+Each backend starts the same server as PID 1 of its sandbox (a container, or a bubblewrap namespace)
+and talks to it in JSON lines; they differ only in how the bytes travel (the engine's attach stream,
+or a pipe). Everything else lives here once: requests, replies, error mapping, the listing that comes
+back with every operation, so a tool call and the fingerprint after it cost one round trip, and the
+two backends cannot drift apart in what a fingerprint or an error message means.
+
+All file operations run inside the sandbox, as the sandbox's own uid: failforge never opens a
+workspace path with its own privileges, so no rename or link a command makes can turn a host-side
+operation against the host.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from failforge.environments._base import Fingerprint
+from failforge.environments.sandbox._base import (
+    EXCLUDE,
+    WORKSPACE,
+    ExecResult,
+    Sandbox,
+    SandboxLimits,
+    WorkspaceListing,
+    compose_fingerprint,
+    workspace_os_error,
+    workspace_relative,
+)
+from failforge.errors import InfrastructureError
+
+MAX_LIST_ENTRIES = 5000
+#: Seconds a reply may take beyond the command's own timeout before the server is presumed wedged.
+ENGINE_GRACE = 30.0
+#: The server's source, run as ``python3 -I -S -c <source> --serve <lifetime>`` inside every sandbox
+#: (isolated mode, no ``site``: it needs the standard library only, and starts faster without it).
+HELPER_SOURCE = Path(__file__).with_name("_helper.py").read_text(encoding="utf-8")
+
+
+class ServedSandbox(Sandbox):
+    """A sandbox whose operations are requests to the in-sandbox server; subclasses provide the transport."""
+
+    limits: SandboxLimits
+    _env: dict[str, str]
+
+    def _init_channel(self) -> None:
+        self._last: ExecResult | None = None
+        self._snapshot: WorkspaceListing | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # -- transport (per backend) ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _send(self, data: bytes, wait: float) -> None:
+        """Write one request line to the server."""
+
+    @abc.abstractmethod
+    def _read_reply(self, wait: float) -> bytes:
+        """One reply line from the server, within ``wait`` seconds (TimeoutError past it, EOFError when closed)."""
+
+    @abc.abstractmethod
+    def _state(self) -> str:
+        """What became of the sandbox, for an infrastructure error message."""
+
+    @abc.abstractmethod
+    def _abandon(self) -> None:
+        """Tear the sandbox down (after a failure, or on close)."""
+
+    @property
+    def _what(self) -> str:
+        return f"{self.backend} sandbox"
+
+    # -- the round trip -------------------------------------------------------------------------
+
+    def _call(self, op: str, *, wait: float | None = None, **fields: Any) -> dict[str, Any]:
+        """One request to the server and its reply; any transport failure is infrastructure."""
+        if self._closed:
+            raise InfrastructureError(f"the {self._what} was closed; open a new episode")
+        request = {"op": op, "root": WORKSPACE, "exclude": list(EXCLUDE), "max_entries": MAX_LIST_ENTRIES, **fields}
+        wait = wait if wait is not None else self.limits.command_timeout + ENGINE_GRACE
+        try:
+            self._send(json.dumps(request).encode("utf-8") + b"\n", wait)
+            reply = json.loads(self._read_reply(wait))
+        except (OSError, EOFError, ValueError) as exc:
+            what = "did not answer in time" if isinstance(exc, TimeoutError) else f"stopped answering ({type(exc).__name__}: {exc})"
+            state = self._state()
+            self._abandon()
+            raise InfrastructureError(f"{self._what} {what}; {state}") from exc
+        if "listing" in reply:
+            self._snapshot = WorkspaceListing.from_raw(reply["listing"])
+        return reply
+
+    def _raise_op_error(self, reply: dict[str, Any], path: str) -> None:
+        """Re-raise the server's error as the same type, worded without any host detail."""
+        if reply.get("ok"):
+            return
+        kind = str(reply.get("error_type", "OSError"))
+        message = str(reply.get("error", "unknown error"))
+        if kind == "PermissionError" and ("leaves the workspace" in message or "symbolic link" in message):
+            raise PermissionError(message)
+        error_type = {t.__name__: t for t in (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)}.get(kind)
+        if error_type is not None:
+            raise workspace_os_error(error_type(message), path)
+        if kind == "ValueError":
+            raise ValueError(message)
+        raise OSError(f"{message}: {path}")
+
+    # -- Sandbox --------------------------------------------------------------------------------
+
+    def exec(self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None) -> ExecResult:
+        limit = float(timeout if timeout is not None else self.limits.command_timeout)
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
+        with self._lock:
+            started = time.monotonic()
+            # Past the command's own timeout plus a grace period the server is presumed wedged
+            # (InfrastructureError), never waited on forever.
+            reply = self._call(
+                "exec",
+                wait=limit + ENGINE_GRACE,
+                argv=argv,
+                cwd=WORKSPACE,
+                env=self._env,
+                io_dir="/tmp",
+                stdin_b64=base64.b64encode(data).decode("ascii"),
+                timeout=limit,
+                rlimits=self.limits.rlimits(),
+                output_limit=self.limits.output_limit,
+            )
+            if not reply.get("ok"):
+                raise InfrastructureError(f"the sandbox server could not run the command: {reply.get('error')}")
+            cap = self.limits.output_limit
+            result = ExecResult(
+                exit_code=int(reply["exit_code"]),
+                stdout=base64.b64decode(reply["stdout_b64"]).decode("utf-8", errors="replace"),
+                stderr=base64.b64decode(reply["stderr_b64"]).decode("utf-8", errors="replace"),
+                timed_out=bool(reply["timed_out"]),
+                truncated=max(int(reply["stdout_size"]), int(reply["stderr_size"])) > cap,
+                seconds=round(time.monotonic() - started, 4),
+            )
+            self._last = result
+            return result
+
+    def read_file(self, path: str) -> bytes:
+        rel = workspace_relative(path)
+        with self._lock:
+            reply = self._call("read", path=rel, limit=self.limits.output_limit)
+        self._raise_op_error(reply, rel)
+        return base64.b64decode(reply["content_b64"])
+
+    def write_file(self, path: str, content: str | bytes) -> None:
+        rel = workspace_relative(path)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        if len(data) > self.limits.file_size_mb * 1024 * 1024:
+            raise ValueError(f"file is {len(data)} bytes, over the sandbox's file size limit of {self.limits.file_size_mb} MiB")
+        with self._lock:
+            reply = self._call("write", path=rel, content_b64=base64.b64encode(data).decode("ascii"))
+        self._raise_op_error(reply, rel)
+
+    def listing(self) -> WorkspaceListing:
+        """A fresh listing of the workspace (one round trip)."""
+        with self._lock:
+            reply = self._call("list")
+            snapshot, self._snapshot = self._snapshot, None
+        if snapshot is None:
+            raise InfrastructureError(f"the {self._what} could not list its workspace: {reply.get('error_type')}: {reply.get('error')}")
+        return snapshot
+
+    def fingerprint(self) -> Fingerprint:
+        """The workspace as the operation that just ran left it, else a fresh listing.
+
+        Every operation lists the workspace at its end, in the same round trip; the fingerprint
+        right after it uses that listing once, and any later call lists afresh.
+        """
+        with self._lock:
+            snapshot, self._snapshot = self._snapshot, None
+        return compose_fingerprint(snapshot if snapshot is not None else self.listing(), self._last)
+
+    @property
+    def last_exec(self) -> ExecResult | None:
+        return self._last
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._abandon()
