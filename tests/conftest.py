@@ -57,6 +57,13 @@ def docker_ok() -> bool:
 
 
 @pytest.fixture(scope="session")
+def local_sandbox_ok() -> bool:
+    """The local (bubblewrap) sandbox backend works here (needs root, bwrap, cgroups)."""
+    require("local_sandbox")
+    return True
+
+
+@pytest.fixture(scope="session")
 def chromium_ok() -> bool:
     require("chromium")
     return True

@@ -169,7 +169,7 @@ def _tamper_file(sandbox: Any) -> None:
 
         client = docker.from_env()
         try:
-            code, out = client.containers.get(sandbox.container_id).exec_run(["sh", "-c", "echo '# edited elsewhere' >> /workspace/solution.py"], user="65534:65534")
+            code, out = client.containers.get(sandbox.container_id).exec_run(["sh", "-c", "echo '# edited elsewhere' >> /workspace/solution.py"], user=f"{sandbox.uid}:{sandbox.uid}")
             assert code == 0, out
         finally:
             client.close()

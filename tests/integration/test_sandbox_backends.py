@@ -34,8 +34,7 @@ FAST = SandboxLimits(command_timeout=5.0)
 
 @pytest.fixture(params=["local", "docker"])
 def box(request) -> Sandbox:
-    if request.param == "docker":
-        request.getfixturevalue("docker_ok")
+    request.getfixturevalue("docker_ok" if request.param == "docker" else "local_sandbox_ok")
     sandbox = open_sandbox(request.param, FAST)
     yield sandbox
     sandbox.close()

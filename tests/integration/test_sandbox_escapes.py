@@ -39,14 +39,13 @@ BACKENDS = ["local", "docker"]
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
-    if request.param == "docker":
-        request.getfixturevalue("docker_ok")
+    request.getfixturevalue("docker_ok" if request.param == "docker" else "local_sandbox_ok")
     return request.param
 
 
 def _need(request, *backends: str) -> None:
-    if "docker" in backends:
-        request.getfixturevalue("docker_ok")
+    for name in set(backends):
+        request.getfixturevalue("docker_ok" if name == "docker" else "local_sandbox_ok")
 
 
 # -- what root on the host sees ----------------------------------------------------------------------
