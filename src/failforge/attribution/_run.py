@@ -134,6 +134,13 @@ class AttributionLedger(Ledger):
         return stats
 
 
+class RecordedCall(BaseModel):
+    """One line of calls.jsonl: a judge call (the boundary's step, request and response) and its session."""
+
+    session: str
+    step: Step
+
+
 class CallStore:
     """calls.jsonl: appended whole (one write + fsync) by any worker, under a lock."""
 
@@ -142,9 +149,8 @@ class CallStore:
         self._lock = threading.Lock()
 
     def append(self, session: str, step: Step) -> None:
-        line = json.dumps({"session": session, "step": step.model_dump(mode="json")}, ensure_ascii=False)
         with self._lock:
-            append_jsonl(self.path, [_Line(line)])
+            append_jsonl(self.path, [RecordedCall(session=session, step=step)])
 
     @staticmethod
     def load(path: Path) -> dict[str, list[Step]]:
@@ -153,24 +159,17 @@ class CallStore:
             return out
         repair_jsonl(path)
         with open(path, encoding="utf-8") as handle:
-            for text in handle:
+            for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
-                data = json.loads(text)
-                out.setdefault(data["session"], []).append(Step.model_validate(data["step"]))
+                try:
+                    call = RecordedCall.model_validate_json(text)
+                except ValueError as exc:
+                    raise ConfigError(f"{path}:{number}: not a recorded judge call: {' '.join(str(exc).split())[:200]}") from exc
+                out.setdefault(call.session, []).append(call.step)
         for steps in out.values():
             steps.sort(key=lambda s: s.index)
         return out
-
-
-class _Line:
-    """Adapter so append_jsonl writes a prepared JSON line."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def model_dump_json(self, **_: Any) -> str:
-        return self.text
 
 
 def attempt_id(key: str, record_id: str) -> str:

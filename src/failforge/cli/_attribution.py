@@ -156,7 +156,9 @@ def attribute(
                          ("seconds per record", round(summary.seconds / ran, 2) if ran else 0)):
         table.add_row(label, str(value))
     out.print(table)
-    out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}\ncalls:       {output / 'calls.jsonl'}")
+    out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}")
+    if (output / "calls.jsonl").exists():
+        out.print(f"calls:       {output / 'calls.jsonl'}")
 
 
 def _predictions(path: Path) -> list[Any]:
