@@ -193,6 +193,7 @@ def run_attribution(
     *,
     upstream: Responder | None = None,
     recording: Path | None = None,
+    retry_failed: bool = False,
     on_progress: Callable[[str, RunSummary], None] | None = None,
 ) -> RunSummary:
     """Run ``config.method`` over ``records`` into ``output`` (see the module docstring)."""
@@ -211,6 +212,8 @@ def run_attribution(
         ledger.bind(canonical_hash({**config.identity(kind), "records": [r.id for r in records]}))
         by_attempt = {attempt_id(key, r.id): r for r in records}
         ledger.plan((a, r.id, 0, key, 0) for a, r in by_attempt.items())
+        if retry_failed:
+            _forget_failures(output, ledger)
         summary.reconcile = ledger.reconcile(output, max_interrupted_tries=2)
         pending = ledger.pending()
         summary.planned = len(by_attempt)
@@ -268,6 +271,21 @@ def run_attribution(
     summary.seconds = round(time.perf_counter() - started, 3)
     _manifest(output, config, kind, summary, info, recording)
     return summary
+
+
+def _forget_failures(output: Path, ledger: Ledger) -> None:
+    """Plan failed sessions again: drop their lines from failed.jsonl (atomically) and mark them planned.
+
+    Their recorded calls stay, so a session that failed after some calls replays those first.
+    """
+    path = output / FAILED
+    if path.exists():
+        repair_jsonl(path)
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("", encoding="utf-8")
+        tmp.replace(path)
+    with ledger.db:
+        ledger.db.execute("UPDATE attempts SET state='planned', tries=0, error=NULL WHERE state='failed'")
 
 
 def _scorer(config: AttributeConfig) -> Any:

@@ -101,6 +101,8 @@ def attribute(
     max_step_chars: Annotated[int, typer.Option(help="characters kept per step in judge prompts")] = 600,
     budget_chars: Annotated[int, typer.Option(help="characters of trajectory per judge prompt")] = 9000,
     n_ctx: Annotated[int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds one judge call may take (a CPU-bound local model is slow on long logs)")] = 600.0,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")] = False,
 ) -> None:
     """Run an attribution method over labelled failures; every judge call is recorded for replay."""
     from failforge.attribution._methods import methods
@@ -127,7 +129,7 @@ def attribute(
                 done["n"] += 1
                 progress.update(bar, completed=summary.done_before + done["n"], status=f"failed {summary.failed} · live calls {summary.live_calls}")
 
-            return run_attribution(records, config, output, upstream=upstream, recording=recording, on_progress=on_progress)
+            return run_attribution(records, config, output, upstream=upstream, recording=recording, retry_failed=retry_failed, on_progress=on_progress)
 
     if kind == "judge" and recording is None:
         from failforge.campaign import open_models
@@ -135,7 +137,7 @@ def attribute(
         with open_models(endpoint, None, n_ctx=n_ctx) as resolved:
             config.judge_model = resolved.agent.model
             config.judge_base_url = resolved.agent.base_url
-            upstream = resolved.agent.upstream()
+            upstream = resolved.agent.model_copy(update={"timeout": timeout}).upstream()
             try:
                 summary = go(upstream)
             finally:

@@ -56,3 +56,20 @@ def test_a_folder_holds_one_run(records, tmp_path):
 def test_a_judge_method_needs_a_judge_or_a_recording(records, tmp_path):
     with pytest.raises(ConfigError, match="needs a judge model"):
         run_attribution(records, AttributeConfig(method="all-at-once"), tmp_path / "run")
+
+
+def test_failed_sessions_can_be_retried(records, tmp_path):
+    import sqlite3
+
+    run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
+    predictions = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "run" / "predictions.jsonl").write_text("".join(predictions[:-2]))
+    failed = [json.loads(p) for p in predictions[-2:]]
+    (tmp_path / "run" / "failed.jsonl").write_text("".join(json.dumps({"attempt_id": f["attempt_id"], "record_id": f["record_id"], "method": "last-step",
+                                                                       "error": {"type": "ModelUnavailable", "message": "timed out"}}) + "\n" for f in failed))
+    with sqlite3.connect(tmp_path / "run" / "ledger.sqlite") as db:
+        db.executemany("UPDATE attempts SET state='failed' WHERE attempt_id=?", [(f["attempt_id"],) for f in failed])
+    assert run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run").predicted == 0  # failures stay failed ...
+    again = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
+    assert again.predicted == 2 and (tmp_path / "run" / "failed.jsonl").read_text() == ""  # ... unless retried
+    assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 20
