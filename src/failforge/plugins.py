@@ -193,7 +193,7 @@ filters: Registry[Any] = Registry(
     ),
 )
 exporters: Registry[Any] = Registry("exporter", group="failforge.exporters", builtin_modules=("failforge.exporters.whowhen_pro",))
-importers: Registry[Any] = Registry("importer", group="failforge.importers")
+importers: Registry[Any] = Registry("importer", group="failforge.importers", builtin_modules=("failforge.attribution.importers.whowhen", "failforge.attribution.importers.whowhen_pro", "failforge.attribution.importers.tracertraj", "failforge.attribution.importers.failforge_gold"))
 sandboxes: Registry[Any] = Registry(
     "sandbox backend",
     group="failforge.sandboxes",

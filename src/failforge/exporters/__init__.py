@@ -1,5 +1,9 @@
-"""Exporters from failforge's native JSONL to the public formats failure-attribution research uses."""
+"""Exporters from labelled failures (and failforge gold) to the public formats attribution research uses."""
 
-from failforge.exporters.whowhen_pro import RELEASE_CODES, to_whowhen, to_whowhen_pro
+from failforge.exporters._common import ExportSummary
+from failforge.exporters.whowhen_pro import RELEASE_CODES, export_whowhen_pro, to_whowhen_pro
 
-__all__ = ["RELEASE_CODES", "to_whowhen", "to_whowhen_pro"]
+from failforge.exporters.tracertraj import export_tracertraj  # noqa: E402  (registered by whowhen_pro's import)
+from failforge.exporters.whowhen import export_whowhen, to_whowhen  # noqa: E402
+
+__all__ = ["RELEASE_CODES", "ExportSummary", "export_tracertraj", "export_whowhen", "export_whowhen_pro", "to_whowhen", "to_whowhen_pro"]

@@ -1,89 +1,240 @@
-"""Export gold trajectories as Who&When Pro traces.
+"""Export labelled failures in Who&When Pro's released layout, so its own harness loads them unchanged.
 
-Layout follows the released Who&When Pro traces for single-agent frameworks (smolagents, eva): a
-``trajectory`` list whose entries carry ``kind`` and a ``phase`` list (replayed / injected / live, plus
-final_answer on the last agent turn), and ``ground_truth`` {agent, step, mode}. Here ``step`` is the
-failforge step index, which is also the entry's position in ``trajectory`` (entry 0 is the task).
+Layout (the release's evaluation harness, ``whowhen_eval/run.py``): ``<out>/data/{text,image,video}.jsonl``
+with one row per trace, ``{"id","framework","benchmark","task","trajectory","ground_truth","extras"}``
+written with compact separators and ``id``/``framework``/``benchmark`` first (the harness reads those
+three off the line's prefix), the last four as JSON-encoded strings; and ``<out>/taxonomy.yaml``
+mapping each code to ``{name, description}``, which the harness reads to build its prompt's mode list.
 
-Codes: failforge's taxonomy uses the codes of the Who&When Pro paper's table; the released
-``taxonomy.yaml`` numbers the Action and Planning modes differently and has 17 codes (no separate
-hallucinated-tool mode). ``codes="release"`` (default) writes the released code in ``mode`` and keeps
-failforge's code in ``failforge_mode``; ``codes="failforge"`` writes failforge's code in ``mode``.
+The ``framework`` decides how a consumer reads the trajectory, so a row must follow that framework's
+convention exactly:
+
+- single-agent records are written as ``eva``: ``[0]`` system, ``[1]`` user (the task), then each agent
+  step as an ``assistant`` turn with its ``tool_calls`` and the observations of those calls merged
+  into *one* ``tool`` turn. eva is the released framework whose trajectory is the function-calling
+  chat (assistant turns with tool calls, tool results), which is what failforge's harnesses record.
+  ``ground_truth.step`` is the native index of the decisive assistant turn, and the invariant the
+  harness's scorer relies on, ``(step - 2) // 2 ==`` the turn's ordinal, is checked for every row.
+  Merging matters: with two observations after one turn the scorer's arithmetic would point at the
+  wrong turn. ``ground_truth.agent`` is null, as in the release's single-agent rows.
+- multi-agent records whose steps all carry ``round``/``position`` are written as ``magentic-one``
+  (``kind: agent`` entries, ``ground_truth.step`` the ``"R.P"`` string); others are skipped with a
+  reason, since no released framework convention fits a flat multi-agent log without coordinates.
+
+Codes: ``codes="release"`` writes the released 17-code taxonomy (``taxonomy.yaml`` numbers Planning and
+Action differently and merges failforge A.2/A.3 into A.1, see :mod:`failforge.attribution._codes`) and
+keeps failforge's exact code in ``extras.failforge_mode``; ``codes="failforge"`` writes failforge's 18
+codes in ``mode`` and a matching 18-code ``taxonomy.yaml``. The row ``id`` is built from the code
+written in ``mode``. The decisive turn carries ``injected: true`` as in the release.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
+from failforge.attribution._codes import RELEASE_CODES, RELEASE_TAXONOMY, to_release
+from failforge.attribution._record import FailureStep, LabelledFailure, RecordProblem
+from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name
 from failforge.plugins import exporters
+from failforge.taxonomy import MODES, get_mode
 from failforge.trajectory import Trajectory
 
-#: failforge (paper) code -> released taxonomy.yaml code, where they differ.
-RELEASE_CODES = {"A.2": "A.1", "A.3": "A.1", "A.4": "A.2", "A.5": "A.3", "A.6": "A.4", "PL.3": "PL.2"}
+__all__ = ["RELEASE_CODES", "export_whowhen_pro", "release_row", "taxonomy_yaml", "to_release_dict", "to_whowhen_pro"]
 
 
-def _entry(step: Any, last_agent: int) -> dict[str, Any]:
-    if step.kind == "task":
-        return {"kind": "user", "step": step.index, "content": step.content}
-    phases = [step.phase]
-    if step.index == last_agent:
-        phases.append("final_answer")
-    if step.kind == "agent":
-        entry: dict[str, Any] = {"kind": "assistant", "step": step.index, "agent": step.agent, "content": step.content or ""}
+class NotExportable(ValueError):
+    """The record cannot be written in any framework convention a consumer knows."""
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _mode_code(record: LabelledFailure, codes: str) -> str | None:
+    if record.gold.mode is None:
+        return record.gold.source_mode
+    return to_release(record.gold.mode) if codes == "release" else record.gold.mode
+
+
+def _row_id(record: LabelledFailure, framework: str, mode: str | None) -> str:
+    task = str(record.extra.get("task_id") or record.extra.get("question_ID") or "task")
+    digest = hashlib.sha256(record.id.encode()).hexdigest()[:12]
+    return "__".join(safe_name(x) for x in (framework, record.benchmark or record.source.split("/")[0], mode or "none", task, digest))
+
+
+def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]:
+    """eva's trajectory and the native index of the gold step."""
+    steps = record.steps
+    first_user = next((s for s in steps if s.kind == "user"), None)
+    if first_user is None:
+        raise NotExportable("eva needs a user (task) step")
+    prompt = record.task.system_prompts.get(record.gold.agent or "") or next(iter(record.task.system_prompts.values()), "")
+    out: list[dict[str, Any]] = [{"kind": "system", "content": prompt}, {"kind": "user", "content": first_user.content}]
+    native: dict[int, int] = {first_user.index: 1}
+    pending: list[FailureStep] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        entry: dict[str, Any] = {
+            "kind": "tool",
+            "content": pending[0].content if len(pending) == 1 else "\n\n".join(f"[{s.agent}]\n{s.content}" for s in pending),
+            "tool_call_id": pending[0].tool_call_id,
+            "tool_name": pending[0].agent if len(pending) == 1 else ",".join(s.agent for s in pending),
+        }
+        for s in pending:
+            native[s.index] = len(out)
+        out.append(entry)
+        pending.clear()
+
+    for step in steps:
+        if step is first_user or step.kind == "system":
+            continue
+        if step.kind == "tool":
+            pending.append(step)
+            continue
+        if step.kind != "agent":
+            raise NotExportable(f"step {step.index} is a {step.kind} step after the task; eva has none")
+        flush()
+        turn: dict[str, Any] = {"kind": "assistant", "content": step.content}
         if step.tool_calls:
-            entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls]
+            turn["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls]
+        if step.index == record.gold.step:
+            turn["injected"] = True
+        native[step.index] = len(out)
+        out.append(turn)
+    flush()
+    gold = native.get(record.gold.step)
+    if gold is None or out[gold]["kind"] != "assistant":
+        raise NotExportable(f"the gold step {record.gold.step} is not an agent turn")
+    ordinal = sum(1 for e in out[2:gold] if e["kind"] == "assistant")
+    if (gold - 2) // 2 != ordinal:
+        raise NotExportable(f"the gold step lands on eva index {gold}; the harness's (step - 2) // 2 = {(gold - 2) // 2} would not be assistant turn {ordinal}")
+    return out, gold
+
+
+def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], str]:
+    out: list[dict[str, Any]] = [{"kind": "user", "content": record.task.question}]
+    gold_label = ""
+    for step in record.steps:
+        if step.kind in ("user", "system"):
+            continue
+        c = step.coordinate
+        if c is None or c.round is None or c.position is None:
+            raise NotExportable(f"step {step.index} has no round/position; magentic-one needs them on every agent step")
+        entry = {"kind": "agent", "agent": step.agent, "role": step.role or step.agent, "round": c.round, "position": c.position, "output": step.content}
+        if step.index == record.gold.step:
+            entry["phase"] = ["injected"]
+            gold_label = f"{c.round}.{c.position}"
+        out.append(entry)
+    if not gold_label:
+        raise NotExportable(f"the gold step {record.gold.step} is not an agent step")
+    return out, gold_label
+
+
+def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+    """The release's per-trace dict (what ``release_from_row`` rebuilds from a row)."""
+    check_codes(codes)
+    mode = _mode_code(record, codes)
+    if record.topology == "single":
+        framework = "eva"
+        trajectory, step = _eva_trajectory(record)
+        ground_truth: dict[str, Any] = {"agent": None, "step": step, "mode": mode}
     else:
-        entry = {"kind": "tool", "step": step.index, "name": step.tool_name, "tool_call_id": step.tool_call_id, "content": step.error or step.content or ""}
-    entry["phase"] = phases
-    return entry
-
-
-@exporters.register("whowhen-pro", description="Who&When Pro trace rows")
-def to_whowhen_pro(gold: Trajectory, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
-    label = gold.label
-    if label is None:
-        raise ValueError(f"trajectory {gold.id} has no gold label; only gold records can be exported")
-    mode = RELEASE_CODES.get(label.mode_code, label.mode_code) if codes == "release" else label.mode_code
-    agent_steps = [s.index for s in gold.steps if s.kind == "agent"]
-    last_agent = agent_steps[-1] if agent_steps else -1
-    benchmark = f"{gold.task.benchmark}_{gold.task.suite}" if gold.task.suite else gold.task.benchmark
+        framework = "magentic-one"
+        trajectory, label = _magentic_trajectory(record)
+        ground_truth = {"agent": record.gold.agent, "step": label, "mode": mode}
+    final = next((s.content for s in reversed(record.steps) if s.kind == "agent"), "")
+    extras: dict[str, Any] = {
+        "agents": [{"id": a, "role": a} for a in record.agents],
+        "final_answer": final,
+        "eval_status": "failed",
+        "failforge_mode": record.gold.mode,
+        "source": {"generator": "failforge", "record_id": record.id, "source": record.source, "framework": record.framework},
+    }
     return {
-        "id": f"{gold.harness.name}__{benchmark}__{label.mode_code}__{gold.task.task_id}__{gold.id}",
-        "framework": gold.harness.name,
-        "benchmark": benchmark,
-        "modality": "text",
-        "agents": [{"id": a, "role": a.capitalize()} for a in gold.agents],
-        "task": {"query": gold.task.instruction, "answer": gold.task.gold_answer or ""},
-        "ground_truth": {"agent": label.decisive_agent, "step": label.decisive_step, "mode": mode, "failforge_mode": label.mode_code},
-        "trajectory": [_entry(s, last_agent) for s in gold.steps],
-        "final_answer": gold.final_output(),
-        "eval_status": "failed" if gold.outcome and gold.outcome.success is False else "unknown",
-        "source": {"seed_id": label.seed_id, "generator": "failforge", "agent_model": label.agent_model, "guide_model": label.guide_model},
+        "id": _row_id(record, framework, mode),
+        "framework": framework,
+        "benchmark": record.benchmark or record.source.split("/")[0],
+        "modality": record.modality,
+        "task": {"query": record.task.question, "answer": record.task.gold_answer or ""},
+        "trajectory": trajectory,
+        "ground_truth": ground_truth,
+        **extras,
     }
 
 
-@exporters.register("whowhen", description="the original Who&When log layout")
-def to_whowhen(gold: Trajectory, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
-    """The original Who&When log layout: ``history`` plus string ``mistake_step`` indexing it."""
-    label = gold.label
-    if label is None:
-        raise ValueError(f"trajectory {gold.id} has no gold label; only gold records can be exported")
-    history = []
-    for step in gold.steps:
-        if step.kind == "task":
-            history.append({"content": step.content or "", "role": "human", "name": "human"})
-        elif step.kind == "agent":
-            calls = "".join(f"\n[call {c.name}({c.arguments})]" for c in step.tool_calls)
-            history.append({"content": (step.content or "") + calls, "role": "assistant", "name": step.agent})
-        else:
-            history.append({"content": step.error or step.content or "", "role": "user", "name": "Computer_terminal"})
-    return {
-        "question": gold.task.instruction,
-        "question_ID": f"{gold.task.benchmark}/{gold.task.suite}/{gold.task.task_id}",
-        "ground_truth": gold.task.gold_answer or "",
-        "history": history,
-        "mistake_agent": label.decisive_agent,
-        "mistake_step": str(label.decisive_step),
-        "mistake_reason": f"{label.mode_code}: {label.steering_note}",
-        "is_correct": False,
+def release_row(release: dict[str, Any]) -> str:
+    """One JSONL line in the release's row layout (id, framework, benchmark first; four JSON strings)."""
+    base = ("id", "framework", "benchmark", "modality", "task", "trajectory", "ground_truth")
+    extras = {k: v for k, v in release.items() if k not in base}
+    row = {
+        "id": release["id"], "framework": release["framework"], "benchmark": release["benchmark"],
+        "task": _compact(release["task"]), "trajectory": _compact(release["trajectory"]),
+        "ground_truth": _compact(release["ground_truth"]), "extras": _compact(extras),
     }
+    return _compact(row) + "\n"
+
+
+def taxonomy_yaml(codes: Literal["release", "failforge"] = "release") -> str:
+    """``taxonomy.yaml`` for the codes written in ``mode``: code -> {name, description}."""
+    if codes == "failforge":
+        table = {m.code: {"name": m.name, "description": m.definition} for m in MODES}
+    else:
+        merged: dict[str, list[str]] = {}
+        for m in MODES:
+            merged.setdefault(to_release(m.code), []).append(m.code)
+        table = {}
+        for code, name in RELEASE_TAXONOMY:
+            sources = merged.get(code, [])
+            description = " ".join(get_mode(c).definition for c in sources)
+            if len(sources) > 1:
+                description += f" (failforge {' and '.join(sources)} both map here.)"
+            table[code] = {"name": name, "description": description}
+    return yaml.safe_dump(table, sort_keys=False, allow_unicode=True, width=100)
+
+
+@exporters.register("whowhen-pro", description="Who&When Pro release layout: <out>/data/{text,image,video}.jsonl + taxonomy.yaml")
+def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+    check_codes(codes)
+    records = as_records(items)
+    summary = ExportSummary()
+    by_split: dict[str, list[str]] = {}
+    for record in records:
+        try:
+            by_split.setdefault(record.modality, []).append(release_row(to_release_dict(record, codes)))
+        except NotExportable as exc:
+            summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="steps", problem=f"record {record.id}: {exc}"))
+    data = Path(output) / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for split, lines in sorted(by_split.items()):
+        target = data / f"{split}.jsonl"
+        target.write_text("".join(lines), encoding="utf-8")
+        summary.files.append(str(target))
+        summary.written += len(lines)
+    taxonomy = Path(output) / "taxonomy.yaml"
+    taxonomy.write_text(taxonomy_yaml(codes), encoding="utf-8")
+    summary.files.append(str(taxonomy))
+    return summary
+
+
+def to_whowhen_pro(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+    """One failforge gold trajectory (or record) as the release's per-trace dict."""
+    return to_release_dict(as_records([gold])[0], codes)
+
+
+def _register_siblings() -> Sequence[str]:
+    """The other exporter modules register themselves on import; this module is the registry's entry point."""
+    import failforge.exporters.tracertraj  # noqa: F401
+    import failforge.exporters.whowhen  # noqa: F401
+
+    return ("whowhen", "tracertraj")
+
+
+_register_siblings()

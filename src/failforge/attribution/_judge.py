@@ -1,0 +1,71 @@
+"""A judge session: one (method, record) conversation with a judge model, through the model boundary.
+
+Every judge call goes through :class:`failforge.llm.ModelBoundary` with a :class:`failforge.runlog.RunLog`
+of its own, exactly like an agent's calls: live calls are recorded (request, request hash, response),
+and a session that already has recorded calls is served them first, after the request hash check.
+That one mechanism gives three behaviours:
+
+- *re-scoring* a finished run: every call comes from the recording (no upstream at all), so it costs 0
+  tokens, and a changed prompt raises ``PromptDrift`` instead of silently asking a different question;
+  a protocol that needs a call the recording lacks raises ``RecordingExhausted``;
+- *resuming* an interrupted session: its calls so far are replayed, the rest go live;
+- *auditing*: the recording holds every prompt and reply.
+
+Judge requests are deterministic (temperature 0, fixed seed) so a re-run asks the same questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
+from failforge.runlog import RunLog
+from failforge.trajectory import Step
+
+OnCall = Callable[[str, Step], None]
+
+
+class JudgeSession:
+    def __init__(self, session_id: str, model: str, *, upstream: Responder | None, recorded: Sequence[Step] = (),
+                 on_call: OnCall | None = None, max_tokens: int = 256, seed: int = 0) -> None:
+        self.session_id = session_id
+        self.model = model
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.log = RunLog(trajectory_id=session_id, expected=list(recorded), replay_until=len(recorded), record_phase="recorded")
+        self.boundary = ModelBoundary(self.log, stream="judge", upstream=upstream, source="model")
+        self.client = boundary_client(self.boundary)
+        self.on_call = on_call
+        self.replies: list[str] = []
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None) -> str:
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model, messages=messages, temperature=0, seed=self.seed, max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]
+            )
+        except Exception as exc:
+            raise surface_boundary_error(self.boundary, exc) from exc
+        step = self.log.steps[-1]
+        if step.phase == "recorded":
+            usage = (step.model_call.response.get("usage") if step.model_call else None) or {}
+            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            if self.on_call is not None:
+                self.on_call(self.session_id, step)
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        self.replies.append(text)
+        return text
+
+    @property
+    def calls(self) -> int:
+        return len(self.log.steps)
+
+    @property
+    def live_calls(self) -> int:
+        return self.boundary.live_calls
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,168 @@
+"""Likelihood baselines: which earlier step makes the failing output most likely?
+
+After the trajectory attribution benchmark: a target ``y`` (here the record's last step, where the
+failure shows) and candidate components ``c_1..c_{T-1}`` (every earlier non-system step) are scored
+with a language model's token log-probabilities:
+
+- incremental: ``s_i = log p(y | task, c_<=i) - log p(y | task, c_<=i-1)``, the gain in the target's
+  log-likelihood when step i is added;
+- leave-one-out: ``s_i = (1/|y|) [log p(y | task, c_all) - log p(y | task, c_all without c_i)]``, the
+  mean per-token loss when step i is removed.
+
+The prediction is the argmax (earliest on ties) and its author; no mode. The gold step cannot be
+predicted when it *is* the last step; such records count as wrong for these methods.
+
+Log-probabilities come from the embedded SmolLM2-135M GGUF run in-process by llama-cpp-python
+(``Llama(model_path=local_model_path(), logits_all=True)``): ``eval`` keeps a KV cache, and rewinding
+``n_tokens`` to a prefix length makes the next ``eval`` continue from that prefix, so the shared prefix
+is evaluated once. That is cheaper than the server's ``/v1/completions`` with ``echo`` and ``logprobs``
+(which re-sends and re-evaluates the whole prompt per call and returns top-k lists as JSON) and it is
+exact: the scores are the model's full next-token distributions. Steps are cut to a token budget so
+task + steps + target fit the context window; the cut is recorded on the prediction.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from failforge.attribution._methods import MethodContext, Outcome, methods
+from failforge.attribution._record import LabelledFailure
+
+
+class TokenScorer:
+    """Target log-probabilities from llama.cpp, with prefix reuse. Not thread-safe: one per worker."""
+
+    def __init__(self, *, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
+                 max_step_tokens: int = 96, max_target_tokens: int = 48) -> None:
+        from failforge.errors import ConfigError
+
+        try:
+            import llama_cpp
+            import numpy as np
+        except ImportError as exc:
+            raise ConfigError("the likelihood baselines need llama-cpp-python: run scripts/install.sh (pip install 'failforge[local]')") from exc
+        from failforge.llm import local_model_path
+
+        self._np = np
+        self.model_path = str(model_path or local_model_path())
+        self.n_ctx = n_ctx
+        self.max_step_tokens = max_step_tokens
+        self.max_target_tokens = max_target_tokens
+        threads = n_threads or max(1, os.cpu_count() or 1)
+        self.llm = llama_cpp.Llama(model_path=self.model_path, logits_all=True, n_ctx=n_ctx, n_threads=threads,
+                                   n_threads_batch=threads, n_batch=512, verbose=False)
+        self.tokens_evaluated = 0
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _eval(self, keep: int, tokens: list[int]) -> None:
+        self.llm.n_tokens = keep
+        if tokens:
+            self.llm.eval(tokens)
+            self.tokens_evaluated += len(tokens)
+
+    def target_logprob(self, keep: int, target: list[int]) -> float:
+        """log p(target | the first ``keep`` evaluated tokens); leaves the cache at ``keep`` tokens."""
+        np = self._np
+        self._eval(keep, target)
+        rows = self.llm.scores[keep - 1 : keep - 1 + len(target), :].astype(np.float64)
+        peak = rows.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(rows - peak).sum(axis=1))
+        picked = rows[np.arange(len(target)), target]
+        self.llm.n_tokens = keep
+        return float((picked - log_norm).sum())
+
+    def layout(self, record: LabelledFailure) -> tuple[list[int], list[list[int]], list[int], list[int]]:
+        """(header tokens, per-candidate step tokens, candidate indices, target tokens), cut to fit n_ctx."""
+        candidates = [i for i in record.candidate_steps() if i != len(record.steps) - 1]
+        header = [self.llm.token_bos()] + self.tokenize(f"Task: {record.task.question[:1500]}\n")
+        last = record.steps[-1]
+        target = self.tokenize(f"{last.agent}: {' '.join(last.content.split())}\n")[: self.max_target_tokens]
+        room = self.n_ctx - len(header) - len(target) - 8
+        cap = max(8, min(self.max_step_tokens, room // max(1, len(candidates))))
+        bodies = []
+        for i in candidates:
+            step = record.steps[i]
+            calls = " ".join(f"{c.name}({c.arguments})" for c in step.tool_calls)
+            bodies.append(self.tokenize(f"{step.agent}: {' '.join((step.content + ' ' + calls).split())}\n")[:cap])
+        while len(header) + sum(len(b) for b in bodies) + len(target) > self.n_ctx - 8 and cap > 8:
+            cap //= 2
+            bodies = [b[:cap] for b in bodies]
+        return header, bodies, candidates, target
+
+    def incremental(self, record: LabelledFailure) -> tuple[list[int], list[float]]:
+        header, bodies, candidates, target = self.layout(record)
+        self._eval(0, header)
+        keep = len(header)
+        previous = self.target_logprob(keep, target)
+        scores = []
+        for body in bodies:
+            self._eval(keep, body)
+            keep += len(body)
+            current = self.target_logprob(keep, target)
+            scores.append(current - previous)
+            previous = current
+        return candidates, scores
+
+    def leave_one_out(self, record: LabelledFailure) -> tuple[list[int], list[float]]:
+        header, bodies, candidates, target = self.layout(record)
+        offsets = [len(header)]
+        for body in bodies:
+            offsets.append(offsets[-1] + len(body))
+        self._eval(0, header + [t for b in bodies for t in b])
+        full = self.target_logprob(offsets[-1], target)
+        scores = []
+        for i in range(len(bodies)):
+            if i > 0:
+                # The previous round overwrote the cache from offsets[i-1] on with the trajectory
+                # without step i-1: put step i-1 back so the prefix is header + steps < i again.
+                self._eval(offsets[i - 1], bodies[i - 1])
+            tail = [t for b in bodies[i + 1 :] for t in b]
+            self._eval(offsets[i], tail)
+            without = self.target_logprob(offsets[i] + len(tail), target)
+            scores.append((full - without) / max(1, len(target)))
+        self._eval(0, [])
+        return candidates, scores
+
+    def close(self) -> None:
+        close = getattr(self.llm, "close", None)
+        if callable(close):
+            close()
+
+
+def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]) -> Outcome:
+    per_step: list[float | None] = [None] * len(record.steps)
+    for i, s in zip(candidates, scores):
+        per_step[i] = s
+    if not candidates:
+        return Outcome(problems=["no candidate step before the target"], step_scores=per_step)
+    best = max(range(len(scores)), key=lambda k: (scores[k], -k))
+    step = candidates[best]
+    out = Outcome(agent=record.author(step), step=step, step_text=str(step), step_scores=per_step)
+    if record.gold.step == len(record.steps) - 1:
+        out.problems.append("the gold step is the target step itself, which these methods cannot name")
+    return out
+
+
+class _Likelihood:
+    kind = "likelihood"
+    which = ""
+
+    def predict(self, ctx: MethodContext) -> Outcome:
+        scorer: Any = ctx.scorer
+        if scorer is None:
+            raise RuntimeError("likelihood methods need a TokenScorer in the context")
+        candidates, scores = getattr(scorer, self.which)(ctx.record)
+        return _outcome(ctx.record, candidates, scores)
+
+
+@methods.register("incremental", description="gain in log p(last step) as each earlier step is added (llama.cpp log-probs)")
+class Incremental(_Likelihood):
+    which = "incremental"
+
+
+@methods.register("leave-one-out", description="loss in mean log p(last step) when each earlier step is removed (llama.cpp log-probs)")
+class LeaveOneOut(_Likelihood):
+    which = "leave_one_out"

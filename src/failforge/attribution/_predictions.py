@@ -1,0 +1,58 @@
+"""A method's prediction for one record, as written to ``predictions.jsonl`` and read by ``score``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from failforge.attribution._record import RecordProblem
+
+
+class Prediction(BaseModel):
+    """Who, when, how, plus everything needed to audit it. Unreadable fields stay None (scored wrong)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_id: str
+    record_id: str
+    method: str
+    agent: str | None = None
+    step: int | None = None
+    mode: str | None = None
+    step_text: str | None = Field(default=None, description="the step exactly as the judge wrote it (digits), for upstream-style scoring")
+    description: str | None = Field(default=None, description="free-text error description, before it was mapped to a mode")
+    reply: str | None = Field(default=None, description="the decisive judge reply, verbatim")
+    replies: list[str] = Field(default_factory=list, description="every judge reply of the session, verbatim, in order")
+    problems: list[str] = Field(default_factory=list)
+    step_scores: list[float | None] | None = Field(default=None, description="likelihood methods: one score per step (None = not a candidate)")
+    calls: int = 0
+    live_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+def iter_predictions(path: str | Path) -> Iterator[Prediction | RecordProblem]:
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield Prediction.model_validate(json.loads(text))
+            except json.JSONDecodeError as exc:
+                yield RecordProblem(path=str(path), line=number, field="<json>", problem=f"not valid JSON: {exc.msg}")
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                yield RecordProblem(path=str(path), line=number, field=".".join(str(p) for p in first.get("loc", ())) or "<record>",
+                                    problem=str(first.get("msg")))
+
+
+def load_predictions(path: str | Path) -> tuple[list[Prediction], list[RecordProblem]]:
+    good: list[Prediction] = []
+    bad: list[RecordProblem] = []
+    for item in iter_predictions(path):
+        (bad if isinstance(item, RecordProblem) else good).append(item)  # type: ignore[arg-type]
+    return good, bad

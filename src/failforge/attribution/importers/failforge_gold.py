@@ -1,0 +1,120 @@
+"""failforge's own gold records (``gold.jsonl`` of a campaign) as labelled failures.
+
+Steps map one to one (step 0 is the task, then one step per model call and per tool observation),
+so the gold step is ``label.decisive_step`` unchanged. The system prompt each agent saw is taken
+from its first recorded model request, for exporters whose format carries it. The rationale explains
+the error from what is known by construction: the mode's definition and what the step was in the
+successful seed versus what it became. The steering note is never copied: it is the guide's
+instruction to the agent, not a description of the error, and a dataset that ships it leaks the label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from failforge.attribution._codes import canonical_code
+from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, TaskInfo, ToolCallRecord
+from failforge.errors import SeedFormatError
+from failforge.plugins import importers
+from failforge.taxonomy import get_mode
+from failforge.trajectory import Step, Trajectory, parse_line
+
+_BRIEF = 240
+
+
+def _brief(step: Step) -> str:
+    """One line for a step: its text and its tool calls, shortened."""
+    parts = []
+    if step.content:
+        parts.append(" ".join(step.content.split()))
+    parts.extend(f"{c.name}({c.arguments})" for c in step.tool_calls)
+    if step.kind == "tool":
+        parts = [" ".join((step.error or step.content or "").split())]
+    text = "; ".join(p for p in parts if p) or "(empty)"
+    return text if len(text) <= _BRIEF else text[: _BRIEF - 1] + "…"
+
+
+def rationale(trajectory: Trajectory) -> str:
+    label = trajectory.label
+    assert label is not None
+    mode = get_mode(label.mode_code)
+    injected = trajectory.steps[label.decisive_step]
+    return (
+        f"{label.decisive_agent} made a {mode.name.lower()} error ({mode.code}, {mode.family.value}) at step {label.decisive_step}: "
+        f"{mode.definition} In the successful run this step was: {_brief(label.original_step)}. In this run it was: {_brief(injected)}. "
+        f"The task then failed ({label.evaluator_output.evaluator})."
+    )
+
+
+def _system_prompts(trajectory: Trajectory) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for step in trajectory.steps:
+        if step.kind != "agent" or step.model_call is None or step.agent in out:
+            continue
+        for message in step.model_call.request.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+                content = message.get("content")
+                if isinstance(content, list):
+                    content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+                out[step.agent] = str(content or "")
+                break
+    return out
+
+
+def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | None = None) -> LabelledFailure:
+    label = trajectory.label
+    if label is None:
+        raise ValueError(f"trajectory {trajectory.id} has no gold label")
+    steps = []
+    for s in trajectory.steps:
+        if s.kind == "task":
+            steps.append(FailureStep(index=s.index, kind="user", agent="user", role="user", content=s.content or "",
+                                     images=[ImageRef(sha256=h) for h in s.images]))
+        elif s.kind == "agent":
+            steps.append(FailureStep(index=s.index, kind="agent", agent=s.agent, role="assistant", content=s.content or "",
+                                     tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
+                                     images=[ImageRef(sha256=h) for h in s.images]))
+        else:
+            steps.append(FailureStep(index=s.index, kind="tool", agent=s.tool_name or "environment", role="tool",
+                                     content=s.error or s.content or "", images=[ImageRef(sha256=h) for h in s.images],
+                                     tool_call_id=s.tool_call_id))
+    agents = list(dict.fromkeys([*trajectory.agents, *(s.agent for s in steps if s.kind == "agent")]))
+    task = trajectory.task
+    return LabelledFailure(
+        id=trajectory.id,
+        source=f"failforge/{trajectory.environment.name}",
+        framework=trajectory.harness.name,
+        benchmark=f"{task.benchmark}_{task.suite}" if task.suite else task.benchmark,
+        topology="multi" if len(agents) > 1 else "single",
+        modality="image" if any(s.images for s in steps) else "text",
+        agents=agents,
+        task=TaskInfo(question=task.instruction, gold_answer=task.gold_answer, system_prompts=_system_prompts(trajectory)),
+        steps=steps,
+        gold=Gold(agent=label.decisive_agent, step=label.decisive_step, mode=canonical_code(label.mode_code), source_mode=label.mode_code,
+                  step_label=str(label.decisive_step), rationale=rationale(trajectory)),
+        origin=Origin(format="failforge", path=path, line=line, row_id=trajectory.id,
+                      step_convention="failforge steps unchanged: step 0 is the task, one step per model call and per tool observation"),
+        extra={"task_id": task.task_id, "seed_id": label.seed_id, "agent_model": label.agent_model, "guide_model": label.guide_model,
+               "environment": trajectory.environment.name},
+    )
+
+
+@importers.register("failforge", description="failforge gold.jsonl (records with a gold label)")
+def import_failforge(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                trajectory = parse_line(text, str(path), number)
+            except SeedFormatError as exc:
+                yield RecordProblem(path=exc.path, line=exc.line, field=exc.field, problem=exc.problem)
+                continue
+            if trajectory.label is None:
+                yield RecordProblem(path=str(path), line=number, field="label", problem=f"trajectory {trajectory.id} has no gold label (not a gold record)")
+                continue
+            try:
+                yield from_trajectory(trajectory, str(path), number)
+            except ValueError as exc:
+                yield RecordProblem(path=str(path), line=number, field="<record>", problem=" ".join(str(exc).split())[:300])

@@ -1,0 +1,284 @@
+"""``failforge import | attribute | score | export``: public attribution datasets in and out, methods, metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from failforge.cli._app import _endpoint, _progress, app, console, out
+from failforge.errors import ConfigError
+
+
+def _records(path: Path) -> list[Any]:
+    from failforge.attribution import load_records
+
+    if path.is_dir():
+        path = path / "records.jsonl"
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file (give a records .jsonl from `failforge import` or a run folder)")
+    records, problems = load_records(path)
+    for problem in problems:
+        console.print(f"[yellow]skipped record[/] {problem}")
+    if not records:
+        raise ConfigError(f"{path}: no readable labelled-failure record")
+    return records
+
+
+@app.command("import")
+def import_(
+    source: Annotated[Path, typer.Argument(help="the dataset: a Who&When folder, a Who&When Pro release folder, a TracerTraj .parquet/.jsonl, a failforge gold.jsonl")],
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj or failforge")] = "whowhen",
+    output: Annotated[Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL)")] = Path("records.jsonl"),
+    summary_json: Annotated[Optional[Path], typer.Option("--summary", help="also write the import summary as JSON")] = None,
+) -> None:
+    """Read a public failure-attribution dataset into labelled-failure records; bad records are named and skipped."""
+    from failforge.attribution import summarise, write_records
+    from failforge.plugins import importers
+
+    reader = importers.get(format)
+    if not source.exists():
+        raise ConfigError(f"{source}: no such file or folder")
+    records, summary = summarise(reader(source))
+    for problem in summary.problems:
+        console.print(f"[yellow]skipped[/] {problem}")
+    write_records(output, records)
+    table = Table(title=f"failforge import --format {format}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("records read", str(summary.read))
+    table.add_row("imported", str(summary.imported))
+    table.add_row("skipped", str(summary.skipped))
+    for source_name, count in sorted(summary.by_source.items()):
+        table.add_row(f"  {source_name}", str(count))
+    warned = sum(1 for r in records if r.origin.warnings)
+    table.add_row("imported with a warning", str(warned))
+    out.print(table)
+    out.print(f"records: {output}")
+    if summary_json:
+        summary_json.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if summary.read and not summary.imported:
+        raise typer.Exit(1)
+
+
+def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], source: Optional[str]) -> list[Any]:
+    if source:
+        records = [r for r in records if r.source == source or r.source.startswith(source + "/") or r.source.endswith("/" + source)]
+    if ids_file:
+        wanted = [line.strip() for line in ids_file.read_text().splitlines() if line.strip()]
+        by_id = {r.id: r for r in records}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise ConfigError(f"{ids_file}: {len(missing)} ids are not in the records, first {missing[0]!r}")
+        records = [by_id[i] for i in wanted]
+    if limit is not None:
+        records = records[:limit]
+    if not records:
+        raise ConfigError("no record left to attribute after --source/--ids/--limit")
+    return records
+
+
+@app.command()
+def attribute(
+    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
+    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, incremental, leave-one-out")] = "all-at-once",
+    output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
+    answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
+    menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (default: the embedded local model)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="judge model name (with --base-url)")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the judge's API key")] = "OPENAI_API_KEY",
+    recording: Annotated[Optional[Path], typer.Option(help="a finished run folder: serve every judge call from its recording (no model, 0 tokens)")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="only the first N records")] = None,
+    ids: Annotated[Optional[Path], typer.Option(help="file of record ids to run, one per line")] = None,
+    source: Annotated[Optional[str], typer.Option(help="only records of this source (e.g. who_and_when/algorithm_generated)")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the random choices (random baseline, ambiguous binary-search halves) and of judge sampling")] = 0,
+    concurrency: Annotated[int, typer.Option(help="judge sessions in flight")] = 1,
+    max_tokens: Annotated[int, typer.Option(help="judge reply budget")] = 256,
+    max_step_chars: Annotated[int, typer.Option(help="characters kept per step in judge prompts")] = 600,
+    budget_chars: Annotated[int, typer.Option(help="characters of trajectory per judge prompt")] = 9000,
+    n_ctx: Annotated[int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds one judge call may take (a CPU-bound local model is slow on long logs)")] = 600.0,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")] = False,
+) -> None:
+    """Run an attribution method over labelled failures; every judge call is recorded for replay."""
+    from failforge.attribution._methods import methods
+    from failforge.attribution._prompts import PromptConfig
+    from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
+
+    kind = methods.get(method).kind
+    records = _pick(_records(records_path), limit, ids, source)
+    endpoint = _endpoint(base_url, model, api_key_env)
+    config = AttributeConfig(
+        method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
+        prompt=PromptConfig(with_answer=answer, menu=menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
+        likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
+    )
+    if recording is not None and not (recording / "calls.jsonl").exists():
+        raise ConfigError(f"{recording}: no calls.jsonl (not an attribution run folder with a recording)")
+
+    def go(upstream: Any) -> Any:
+        with _progress() as progress:
+            bar = progress.add_task(config.method, total=len(records), status="")
+            done = {"n": 0}
+
+            def on_progress(attempt: str, summary: Any) -> None:
+                done["n"] += 1
+                progress.update(bar, completed=summary.done_before + done["n"], status=f"failed {summary.failed} · live calls {summary.live_calls}")
+
+            return run_attribution(records, config, output, upstream=upstream, recording=recording, retry_failed=retry_failed, on_progress=on_progress)
+
+    if kind == "judge" and recording is None:
+        from failforge.campaign import open_models
+
+        with open_models(endpoint, None, n_ctx=n_ctx) as resolved:
+            config.judge_model = resolved.agent.model
+            config.judge_base_url = resolved.agent.base_url
+            upstream = resolved.agent.model_copy(update={"timeout": timeout}).upstream()
+            try:
+                summary = go(upstream)
+            finally:
+                upstream.close()
+    else:
+        if kind == "judge":
+            previous = json.loads((recording / "manifest.json").read_text()) if recording and (recording / "manifest.json").exists() else {}
+            config.judge_model = (previous.get("config") or {}).get("judge_model") or (endpoint.model if endpoint else None)
+        summary = go(None)
+    table = Table(title=f"failforge attribute --method {summary.method}")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    ran = summary.predicted + summary.failed
+    for label, value in (("records", summary.planned), ("already done (resumed)", summary.done_before), ("predicted now", summary.predicted),
+                         ("failed (infrastructure / drift)", summary.failed), ("judge calls", summary.calls), ("  live", summary.live_calls),
+                         ("  from the recording", summary.replayed_calls), ("prompt tokens", summary.prompt_tokens),
+                         ("completion tokens", summary.completion_tokens), ("seconds", summary.seconds),
+                         ("seconds per record", round(summary.seconds / ran, 2) if ran else 0)):
+        table.add_row(label, str(value))
+    out.print(table)
+    out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}")
+    if (output / "calls.jsonl").exists():
+        out.print(f"calls:       {output / 'calls.jsonl'}")
+
+
+def _predictions(path: Path) -> list[Any]:
+    from failforge.attribution._predictions import load_predictions
+
+    if path.is_dir():
+        path = path / "predictions.jsonl"
+    if not path.exists():
+        raise ConfigError(f"{path}: no such predictions file")
+    predictions, problems = load_predictions(path)
+    for problem in problems:
+        console.print(f"[yellow]skipped prediction[/] {problem}")
+    return predictions
+
+
+def _fmt(metric: Any) -> str:
+    if not isinstance(metric, dict) or metric.get("value") is None:
+        return "—"
+    value = metric["value"]
+    ci = metric.get("ci95")
+    return f"{value:.1f}" + (f" [{ci[0]:.0f}–{ci[1]:.0f}]" if ci else "")
+
+
+def _table(title: str, rows: dict[str, Any], k: int) -> Table:
+    table = Table(title=title)
+    for col in ("group", "N", "agent", "step", f"±{k}", "MAE", "signed", "early %", "mode F1", "family F1", "joint"):
+        table.add_column(col, justify="right" if col != "group" else "left")
+    for name, m in rows.items():
+        table.add_row(name, str(m.get("n", "")), _fmt(m["agent"]), _fmt(m["step_exact"]), _fmt(m["step_within_k"]),
+                      _fmt(m["mae"]), _fmt(m["signed_error"]), _fmt(m["early_share"]), _fmt(m["mode_macro_f1"]),
+                      _fmt(m["family_macro_f1"]), _fmt(m["joint"]))
+    return table
+
+
+@app.command()
+def score(
+    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="the gold: records JSONL or a run folder")],
+    predictions_path: Annotated[Path, typer.Argument(metavar="PREDICTIONS", help="predictions JSONL or a run folder")],
+    k: Annotated[int, typer.Option("--k", help="tolerance of Step ±k")] = 5,
+    compare_with: Annotated[Optional[Path], typer.Option("--compare", help="second predictions file: paired bootstrap of the difference")] = None,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
+    report_json: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
+) -> None:
+    """Score predictions against gold: Agent, Step exact/±k, MAE, signed error, mode/family macro-F1, Joint."""
+    from failforge.attribution._metrics import compare, score as score_report
+
+    records = _records(records_path)
+    predictions = _predictions(predictions_path)
+    report = score_report(records, predictions, k=k)
+    counts = report["counts"]
+    out.print(_table("overall", {"all": report["overall"]}, k))
+    out.print(_table("by source", report["by_source"], k))
+    for axis in ("modality", "topology"):
+        if len(report[f"by_{axis}"]) > 1:
+            out.print(_table(f"by {axis}", report[f"by_{axis}"], k))
+    macro = report["macro_source"]
+    out.print("macro over sources: " + ", ".join(f"{key} {v['value']}" for key, v in macro.items() if v["value"] is not None))
+    sub = report["upstream_substring"]
+    out.print(f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer {sub['step_accuracy_integer']} "
+              f"(+{sub['step_inflation_pp']} pp, {sub['records_counted_only_by_substring']} records)")
+    out.print(f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored wrong) · "
+              f"with problems {counts['with_problems']} · not in the records {counts['extra']}")
+    if compare_with is not None:
+        other = _predictions(compare_with)
+        report["compare"] = compare(records, predictions, other, k=k, resamples=resamples)
+        table = Table(title=f"paired bootstrap: {predictions_path} - {compare_with} (pp, source-stratified, {resamples} resamples)")
+        for col in ("metric", "A - B", "95% CI", "p"):
+            table.add_column(col)
+        for name, r in report["compare"].items():
+            if isinstance(r, dict):
+                table.add_row(name, str(r["observed"]), f"[{r['low']}, {r['high']}]", str(r["p_value"]))
+        out.print(table)
+    if report_json:
+        report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        out.print(f"report: {report_json}")
+
+
+def _export_inputs(path: Path) -> list[Any]:
+    """failforge gold trajectories or labelled-failure records, decided per file by its first record."""
+    from failforge.attribution import load_records
+    from failforge.trajectory import load_jsonl
+
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file")
+    first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()), "")
+    try:
+        keys = set(json.loads(first)) if first else set()
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:1: not valid JSON: {exc.msg}") from exc
+    if {"gold", "steps", "origin"} <= keys:
+        records, problems = load_records(path)
+        for problem in problems:
+            console.print(f"[yellow]skipped record[/] {problem}")
+        return records
+    gold, bad = load_jsonl(path)
+    for err in bad:
+        console.print(f"[yellow]skipped malformed record[/] {err}")
+    unlabelled = [t.id for t in gold if t.label is None]
+    if unlabelled:
+        console.print(f"[yellow]skipped {len(unlabelled)} trajectories without a gold label[/] (first: {unlabelled[0]})")
+    return [t for t in gold if t.label is not None]
+
+
+@app.command()
+def export(
+    gold: Annotated[Path, typer.Argument(help="failforge gold.jsonl, or labelled-failure records")],
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro, whowhen or tracertraj")] = "whowhen-pro",
+    output: Annotated[Path, typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen) or .parquet/.jsonl file (tracertraj)")] = Path("export"),
+    codes: Annotated[str, typer.Option(help="mode codes written: release (the released taxonomy.yaml) or failforge (18 codes)")] = "release",
+) -> None:
+    """Write gold records in a public failure-attribution format that its own reader loads unchanged."""
+    from failforge.plugins import exporters
+
+    exporter = exporters.get(format)
+    if codes not in ("release", "failforge"):
+        raise ConfigError(f"--codes must be release or failforge, not {codes!r}")
+    items = _export_inputs(gold)
+    summary = exporter(items, output, codes)
+    for problem in summary.skipped:
+        console.print(f"[yellow]note[/] {problem}")
+    out.print(f"wrote {summary.written} {format} records: " + ", ".join(summary.files[:3]) + (" ..." if len(summary.files) > 3 else ""))
