@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
@@ -50,9 +51,18 @@ class DecisivenessConfig(_Section):
     injected_max_success: float = Field(default=0.5, ge=0, le=1, description="... and the injected arm at most this often")
 
 
+class ConformanceConfig(_Section):
+    """Mode conformance: rules decide the structural modes; a recorded judge may decide the semantic ones."""
+
+    judge: bool = Field(default=False, description="ask a judge model whether semantic-mode candidates exhibit their mode")
+    judge_model: ModelEndpoint | None = Field(default=None, description="None: the guide endpoint")
+    keep_unverified: bool = Field(default=False, description="keep semantic-mode candidates that no rule or judge verified (marked unverified)")
+
+
 class FiltersConfig(_Section):
     enabled: list[str] = Field(default_factory=default_filters)
     decisiveness: DecisivenessConfig = Field(default_factory=DecisivenessConfig)
+    conformance: ConformanceConfig = Field(default_factory=ConformanceConfig)
 
     @field_validator("enabled")
     @classmethod
@@ -71,6 +81,9 @@ class CampaignConfig(_Section):
     agent: ModelEndpoint | None = Field(default=None, description="None: the embedded local model")
     guide: ModelEndpoint | None = Field(default=None, description="None: the same model as the agent")
     guide_temperature: float = Field(default=0.7, ge=0)
+    guide_kind: Literal["model", "rules", "auto"] = Field(
+        default="model", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
+    )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
@@ -78,6 +91,17 @@ class CampaignConfig(_Section):
     ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
     max_interrupted_tries: int = Field(default=2, ge=1, description="an attempt interrupted this often is recorded as failed")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _guide_shorthand(cls, data: Any) -> Any:
+        # `guide = "auto"` in a campaign file names the guide kind; a table names the guide endpoint.
+        if isinstance(data, dict) and isinstance(data.get("guide"), str):
+            data = dict(data)
+            if "guide_kind" in data:
+                raise ValueError("give the guide kind once: either guide = \"...\" or guide_kind = \"...\"")
+            data["guide_kind"] = data.pop("guide")
+        return data
 
     @field_validator("executor")
     @classmethod
