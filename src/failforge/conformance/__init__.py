@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from failforge.conformance._checks import STRUCTURAL_CHECKS, STRUCTURAL_MODES, check_structural, deterministic_verdict, on_task
 from failforge.conformance._judge import JUDGE_SYSTEM, judge_request, judged_verdict, parse_judgement, replay_judge, run_judge
-from failforge.conformance._realism import FEATURES, RealismResult, auc_score, branch_pairs, realism_examples, realism_of, realism_probe, step_features
+from failforge.conformance._realism import FEATURES, RealismResult, auc_score, branch_pairs, fold_assignment, realism_examples, realism_of, realism_probe, step_features
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
 from failforge.llm import Responder
 from failforge.taxonomy import ErrorMode
@@ -55,6 +55,7 @@ __all__ = [
     "branch_pairs",
     "check_structural",
     "deterministic_verdict",
+    "fold_assignment",
     "is_structural",
     "judge_request",
     "judged_verdict",

@@ -143,6 +143,12 @@ def _standardise(train, test):  # type: ignore[no-untyped-def]
     return (train - mean) / std, (test - mean) / std
 
 
+def fold_assignment(groups: Sequence[str], k: int) -> list[int]:
+    """Fold of each example: whole groups (seeds) go round-robin into k folds, in sorted order."""
+    fold_of = {g: i % k for i, g in enumerate(sorted(set(groups)))}
+    return [fold_of[g] for g in groups]
+
+
 def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, folds: int = 5, l2: float = 1.0) -> RealismResult:
     """Cross-validated AUC of a logistic regression telling injected (1) from natural (0) steps."""
     n_inj, n_nat = sum(ys), len(ys) - sum(ys)
@@ -158,8 +164,7 @@ def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, fo
         return RealismResult(None, n_inj, n_nat, len(distinct), 0, "numpy is not installed")
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
-    fold_of = {g: i % k for i, g in enumerate(distinct)}
-    assignment = np.asarray([fold_of[g] for g in groups])
+    assignment = np.asarray(fold_assignment(groups, k))
     scores = np.zeros(len(ys))
     for fold in range(k):
         test = assignment == fold
