@@ -162,3 +162,13 @@ def test_campaign_file_with_guide_and_conformance_options(tmp_path):
     bad.write_text(f'seeds = ["{BUNDLED}"]\noutput = "out"\n[filters.conformance]\njudge = "maybe"\n')
     with pytest.raises(ConfigError, match="filters.conformance.judge"):
         load_campaign(bad)
+
+
+def test_notes_survive_being_embedded_in_json(seeds):
+    # records keep the note inside JSON requests; a note with double quotes would appear escaped there
+    for seed in seeds.values():
+        for t in (s.index for s in seed.steps if s.kind == "agent" and s.index > 0):
+            for mode in RULE_MODES:
+                g = rules_note(seed, t, get_mode(mode))
+                if g.feasible:
+                    assert g.note in json.dumps({"content": g.note}), g.note

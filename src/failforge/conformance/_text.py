@@ -83,7 +83,8 @@ def content_lemmas(text: str) -> set[str]:
 
 
 def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", (text or "").lower())
+    """Lower-case word tokens; quotes around a token do not make it another word ('x' == x)."""
+    return [w for w in (t.strip("'") for t in re.findall(r"[a-z0-9']+", (text or "").lower())) if w]
 
 
 def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:

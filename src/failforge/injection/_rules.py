@@ -137,8 +137,18 @@ def wrong_value(value: Any, context: str, rng: random.Random) -> tuple[Any, str]
     return None
 
 
+def show(value: Any) -> str:
+    """A value as a note writes it: strings in single quotes (a note is quoted inside JSON requests and
+    records, where double quotes would be escaped), lists and numbers as written in code."""
+    if isinstance(value, str):
+        return f"'{value}'" if "'" not in value else json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    return json.dumps(value)
+
+
 def _arguments_text(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {json.dumps(v)}" for k, v in args.items())
+    return ", ".join(f"{k} = {show(v)}" for k, v in args.items())
 
 
 def _first_call_with_args(step: Step) -> tuple[ToolCall, dict[str, Any]] | None:
@@ -179,7 +189,7 @@ def _a2(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
         wrong = wrong_value(args[key], context, rng)
         if wrong is not None and wrong[0] != args[key]:
             value, source = wrong
-            note = f"Call {call.name} now with {key} = {json.dumps(value)}, keeping its other arguments as you would."
+            note = f"Call {call.name} now with {key} = {show(value)}, keeping its other arguments as you would."
             return note, {"tool": call.name, "argument": key, "original": args[key], "value": value, "source": source}
     return f"no argument of {call.name} has a plausible wrong value"
 
@@ -213,7 +223,7 @@ def _a4(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
         return "a_t makes no tool call, so there is no call to write in the wrong format"
     call = calls[0]
     args = call.parsed_arguments() or {}
-    written = f"{call.name}({', '.join(f'{k}={json.dumps(v)}' for k, v in args.items())})"
+    written = f"{call.name}({', '.join(f'{k}={show(v)}' for k, v in args.items())})"
     note = f"Do not use the tool-calling format this time: write {written} as plain text in your reply."
     return note, {"tool": call.name, "written_as_text": written}
 
@@ -267,7 +277,7 @@ def _r3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
             else:
                 continue
             if new != value:
-                note = f"Call {call.name} with {key} = {json.dumps(new)}."
+                note = f"Call {call.name} with {key} = {show(new)}."
                 return note, {"tool": call.name, "argument": key, "original": value, "value": new}
     said = original.content or ""
     given = set(numbers(seed.task.instruction))

@@ -291,8 +291,10 @@ for (const [sel, key] of [['#f-mode','mode'],['#f-agent','agent'],['#f-env','env
 $('#record-list tbody').addEventListener('click', e => { const tr = e.target.closest('tr.row'); if (tr) renderRecord(tr.dataset.id); });
 $('#tab-overview').addEventListener('click', () => show('overview'));
 $('#tab-records').addEventListener('click', () => show('records'));
+function fromHash(){ if (location.hash.startsWith('#record=')) { show('records'); renderRecord(decodeURIComponent(location.hash.slice(8))); return true; } return false; }
+window.addEventListener('hashchange', fromHash);
 renderList();
-if (location.hash.startsWith('#record=')) { show('records'); renderRecord(decodeURIComponent(location.hash.slice(8))); } else { show('overview'); }
+if (!fromHash()) show('overview');
 document.body.dataset.ready = '1';
 """
 
