@@ -130,7 +130,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     trajectory.provenance["attempt_id"] = spec.attempt_id
     try:
         conformance = judge_conformance(seed, trajectory, spec, mode, models, config, deadline)
-    except InfrastructureError as exc:
+    except Exception as exc:  # a judge that is down, or a bug: failed with its error, never a rejection
         return failed("filters", exc, guide.note)
     trajectory.provenance["conformance"] = conformance.model_dump(mode="json")
     context = FilterContext(

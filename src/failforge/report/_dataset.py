@@ -50,6 +50,9 @@ class Record:
     error: dict[str, Any] | None = None
     """A failed attempt's error (type and message)."""
 
+    seed_environment: str | None = None
+    """The seed's environment, for attempts that never produced a branch."""
+
     @property
     def record_id(self) -> str:
         """The branch id (``gold-...``) where a branch exists, else the attempt id."""
@@ -63,7 +66,7 @@ class Record:
 
     @property
     def environment(self) -> str:
-        return self.branch.environment.name if self.branch is not None else str(self.provenance.get("environment", "unknown"))
+        return self.branch.environment.name if self.branch is not None else (self.seed_environment or "unknown")
 
     @property
     def agent(self) -> str:
@@ -208,8 +211,12 @@ def load_dataset(out: str | Path, *, seed_files: Iterable[str | Path] = (), audi
     files = list(seed_files) or list((manifest.get("config") or {}).get("seeds") or [])
     seeds, problems = load_seeds(files, {r.seed_id for r in records})
     for record in records:
-        if record.original is None and record.seed_id in seeds and record.step < len(seeds[record.seed_id].steps):
-            record.original = seeds[record.seed_id].steps[record.step]
+        seed = seeds.get(record.seed_id)
+        if seed is None:
+            continue
+        record.seed_environment = seed.environment.name
+        if record.original is None and record.step < len(seed.steps):
+            record.original = seed.steps[record.step]
     audit_data = None
     audit_path = Path(audit) if audit else next((folder / n for n in AUDIT_FILES if (folder / n).exists()), None)
     if audit_path is not None:
