@@ -8,9 +8,7 @@ written through the campaign's own ``Rejection`` model; the seeds are the bundle
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -158,18 +156,28 @@ def test_not_a_dataset_folder_is_a_config_error(tmp_path):
         load_dataset(tmp_path)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONHASHSEED="0", FAILFORGE_NO_REEXEC="1", COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "failforge", *args], env=env, capture_output=True, text=True, timeout=120)
-
-
 def test_cli_report_and_show(dataset, tmp_path):
+    from typer.testing import CliRunner
+
+    from failforge.cli import app
+
+    runner = CliRunner()
     target = tmp_path / "r.html"
-    result = _cli("report", str(dataset), "-o", str(target))
-    assert result.returncode == 0, result.stderr
-    assert target.exists() and "5 kept, 2 rejected, 1 failed" in result.stdout
-    shown = _cli("show", "gold-0cf396fb841d", "--dataset", str(dataset))
-    assert shown.returncode == 0, shown.stderr
-    assert "R.4" in shown.stdout and "identical" in shown.stdout
-    missing = _cli("show", "nope", "--dataset", str(dataset))
-    assert missing.returncode == 2 and "no record 'nope'" in missing.stderr and "Traceback" not in missing.stderr
+    result = runner.invoke(app, ["report", str(dataset), "-o", str(target)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert target.exists() and "5 kept, 2 rejected, 1 failed" in result.output
+    shown = runner.invoke(app, ["show", "gold-0cf396fb841d", "--dataset", str(dataset)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "R.4" in shown.output and "identical" in shown.output
+
+
+def test_cli_unknown_record_is_a_one_line_error(dataset, monkeypatch, capsys):
+    from failforge.cli import main
+
+    monkeypatch.setenv("FAILFORGE_NO_REEXEC", "1")
+    monkeypatch.setattr(sys, "argv", ["failforge", "show", "nope", "--dataset", str(dataset)])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "no record 'nope'" in err and "Traceback" not in err
