@@ -103,6 +103,12 @@ def test_paraphrase_needs_several_novel_words(seed):
     assert not note_leak.check(_ctx(seed, _branch(seed, "The gathering is settled; I say so."), note)).passed
 
 
+def test_an_entity_escaped_again_is_still_the_notes(seed):
+    ctx = _ctx(seed, _branch(seed, "The &amp;#39;Networking event&amp;#34; was fine."), "The &#39;Networking event&#34; on May 26th")
+    assert _flags(ctx, "html_entity")
+    assert not _flags(_ctx(seed, _branch(seed, "The 'Networking event' was fine."), "The &#39;Networking event&#34; on May 26th"), "html_entity")
+
+
 def test_later_steps_are_checked_too(seed):
     note, _, _, _ = LEAKS["third_person"]
     ctx = _ctx(seed, _branch(seed, "Looking at the 27th.", later="The agent has finished."), note)

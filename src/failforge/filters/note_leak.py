@@ -22,6 +22,7 @@ function, and every failing one is reported.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,7 +134,8 @@ def bracket_hint(scan: LeakScan) -> str | None:
 def html_entity(scan: LeakScan) -> str | None:
     only_note = entities(scan.ctx.note) - entities(scan.seen)
     for step in scan.steps:
-        shared = entities(step_text(step)) & only_note
+        text = step_text(step)
+        shared = (entities(text) | entities(html.unescape(text))) & only_note  # also "&amp;#39;": the note's entity escaped again
         if shared:
             return f"step {step.index} contains the HTML entity {sorted(shared)[0]!r}, which the note carries and the agent's context does not"
     return None
