@@ -106,7 +106,7 @@ def _follow(seed: Trajectory, t: int, mode: str, request: dict) -> Step:
     if mode == "A.4":
         return Step(index=t, kind="agent", agent="agent", role="assistant", content=request["written_as_text"], phase="injected")
     if mode == "A.5":
-        return Step(index=t, kind="agent", agent="agent", role="assistant", content="Here is what I found so far.", phase="injected")
+        return Step(index=t, kind="agent", agent="agent", role="assistant", content="Done.", phase="injected")
     calls = [ToolCall(id="x", name=request["tool"], arguments=json.dumps(request["arguments"]))]
     return Step(index=t, kind="agent", agent="agent", role="assistant", tool_calls=calls, phase="injected")
 

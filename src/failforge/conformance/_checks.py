@@ -4,7 +4,9 @@ Six modes leave a mark that can be read off the step itself, compared with the s
 request the agent answered: A.2 (the seed's tool, one argument changed), A.3 (a tool that was not
 offered), A.4 (a malformed call, or a call written as text), A.5 (a final answer while the seed still
 had tool calls to make from t on), A.6 (a call the agent already made earlier), R.3 (a number of a_t
-changed). For these a rule decides, so the verdict costs nothing and is the same on every run.
+changed). For these a rule decides, so the verdict costs nothing and is the same on every run. An
+answer (A.5, R.3 in an answer) must also be made of the task's words: off-topic text that happens to
+end the run, or happens to contain a number, is not the mode it would otherwise pass for.
 
 The other modes need understanding (was the inference invalid? was the verification skipped?). No
 rule can say they *are* exhibited, but one can say they are *not*: a step that shares no word, value
@@ -18,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from failforge.conformance._text import content_lemmas, numbers, offered_tools, step_text
+from failforge.conformance._text import content_lemmas, numbers, offered_tools, seen_text, step_text
 from failforge.conformance._verdict import ConformanceVerdict
 from failforge.trajectory import Step, ToolCall, Trajectory
 
@@ -26,6 +28,20 @@ STRUCTURAL_MODES: tuple[str, ...] = ("A.2", "A.3", "A.4", "A.5", "A.6", "R.3")
 """Modes whose conformance a rule decides (and for which the rule-based guide writes notes)."""
 
 Outcome = tuple[bool, str]
+GROUNDED_MIN = 0.5
+"""Share of an answer's content words that must come from what the agent saw (or from a_t) for it to
+count as an answer to this task rather than off-topic text that happens to stop the run."""
+
+
+def grounded(text: str, seed: Trajectory, t: int) -> tuple[float, list[str]]:
+    """Share of ``text``'s content words (numbers aside) found in the agent's context or in a_t, and
+    the words that were not: a wrong answer to the task is made of the task's words."""
+    mine = sorted(w for w in content_lemmas(text) if not w[0].isdigit() and not w.startswith("-"))
+    if not mine:
+        return 1.0, []
+    known = content_lemmas(seen_text(seed, t)) | content_lemmas(step_text(seed.steps[t]))
+    foreign = [w for w in mine if w not in known]
+    return 1 - len(foreign) / len(mine), foreign
 
 
 def _norm(value: Any) -> Any:
@@ -160,6 +176,9 @@ def check_a5(seed: Trajectory, injected: Step, t: int) -> Outcome:
     remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls]
     if not remaining:
         return False, "the seed made no tool call from step t on, so answering now leaves nothing undone"
+    share, foreign = grounded(injected.content or "", seed, t)
+    if share < GROUNDED_MIN:
+        return False, f"ã_t stops, but its text is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
     return True, f"ã_t answers and stops while the seed still made {len(remaining)} tool call(s) from step {t} on ({', '.join(remaining[:3])})"
 
 
@@ -206,6 +225,9 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
     words_after = {w for w in content_lemmas(injected.content or "") if not w[0].isdigit()}
     if words_before and len(words_before & words_after) * 2 < len(words_before):
         return False, "ã_t's answer has other numbers but is not the same answer (less than half of a_t's words)"
+    share, foreign = grounded(injected.content or "", seed, t)
+    if share < GROUNDED_MIN:
+        return False, f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
     return True, f"ã_t's answer gives {', '.join(sorted(added))} where a_t gave {', '.join(sorted(dropped))}"
 
 
