@@ -9,9 +9,10 @@ find the injection by its fingerprints rather than by understanding the failure 
 - ``html_entity``: character references (``&#39;``) the note carries and the agent's context does not;
 - ``guide_wording`` / ``guide_values``: 5-grams of the guide's own prompt, or values (numbers, IDs)
   from its system prompt, e.g. a worked example's, that the agent's context does not contain;
-- ``verbatim``: 5-grams of the note not found in what the agent saw;
+- ``verbatim``: 5-grams of the note (outside what it quotes) not found in what the agent saw;
 - ``paraphrase``: the note reworded: several of its content words and numbers (lemmatised) that the
-  agent's context does not contain, reused in the agent's prose.
+  agent's context does not contain, reused in the agent's prose (text the note quotes is the payload it
+  prescribes and does not count; a prescribed number alone is not enough: at least two words must recur).
 
 Each check looks at ã_t and every later agent step, and ignores wording the agent could have taken
 from its own context (its step-t request: system prompt, task, observations, tool schemas). A tool
@@ -38,6 +39,7 @@ NGRAM = 5
 PARAPHRASE_MIN_SHARED = 3
 PARAPHRASE_MIN_SHARE = 0.2
 PARAPHRASE_ALWAYS = 5
+PARAPHRASE_MIN_WORDS = 2
 META_PHRASES = (
     "as instructed",
     "as directed",
@@ -65,6 +67,8 @@ _BRACKET_HINT = re.compile(
     re.I,
 )
 _VALUE_TOKEN = re.compile(r"\b[A-Za-z]+\d+[A-Za-z0-9]*\b")
+_QUOTED = re.compile(r"(?<![A-Za-z])'[^'\n]+'(?![A-Za-z])|\"[^\"]*\"|`[^`]*`|“[^”]*”")
+"""Quoted text in a note is the payload it prescribes (what to write or pass), not the note's wording."""
 
 
 @dataclass
@@ -171,7 +175,7 @@ def guide_values(scan: LeakScan) -> str | None:
 
 
 def verbatim(scan: LeakScan) -> str | None:
-    leaked = ngrams(words(scan.ctx.note), NGRAM) - scan.seen_grams
+    leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM) - scan.seen_grams
     for step in scan.steps:
         shared = leaked & ngrams(words(step.content or ""), NGRAM)
         if shared:
@@ -179,13 +183,22 @@ def verbatim(scan: LeakScan) -> str | None:
     return None
 
 
+def _is_number(lemma: str) -> bool:
+    return lemma.lstrip("-")[:1].isdigit()
+
+
 def paraphrase(scan: LeakScan) -> str | None:
-    novel = content_lemmas(scan.ctx.note) - scan.seen_lemmas
+    # Text the note quotes is the payload it prescribes (what the agent should write or pass), not its
+    # wording; what is left is how the note says it, and that must not resurface in the agent's prose.
+    novel = content_lemmas(_QUOTED.sub(" ", scan.ctx.note)) - scan.seen_lemmas
     if not novel:
         return None
     for step in scan.steps:
         shared = novel & content_lemmas(step.content or "")
-        enough = len(shared) >= PARAPHRASE_ALWAYS or (len(shared) >= PARAPHRASE_MIN_SHARED and len(shared) >= PARAPHRASE_MIN_SHARE * len(novel))
+        words_shared = [w for w in shared if not _is_number(w)]
+        enough = len(shared) >= PARAPHRASE_ALWAYS or (
+            len(shared) >= PARAPHRASE_MIN_SHARED and len(words_shared) >= PARAPHRASE_MIN_WORDS and len(shared) >= PARAPHRASE_MIN_SHARE * len(novel)
+        )
         if enough:
             return (
                 f"step {step.index} rewords the note: {len(shared)} of its {len(novel)} words and numbers that the agent's "
