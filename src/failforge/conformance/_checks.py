@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from failforge.conformance._text import content_lemmas, numbers, offered_tools, seen_text, step_text
+from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
 from failforge.conformance._verdict import ConformanceVerdict
 from failforge.trajectory import Step, ToolCall, Trajectory
 
@@ -32,11 +32,22 @@ GROUNDED_MIN = 0.5
 """Share of an answer's content words that must come from what the agent saw (or from a_t) for it to
 count as an answer to this task rather than off-topic text that happens to stop the run."""
 
+_GENERIC = frozenset(
+    lemma(w)
+    for w in """
+    nothing anything something everything need needs needed already task tasks complete completed done finish finished
+    result results thank thanks here help sorry information found find look seem think know go going right good great
+    fine able unable also still though request requested ask asked user answer question further want make made see take
+    give given best check checked time today perfect happy glad note noted update updated successfully success way
+    """.split()
+)
+"""Conversational words any answer may use; they say nothing about which task it answers."""
+
 
 def grounded(text: str, seed: Trajectory, t: int) -> tuple[float, list[str]]:
     """Share of ``text``'s content words (numbers aside) found in the agent's context or in a_t, and
     the words that were not: a wrong answer to the task is made of the task's words."""
-    mine = sorted(w for w in content_lemmas(text) if not w[0].isdigit() and not w.startswith("-"))
+    mine = sorted(w for w in content_lemmas(text) if not w[0].isdigit() and not w.startswith("-") and w not in _GENERIC)
     if not mine:
         return 1.0, []
     known = content_lemmas(seen_text(seed, t)) | content_lemmas(step_text(seed.steps[t]))
