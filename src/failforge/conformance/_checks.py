@@ -44,6 +44,12 @@ _GENERIC = frozenset(
 """Conversational words any answer may use; they say nothing about which task it answers."""
 
 
+def off_topic(share: float, foreign: list[str]) -> bool:
+    """Off-topic: at least two content words from outside the task, and they are most of the text.
+    (One stray word, as in "everything is in order", says nothing.)"""
+    return len(foreign) >= 2 and share < GROUNDED_MIN
+
+
 def grounded(text: str, seed: Trajectory, t: int) -> tuple[float, list[str]]:
     """Share of ``text``'s content words (numbers aside) found in the agent's context or in a_t, and
     the words that were not: a wrong answer to the task is made of the task's words."""
@@ -188,7 +194,7 @@ def check_a5(seed: Trajectory, injected: Step, t: int) -> Outcome:
     if not remaining:
         return False, "the seed made no tool call from step t on, so answering now leaves nothing undone"
     share, foreign = grounded(injected.content or "", seed, t)
-    if share < GROUNDED_MIN:
+    if off_topic(share, foreign):
         return False, f"ã_t stops, but its text is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
     return True, f"ã_t answers and stops while the seed still made {len(remaining)} tool call(s) from step {t} on ({', '.join(remaining[:3])})"
 
@@ -237,7 +243,7 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
     if words_before and len(words_before & words_after) * 2 < len(words_before):
         return False, "ã_t's answer has other numbers but is not the same answer (less than half of a_t's words)"
     share, foreign = grounded(injected.content or "", seed, t)
-    if share < GROUNDED_MIN:
+    if off_topic(share, foreign):
         return False, f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
     return True, f"ã_t's answer gives {', '.join(sorted(added))} where a_t gave {', '.join(sorted(dropped))}"
 
