@@ -236,16 +236,24 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, "a_t is an answer with numbers; ã_t makes a tool call instead"
     before, after = set(numbers(original.content or "")), set(numbers(injected.content or ""))
     dropped, added = before - after, after - before
-    if not (dropped and added):
+    slips = [(x, y) for x in sorted(dropped) for y in sorted(added) if _near(float(x), float(y))]
+    if not slips:
+        if dropped and added:
+            return False, f"ã_t's answer has other numbers ({', '.join(sorted(added))}) but none is a slip of a_t's ({', '.join(sorted(dropped))}): not within a factor of ten"
         return False, "ã_t's answer does not replace any number of a_t's answer with another"
-    words_before = {w for w in content_lemmas(original.content or "") if not w[0].isdigit()}
-    words_after = {w for w in content_lemmas(injected.content or "") if not w[0].isdigit()}
-    if words_before and len(words_before & words_after) * 2 < len(words_before):
-        return False, "ã_t's answer has other numbers but is not the same answer (less than half of a_t's words)"
     share, foreign = grounded(injected.content or "", seed, t)
     if off_topic(share, foreign):
         return False, f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
-    return True, f"ã_t's answer gives {', '.join(sorted(added))} where a_t gave {', '.join(sorted(dropped))}"
+    x, y = slips[0]
+    return True, f"ã_t's answer gives {y} where a_t gave {x}"
+
+
+def _near(x: float, y: float) -> bool:
+    """A slip, not another quantity: off by a little, a slipped decimal or transposed digits (within 10x)."""
+    if x == 0 or y == 0:
+        return abs(x - y) <= 1
+    ratio = abs(y / x)
+    return x * y > 0 and 0.1 <= ratio <= 10
 
 
 STRUCTURAL_CHECKS: dict[str, Callable[[Trajectory, Step, int], Outcome]] = {
