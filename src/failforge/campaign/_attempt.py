@@ -98,7 +98,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     kind = guide_kind_for(config.guide_kind, mode.code)
     guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else models.guide_spec.name
     provenance = {**provenance, "guide_kind": kind, "guide_name": guide_name}
-    base = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
+    base: dict[str, Any] = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
 
     def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
         return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc)))  # type: ignore[arg-type]

@@ -234,8 +234,8 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, "ã_t does not call the seed's tool with a changed number in the same argument"
     if injected.tool_calls:
         return False, "a_t is an answer with numbers; ã_t makes a tool call instead"
-    before, after = set(numbers(original.content or "")), set(numbers(injected.content or ""))
-    dropped, added = before - after, after - before
+    given, written = set(numbers(original.content or "")), set(numbers(injected.content or ""))
+    dropped, added = given - written, written - given
     slips = [(x, y) for x in sorted(dropped) for y in sorted(added) if _near(float(x), float(y))]
     if not slips:
         if dropped and added:

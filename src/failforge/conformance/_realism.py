@@ -135,8 +135,6 @@ def _fit(x, y, l2: float):  # type: ignore[no-untyped-def]
 
 
 def _standardise(train, test):  # type: ignore[no-untyped-def]
-    import numpy as np
-
     mean = train.mean(axis=0)
     std = train.std(axis=0)
     std[std == 0] = 1.0

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from failforge.conformance._text import content_lemmas, entities, ngrams, normalise_number, numbers, request_text, seen_text, step_text, words
+from failforge.conformance._text import content_lemmas, entities, ngrams, numbers, request_text, seen_text, step_text, words
 from failforge.filters._context import FilterContext, verdict
 from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict, Step

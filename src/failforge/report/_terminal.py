@@ -59,17 +59,21 @@ def render_record(ds: Dataset, record: Record) -> Group:
         mark = Text("identical", style="green") if same else Text(f"DIFFERS (seed {seed_hash[:16]})", style="bold red")
         table.add_row(f"0–{t - 1}", Text.assemble(f"shared prefix, {t} steps: ", mark, f"  sha256 {branch_hash[:16]}"), Text("same", style="dim"))
     seed_after = [s for s in (seed.steps if seed else []) if s.index >= t]
+    if record.original is not None:
+        seed_after[:1] = [record.original]
     branch_after = record.branch.steps[t:] if record.branch is not None else []
     for k in range(max(len(seed_after), len(branch_after), 1)):
-        left = (record.original or (seed_after[0] if seed_after else None)) if k == 0 else (seed_after[k] if k < len(seed_after) else None)
+        left = seed_after[k] if k < len(seed_after) else None
         right = branch_after[k] if k < len(branch_after) else None
-        index = (right or left).index if (right or left) else t + k
-        if record.branch is None and k == 0:
-            right_text = Text(f"no branch was run ({record.stage})", style="dim")
+        shown = right or left
+        index = shown.index if shown is not None else t + k
+        if record.branch is None:
+            right_text = Text(f"no branch was run ({record.stage})" if k == 0 else "", style="dim")
         else:
-            right_text = _step_text(right) if (right is not None or k < len(branch_after)) else Text("")
-        style = "on grey15" if k else "on dark_red"
-        table.add_row(Text(f"{index}{' ★' if k == 0 else ''}", style="bold" if k == 0 else ""), _step_text(left) if left or k == 0 else Text(""), right_text, style=style if k == 0 else None)
+            right_text = _step_text(right) if right is not None else Text("(run ended)", style="dim")
+        left_text = _step_text(left) if left is not None else Text("(run ended)", style="dim")
+        decisive = k == 0
+        table.add_row(Text(f"{index}{' ★' if decisive else ''}", style="bold" if decisive else ""), left_text, right_text, style="on dark_red" if decisive else None)
     parts.append(table)
 
     parts.append(Text.assemble(("steering note: ", "bold"), record.note or "(none)"))
