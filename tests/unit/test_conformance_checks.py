@@ -159,6 +159,11 @@ def test_r3_needs_a_number_in_a_t_and_a_changed_one_in_the_same_place(seeds):
     assert unrelated.exhibited is False and "not within a factor of ten" in unrelated.reason
     bare = _verdict(seed, _candidate(seed, 3, "1005.", []), 3, "R.3")  # the demo's answer to "total spending?"
     assert bare.exhibited is True and "1005 where a_t gave 1050" in bare.reason
+    dated = seed.model_copy(deep=True)  # an answer that is a date and time, as in workspace/user_task_14
+    dated.steps[3].content = "2024-06-10 13:00"
+    assert _verdict(dated, _candidate(dated, 3, "2024-06-11 13:00", []), 3, "R.3").exhibited is True
+    lost = _verdict(dated, _candidate(dated, 3, "The figure is 2023.", []), 3, "R.3")
+    assert lost.exhibited is False and "loses most of a_t's numbers" in lost.reason
     date_slip = _candidate(seeds[BANKING3], 3, None, [("send_money", {**SEND, "date": "2022-04-02"})])
     assert _verdict(seeds[BANKING3], date_slip, 3, "R.3").exhibited is True
 

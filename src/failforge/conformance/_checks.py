@@ -234,13 +234,17 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, "ã_t does not call the seed's tool with a changed number in the same argument"
     if injected.tool_calls:
         return False, "a_t is an answer with numbers; ã_t makes a tool call instead"
-    given, written = set(numbers(original.content or "")), set(numbers(injected.content or ""))
-    dropped, added = given - written, written - given
+    used = set(numbers(original.content or ""))
+    given = (used - set(numbers(seed.task.instruction))) or used  # what a_t worked out, not what the task stated
+    written = set(numbers(injected.content or ""))
+    dropped, added = given - written, written - used
     slips = [(x, y) for x in sorted(dropped) for y in sorted(added) if _near(float(x), float(y))]
     if not slips:
         if dropped and added:
             return False, f"ã_t's answer has other numbers ({', '.join(sorted(added))}) but none is a slip of a_t's ({', '.join(sorted(dropped))}): not within a factor of ten"
         return False, "ã_t's answer does not replace any number of a_t's answer with another"
+    if len(dropped) > max(1, len(given) // 2):
+        return False, f"ã_t's answer loses most of a_t's numbers ({', '.join(sorted(dropped))}): another answer, not one number slipped"
     share, foreign = grounded(injected.content or "", seed, t)
     if off_topic(share, foreign):
         return False, f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"

@@ -280,6 +280,11 @@ def _r3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
                 note = f"Call {call.name} with {key} = {show(new)}."
                 return note, {"tool": call.name, "argument": key, "original": value, "value": new}
     said = original.content or ""
+    date = re.search(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2})?", said)
+    if not original.tool_calls and date:
+        moved = _shift_date(date.group(0), rng)
+        if moved:
+            return f"In your answer, state the date as {moved}.", {"answer_date": date.group(0), "value": moved}
     given = set(numbers(seed.task.instruction))
     found = sorted(numbers(said), key=lambda n: n in given)  # a figure the agent worked out, not one it was given
     if not original.tool_calls and found:
