@@ -190,6 +190,7 @@ filters: Registry[Any] = Registry(
         "failforge.filters.gold_exposure",
         "failforge.filters.differs",
         "failforge.filters.well_formed",
+        "failforge.filters.mode_conformance",
     ),
 )
 exporters: Registry[Any] = Registry("exporter", group="failforge.exporters", builtin_modules=("failforge.exporters.whowhen_pro",))

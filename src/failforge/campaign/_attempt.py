@@ -17,9 +17,11 @@ from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
 from failforge.errors import DriftError, InfrastructureError
+from failforge.conformance import ConformanceVerdict, assess, is_structural
 from failforge.filters import FilterContext, run_filters
-from failforge.injection import AttemptSpec, branch, guide_request, write_steering_note
-from failforge.taxonomy import get_mode
+from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_for, guide_request, rules_note, write_steering_note
+from failforge.llm import BoundedResponder
+from failforge.taxonomy import ErrorMode, get_mode
 from failforge.trajectory import FilterVerdict, GoldLabel, Trajectory
 
 
@@ -83,22 +85,48 @@ def decisiveness(seed: Trajectory, t: int, injected: dict[str, Any], models: Mod
     return rates
 
 
+def judge_conformance(seed: Trajectory, trajectory: Trajectory, spec: AttemptSpec, mode: ErrorMode, models: Models, config: CampaignConfig, deadline: float) -> ConformanceVerdict:
+    """The candidate's conformance verdict: a rule for structural modes, the judge (if enabled) for the rest.
+
+    The judge is the guide endpoint unless the campaign names one; its call goes through the model
+    boundary and is kept on the record, so the verdict replays without a model.
+    """
+    cfg = config.filters.conformance
+    injected = trajectory.steps[spec.step]
+    if not cfg.judge or is_structural(mode.code):
+        return assess(seed, injected, spec.step, mode)
+    if cfg.judge_model is None:
+        return assess(seed, injected, spec.step, mode, judge=models.guide(deadline=deadline), judge_model=models.guide_spec.name, record_id=spec.attempt_id)
+    upstream = cfg.judge_model.upstream()
+    try:
+        return assess(seed, injected, spec.step, mode, judge=BoundedResponder(upstream, deadline=deadline), judge_model=cfg.judge_model.model, record_id=spec.attempt_id)
+    finally:
+        upstream.close()
+
+
 def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
     started = time.monotonic()
     deadline = started + config.attempt_deadline
     mode = get_mode(spec.mode)
-    base = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
+    kind = guide_kind_for(config.guide_kind, mode.code)
+    guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else models.guide_spec.name
+    provenance = {**provenance, "guide_kind": kind, "guide_name": guide_name}
+    base: dict[str, Any] = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
 
     def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
         return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc), error_kind=error_kind(exc)))  # type: ignore[arg-type]
 
-    g_request = guide_request(
-        seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature, seed_value=config.plan.rng_seed * 1000 + spec.sample
-    )
-    try:
-        guide = write_steering_note(models.guide(deadline=deadline), g_request)
-    except InfrastructureError as exc:
-        return failed("guide", exc)
+    guide: GuideResult
+    if kind == "rules":
+        guide = rules_note(seed, spec.step, mode, rng_seed=config.plan.rng_seed, sample=spec.sample)
+    else:
+        g_request = guide_request(
+            seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature, seed_value=config.plan.rng_seed * 1000 + spec.sample
+        )
+        try:
+            guide = write_steering_note(models.guide(deadline=deadline), g_request)
+        except InfrastructureError as exc:
+            return failed("guide", exc)
     if not guide.feasible or guide.note is None:
         return AttemptResult("rejected", Rejection(**base, status="rejected", stage="guide", reasons=[guide.reason], note=guide.raw or None))
     try:
@@ -113,7 +141,16 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     trajectory = result.trajectory
     trajectory.provenance.update(provenance)
     trajectory.provenance["attempt_id"] = spec.attempt_id
-    verdicts = run_filters(FilterContext(seed=seed, branch=trajectory, step=spec.step, mode=mode, note=guide.note), config.filters.enabled)
+    try:
+        conformance = judge_conformance(seed, trajectory, spec, mode, models, config, deadline)
+    except Exception as exc:  # a judge that is down, or a bug: failed with its error, never a rejection
+        return failed("filters", exc, guide.note)
+    trajectory.provenance["conformance"] = conformance.model_dump(mode="json")
+    context = FilterContext(
+        seed=seed, branch=trajectory, step=spec.step, mode=mode, note=guide.note, guide_request=guide.request,
+        conformance=conformance, keep_unverified=config.filters.conformance.keep_unverified,
+    )
+    verdicts = run_filters(context, config.filters.enabled)
     rejected = [v for v in verdicts if not v.passed]
     if not rejected and config.filters.decisiveness.enabled:
         cfg = config.filters.decisiveness
@@ -143,7 +180,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
         mode_family=mode.family.value,
         original_step=original,
         steering_note=guide.note,
-        guide_model=models.guide_spec.name,
+        guide_model=guide_name,
         agent_model=models.agent_spec.name,
         filter_verdicts=verdicts,
         seed_id=seed.id,

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
@@ -52,9 +53,18 @@ class DecisivenessConfig(_Section):
     injected_max_success: float = Field(default=0.5, ge=0, le=1, description="... and the injected arm at most this often")
 
 
+class ConformanceConfig(_Section):
+    """Mode conformance: rules decide the structural modes; a recorded judge may decide the semantic ones."""
+
+    judge: bool = Field(default=False, description="ask a judge model whether semantic-mode candidates exhibit their mode")
+    judge_model: ModelEndpoint | None = Field(default=None, description="None: the guide endpoint")
+    keep_unverified: bool = Field(default=False, description="keep semantic-mode candidates that no rule or judge verified (marked unverified)")
+
+
 class FiltersConfig(_Section):
     enabled: list[str] = Field(default_factory=default_filters)
     decisiveness: DecisivenessConfig = Field(default_factory=DecisivenessConfig)
+    conformance: ConformanceConfig = Field(default_factory=ConformanceConfig)
 
     @field_validator("enabled")
     @classmethod
@@ -73,6 +83,9 @@ class CampaignConfig(_Section):
     agent: ModelEndpoint | None = Field(default=None, description="None: the embedded local model")
     guide: ModelEndpoint | None = Field(default=None, description="None: the same model as the agent")
     guide_temperature: float = Field(default=0.7, ge=0)
+    guide_kind: Literal["model", "rules", "auto"] = Field(
+        default="model", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
+    )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
@@ -82,6 +95,17 @@ class CampaignConfig(_Section):
     max_interruptions: int = Field(default=3, ge=1, description="an attempt cut off this often by a crash of the whole run is given up (retryable with --retry-failed)")
     max_attempt_tries: int = Field(default=3, ge=1, description="an attempt that failed for infrastructure reasons is retried on later runs until it has been tried this often")
     circuit_breaker: int = Field(default=5, ge=0, description="stop starting attempts after this many consecutive infrastructure failures (0: never)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _guide_shorthand(cls, data: Any) -> Any:
+        # `guide = "auto"` in a campaign file names the guide kind; a table names the guide endpoint.
+        if isinstance(data, dict) and isinstance(data.get("guide"), str):
+            data = dict(data)
+            if "guide_kind" in data:
+                raise ValueError("give the guide kind once: either guide = \"...\" or guide_kind = \"...\"")
+            data["guide_kind"] = data.pop("guide")
+        return data
 
     @field_validator("executor")
     @classmethod

@@ -196,7 +196,7 @@ def demo(
             made = [oracle_seed("miniwob", task, {"cache_dir": str(cache)}) for task in BROWSER_DEMO_TASKS]
             write_jsonl(seed_path, made)
             out.print(f"recorded {len(made)} MiniWoB demonstration seeds in {seed_path}")
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output))
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto")
     summary = _run_generate(config, "browser demo attempts" if browser else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:

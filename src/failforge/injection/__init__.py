@@ -1,7 +1,8 @@
-"""Injection: plan (step, mode) pairs, write the steering note, produce ã_t on-policy, branch."""
+"""Injection: plan (step, mode) pairs, write the steering note (guide model or rules), produce ã_t on-policy, branch."""
 
 from failforge.injection._branch import Branch, branch
 from failforge.injection._injector import (
+    GUIDE_SYSTEM,
     NOT_FEASIBLE,
     NOTE_PREFIX,
     GuideResult,
@@ -13,10 +14,16 @@ from failforge.injection._injector import (
     write_steering_note,
 )
 from failforge.injection._planner import AttemptSpec, candidate_points, plan_attempts, step_context
+from failforge.injection._rules import GUIDE_KINDS, RULE_MODES, RULES_GUIDE, RULES_VERSION, guide_kind_for, rules_note, wrong_value
 
 __all__ = [
+    "GUIDE_KINDS",
+    "GUIDE_SYSTEM",
     "NOT_FEASIBLE",
     "NOTE_PREFIX",
+    "RULES_GUIDE",
+    "RULES_VERSION",
+    "RULE_MODES",
     "AttemptSpec",
     "Branch",
     "GuideResult",
@@ -24,10 +31,13 @@ __all__ = [
     "action_signature",
     "branch",
     "candidate_points",
+    "guide_kind_for",
     "guide_request",
     "plan_attempts",
     "render_step",
+    "rules_note",
     "steer_request",
     "step_context",
     "write_steering_note",
+    "wrong_value",
 ]

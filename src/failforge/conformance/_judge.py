@@ -1,0 +1,116 @@
+"""The recorded judge for semantic modes: one chat-completions call through the model boundary.
+
+A judge decides what no rule can (is this inference invalid, was this check skipped?), so its
+verdict is only as good as its model: the card says which verdicts came from a judge and which
+model gave them. The call goes through :class:`~failforge.llm.ModelBoundary` like every agent call,
+so the request, its hash and the response are kept on the record and :func:`replay_judge` serves the
+same verdict again without a model (a changed prompt is a ``PromptDrift``, never a silent re-judge).
+The judge does not see the steering note: it judges the step, not the intention behind it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
+from failforge.llm import ModelBoundary, Responder
+from failforge.runlog import RunLog
+from failforge.taxonomy import ErrorMode
+from failforge.trajectory import ModelCallRef, Step, Trajectory
+
+JUDGE_SYSTEM = (
+    "You check the labels of a dataset of AI-agent failures. You are shown a task, what the agent had done "
+    "so far, the action a correct run took at the next step, the action the agent actually took there, and "
+    "one error mode with its definition. Decide whether the actual action itself shows exactly that error. "
+    "An action that is off-topic, empty or nonsensical does not show a specific error mode. Answer with two "
+    "lines: 'EXHIBITED: yes' or 'EXHIBITED: no', then 'RATIONALE:' and one or two sentences."
+)
+
+_VERDICT = re.compile(r"exhibited\s*[:=]\s*\**\s*(yes|no)\b", re.I)
+_RATIONALE = re.compile(r"rationale\s*[:=]\s*(.+)", re.I | re.S)
+
+
+def _render(step: Step, limit: int = 600) -> str:
+    """One line per step, the way the guide prompt shows them (kept here so this layer imports no injection)."""
+
+    def cut(text: str | None) -> str:
+        text = (text or "").strip()
+        return text if len(text) <= limit else text[:limit] + " ..."
+
+    if step.kind == "task":
+        return f"[{step.index}] user: {cut(step.content)}"
+    if step.kind == "agent":
+        calls = "; ".join(f"{c.name}({c.arguments})" for c in step.tool_calls)
+        parts = [p for p in (f"says: {cut(step.content)}" if (step.content or "").strip() else "", f"calls {calls}" if calls else "") if p]
+        return f"[{step.index}] {step.agent} " + (" and ".join(parts) or "says nothing")
+    return f"[{step.index}] tool {step.tool_name} returned: {cut(step.error or step.content)}"
+
+
+def judge_request(seed: Trajectory, injected: Step, t: int, mode: ErrorMode, *, model: str, max_tokens: int = 200) -> dict[str, Any]:
+    prefix = "\n".join(_render(s, 300) for s in seed.steps[1:t][-12:]) or "(nothing yet)"
+    user = (
+        f"Task: {seed.task.instruction.strip()}\n\n"
+        f"What the agent had done so far:\n{prefix}\n\n"
+        f"What a correct run did next:\n{_render(seed.steps[t])}\n\n"
+        f"What the agent actually did next:\n{_render(injected)}\n\n"
+        f"Error mode {mode.code} ({mode.name}): {mode.definition}\n\n"
+        "Does the actual action show this error?"
+    )
+    return {
+        "model": model,
+        "messages": [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
+        "temperature": 0.0,
+        "max_tokens": max_tokens,
+        "seed": 0,
+    }
+
+
+def parse_judgement(raw: str) -> tuple[bool | None, str]:
+    """``(exhibited, rationale)``; ``exhibited`` is None when the answer is neither yes nor no."""
+    text = raw.strip()
+    match = _VERDICT.search(text)
+    if match:
+        exhibited: bool | None = match.group(1).lower() == "yes"
+    else:
+        first = re.match(r"\W*(yes|no)\b", text, re.I)
+        exhibited = None if first is None else first.group(1).lower() == "yes"
+    rationale = _RATIONALE.search(text)
+    return exhibited, (rationale.group(1).strip() if rationale else text)[:1000]
+
+
+def _content(response: dict[str, Any]) -> str:
+    return str((((response.get("choices") or [{}])[0]).get("message") or {}).get("content") or "")
+
+
+def _record(request: dict[str, Any], step: Step) -> JudgeRecord:
+    assert step.model_call is not None
+    raw = _content(step.model_call.response)
+    exhibited, rationale = parse_judgement(raw)
+    return JudgeRecord(model=str(request.get("model", "")), exhibited=exhibited, rationale=rationale, raw=raw[:2000], call=step.model_call.model_dump(mode="json"))
+
+
+def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
+    """Ask the judge live, through the model boundary, and keep the recorded call."""
+    log = RunLog(trajectory_id=f"judge:{record_id}", record_phase="live")
+    boundary = ModelBoundary(log, stream="judge", upstream=responder)
+    boundary.complete(request)
+    return _record(request, log.steps[0])
+
+
+def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> JudgeRecord:
+    """Serve a recorded judgement again with no model; ``request`` (default: the recorded one) is
+    hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
+    call = ModelCallRef.model_validate(record.call)
+    recorded = Step(index=0, kind="agent", agent="judge", role="assistant", model_call=call)
+    log = RunLog(trajectory_id="judge:replay", expected=[recorded], replay_until=1)
+    body = call.request if request is None else request
+    ModelBoundary(log, stream="judge", upstream=None).complete(body)
+    return _record(body, log.steps[0])
+
+
+def judged_verdict(record: JudgeRecord, mode: str) -> ConformanceVerdict:
+    if record.exhibited is None:
+        return ConformanceVerdict(mode=mode, exhibited=None, method="unverified", reason=f"the judge ({record.model}) gave no yes/no answer: {record.raw[:120]!r}", judge=record)
+    says = "shows" if record.exhibited else "does not show"
+    return ConformanceVerdict(mode=mode, exhibited=record.exhibited, method="judge", reason=f"judge {record.model}: ã_t {says} {mode}: {record.rationale[:300]}", judge=record)

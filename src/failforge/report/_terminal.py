@@ -1,0 +1,100 @@
+"""``failforge show RECORD_ID``: one record in the terminal, laid out like the HTML viewer.
+
+Seed and branch side by side; the shared prefix folded into one line marked identical with its hash;
+the decisive step highlighted with the original and the injected action; then the note, the
+conformance verdict, every filter verdict and the evaluator's output.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from failforge.report._dataset import Dataset, Record, prefix_hash
+from failforge.trajectory import Step
+
+LIMIT = 600
+
+
+def _step_text(step: Step | None) -> Text:
+    if step is None:
+        return Text("(no step)", style="dim")
+    out = Text()
+    if step.kind == "tool":
+        out.append(f"tool {step.tool_name}{' (error)' if step.error else ''} → ", style="bold")
+    body = (step.error if step.kind == "tool" and step.error else step.content) or ""
+    if body:
+        out.append(body[:LIMIT] + (f" … ({len(body) - LIMIT} more characters)" if len(body) > LIMIT else ""))
+    for call in step.tool_calls:
+        if len(out):
+            out.append("\n")
+        out.append("calls ", style="bold")
+        out.append(f"{call.name}({call.arguments[:LIMIT]})")
+    return out if len(out) else Text("(empty)", style="dim")
+
+
+def render_record(ds: Dataset, record: Record) -> Group:
+    seed = ds.seed_for(record)
+    t = record.step
+    status_style = {"gold": "bold green", "rejected": "yellow", "failed": "red"}[record.status]
+    header = Text.assemble(
+        (record.record_id, "bold"), "  ", (record.status, status_style), "  ", (f"{record.mode} ({record.family})", "bold magenta"),
+        f"\nseed {record.seed_id} · decisive step {t} · agent {record.agent} · environment {record.environment} · note by the {record.guide_kind} guide",
+        f"\nattempt {record.attempt_id}",
+    )
+    task = record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else "")
+    parts: list[object] = [Panel(header, title="failforge record", expand=True), Text.assemble(("task: ", "bold"), task.strip()[:LIMIT])]
+
+    table = Table(show_lines=True, expand=True)
+    table.add_column("step", no_wrap=True)
+    table.add_column("seed (successful run)", ratio=1)
+    table.add_column(f"branch (injected at step {t})", ratio=1)
+    if seed is not None and record.branch is not None and t > 0:
+        seed_hash, branch_hash = prefix_hash(seed.steps[:t]), prefix_hash(record.branch.steps[:t])
+        same = seed_hash == branch_hash
+        mark = Text("identical", style="green") if same else Text(f"DIFFERS (seed {seed_hash[:16]})", style="bold red")
+        table.add_row(f"0–{t - 1}", Text.assemble(f"shared prefix, {t} steps: ", mark, f"  sha256 {branch_hash[:16]}"), Text("same", style="dim"))
+    seed_after = [s for s in (seed.steps if seed else []) if s.index >= t]
+    if record.original is not None:
+        seed_after[:1] = [record.original]
+    branch_after = record.branch.steps[t:] if record.branch is not None else []
+    for k in range(max(len(seed_after), len(branch_after), 1)):
+        left = seed_after[k] if k < len(seed_after) else None
+        right = branch_after[k] if k < len(branch_after) else None
+        shown = right or left
+        index = shown.index if shown is not None else t + k
+        if record.branch is None:
+            right_text = Text(f"no branch was run ({record.stage})" if k == 0 else "", style="dim")
+        else:
+            right_text = _step_text(right) if right is not None else Text("(run ended)", style="dim")
+        left_text = _step_text(left) if left is not None else Text("(run ended)", style="dim")
+        decisive = k == 0
+        table.add_row(Text(f"{index}{' ★' if decisive else ''}", style="bold" if decisive else ""), left_text, right_text, style="on dark_red" if decisive else None)
+    parts.append(table)
+
+    parts.append(Text.assemble(("steering note: ", "bold"), record.note or "(none)"))
+    conformance = record.conformance
+    if conformance is not None:
+        exhibited = conformance.get("exhibited")
+        label = "exhibited" if exhibited is True else "not exhibited" if exhibited is False else "unverified"
+        line = Text.assemble(("mode conformance: ", "bold"), (label, "green" if exhibited else "red" if exhibited is False else "yellow"), f" ({conformance.get('method')}) {conformance.get('reason')}")
+        judge = conformance.get("judge")
+        if judge:
+            line.append(f"\njudge {judge.get('model')}: {judge.get('rationale')}")
+        parts.append(line)
+    verdicts = Table(title="filter verdicts", expand=True)
+    verdicts.add_column("filter", no_wrap=True)
+    verdicts.add_column("verdict", no_wrap=True)
+    verdicts.add_column("reason", ratio=1)
+    for v in record.verdicts:
+        verdicts.add_row(str(v.get("name")), Text("passed", style="green") if v.get("passed") else Text("rejected", style="bold red"), str(v.get("reason")))
+    if not record.verdicts:
+        verdicts.add_row("-", record.stage, "; ".join(record.reasons) or "-")
+    parts.append(verdicts)
+    evaluation = record.evaluator or record.error
+    parts.append(Text.assemble(("evaluator: ", "bold"), json.dumps(evaluation, indent=1) if evaluation else "no evaluation"))
+    return Group(*parts)  # type: ignore[arg-type]
