@@ -193,7 +193,10 @@ filters: Registry[Any] = Registry(
         "failforge.filters.mode_conformance",
     ),
 )
-exporters: Registry[Any] = Registry("exporter", group="failforge.exporters", builtin_modules=("failforge.exporters.whowhen_pro",))
+exporters: Registry[Any] = Registry(
+    "exporter", group="failforge.exporters",
+    builtin_modules=("failforge.exporters.whowhen_pro", "failforge.exporters.whowhen", "failforge.exporters.tracertraj"),
+)
 importers: Registry[Any] = Registry("importer", group="failforge.importers", builtin_modules=("failforge.attribution.importers.whowhen", "failforge.attribution.importers.whowhen_pro", "failforge.attribution.importers.tracertraj", "failforge.attribution.importers.failforge_gold"))
 sandboxes: Registry[Any] = Registry(
     "sandbox backend",

