@@ -4,6 +4,10 @@ Frameworks accept an ``openai.OpenAI`` client; giving them one whose ``http_clie
 puts every model call of theirs under failforge's control without touching their code. Retries are
 off in the boundary client because the boundary's own upstream retries live calls, and a replayed
 call must never be retried.
+
+:class:`BoundaryClient` is that client; ``client.for_agent(name, purpose=...)`` makes an explicit
+per-agent client over the same boundary (the first and strongest identity source), which is what a
+multi-agent harness hands each of its agents.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm._boundary import ModelBoundary
+from failforge.llm._identity import AgentIdentity, valid_name
 from failforge.llm._upstream import HttpUpstream
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
@@ -45,13 +50,43 @@ class ModelEndpoint(BaseModel):
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 
 
-def boundary_client(boundary: ModelBoundary) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=BOUNDARY_BASE_URL,
-        api_key="failforge-boundary",
-        max_retries=0,
-        http_client=httpx.Client(transport=boundary),
-    )
+class _AgentTransport(httpx.BaseTransport):
+    """The transport of an explicit per-agent client: the boundary, with the identity attached."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity) -> None:
+        self.boundary = boundary
+        self.identity = identity
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.boundary.handle(request, explicit=self.identity)
+
+
+class BoundaryClient(openai.OpenAI):
+    """An OpenAI client whose every call goes through a :class:`ModelBoundary`."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None = None) -> None:
+        transport: httpx.BaseTransport = boundary if identity is None else _AgentTransport(boundary, identity)
+        super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=httpx.Client(transport=transport))
+        self.boundary = boundary
+        self.identity = identity
+        self._agent_clients: list[BoundaryClient] = []
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> BoundaryClient:
+        """A client whose calls belong to ``agent`` (with ``purpose`` when they are not its turn proper)."""
+        client = BoundaryClient(self.boundary, AgentIdentity(valid_name(agent), purpose, "explicit"))
+        self._agent_clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._agent_clients:
+            client.close()
+        self._agent_clients.clear()
+        super().close()
+
+
+def boundary_client(boundary: ModelBoundary, agent: str | None = None, purpose: str | None = None) -> BoundaryClient:
+    """The client a harness gets: unattributed (the boundary resolves each call), or explicitly ``agent``'s."""
+    return BoundaryClient(boundary, None if agent is None else AgentIdentity(valid_name(agent), purpose, "explicit"))
 
 
 def surface_boundary_error(boundary: ModelBoundary, exc: BaseException) -> BaseException:
