@@ -13,7 +13,8 @@ agent winning:
    client, e.g. AutoGen's Magentic-One: the adapter reads the message-handler context);
 5. otherwise the run's only agent; with several agents that is an error, never a guess.
 
-The purpose is taken from the same sources (the explicit client, then the header, then the resolver).
+The purpose comes from the explicit client, else the request's ``X-Failforge-Purpose`` header, else the
+resolver when it names the same agent.
 """
 
 from __future__ import annotations
@@ -80,17 +81,26 @@ def resolve_identity(
     header_purpose = request.headers.get(PURPOSE_HEADER) or None
     from_resolver = resolver() if resolver is not None else None
     route_agent, _ = route_of(request.url.path)
-    purpose = (explicit.purpose if explicit else None) or header_purpose or (from_resolver.purpose if from_resolver else None)
     if explicit is not None:
-        return AgentIdentity(valid_name(explicit.agent), purpose, "explicit")
-    if route_agent is not None:
-        return AgentIdentity(valid_name(route_agent), purpose, "route")
-    if header_agent is not None:
-        return AgentIdentity(valid_name(header_agent), purpose, "header")
-    if from_resolver is not None:
-        return AgentIdentity(valid_name(from_resolver.agent), purpose, "resolver")
-    if default is not None:
-        return AgentIdentity(default, purpose, "default")
+        agent, via = explicit.agent, "explicit"
+    elif route_agent is not None:
+        agent, via = route_agent, "route"
+    elif header_agent is not None:
+        agent, via = header_agent, "header"
+    elif from_resolver is not None:
+        agent, via = from_resolver.agent, "resolver"
+    elif default is not None:
+        agent, via = default, "default"
+    else:
+        agent = via = ""
+    if agent:
+        # A purpose belongs to the request (header) or to a source that names this same agent.
+        purpose = (
+            (explicit.purpose if explicit is not None else None)
+            or header_purpose
+            or (from_resolver.purpose if from_resolver is not None and from_resolver.agent == agent else None)
+        )
+        return AgentIdentity(valid_name(agent) if via != "default" else agent, purpose, via)
     raise ConfigError(
         f"a model call came from an unidentified agent, and this run has several ({', '.join(known)}): give each agent "
         f"its own client (BoundaryClient.for_agent), the route /agents/{{name}}/v1, or the header {AGENT_HEADER}"
