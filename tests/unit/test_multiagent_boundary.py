@@ -195,3 +195,15 @@ def test_the_injector_answers_only_the_agent_recorded_at_the_branch_point():
     _ask(c2.for_agent("lead"), "first turn")
     err = _typed(wrong, lambda: _ask(c2.for_agent("lead"), "turn"))
     assert isinstance(err, AgentDrift) and err.step == 3
+
+
+def test_a_copied_client_keeps_the_boundary_and_the_agent():
+    log = _log()
+    boundary = ModelBoundary(log, upstream=_oracle())
+    helper = boundary_client(boundary).for_agent("helper")
+    copied = helper.with_options(timeout=5.0)  # frameworks copy the client they are given
+    assert copied.boundary is boundary and copied.identity == helper.identity
+    assert _ask(copied, "x") == "helper answer #0 (turn)"
+    assert _ask(copied.for_agent("lead", "plan"), "y") == "lead answer #0 (plan)"
+    with pytest.raises(TypeError):
+        type(helper)(api_key="k")  # never a boundary client without a boundary

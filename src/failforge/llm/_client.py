@@ -13,6 +13,7 @@ multi-agent harness hands each of its agents.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import httpx
 import openai
@@ -61,12 +62,28 @@ class _AgentTransport(httpx.BaseTransport):
         return self.boundary.handle(request, explicit=self.identity)
 
 
+class _BoundaryHTTP(httpx.Client):
+    """The HTTP client under a :class:`BoundaryClient`: carries the boundary and the identity, so a copy
+    of the OpenAI client (``with_options``, which frameworks call) keeps both."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None) -> None:
+        super().__init__(transport=boundary if identity is None else _AgentTransport(boundary, identity))
+        self.boundary = boundary
+        self.identity = identity
+
+
 class BoundaryClient(openai.OpenAI):
     """An OpenAI client whose every call goes through a :class:`ModelBoundary`."""
 
-    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None = None) -> None:
-        transport: httpx.BaseTransport = boundary if identity is None else _AgentTransport(boundary, identity)
-        super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=httpx.Client(transport=transport))
+    def __init__(self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any) -> None:
+        if boundary is None:  # openai's copy() / with_options(): the same HTTP client, other options
+            http = options.get("http_client")
+            if not isinstance(http, _BoundaryHTTP):
+                raise TypeError("a BoundaryClient is made from a ModelBoundary (or copied from another BoundaryClient)")
+            super().__init__(**options)
+            boundary, identity = http.boundary, http.identity
+        else:
+            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_BoundaryHTTP(boundary, identity))
         self.boundary = boundary
         self.identity = identity
         self._agent_clients: list[BoundaryClient] = []
