@@ -24,7 +24,7 @@ from failforge.trajectory import Trajectory, write_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "failforge" / "data" / "seeds"
 SINGLE_AGENT = ("banking/user_task_1", "banking/user_task_3", "slack/user_task_0", "slack/user_task_2", "travel/user_task_0", "workspace/user_task_0")
-MULTI_AGENT = (("orchestrator-workers", "banking/user_task_3"), ("plan-execute-verify", "banking/user_task_1"))
+MULTI_AGENT = (("orchestrator-workers", "banking/user_task_0"), ("plan-execute-verify", "slack/user_task_3"))
 
 
 def tight(harness: str, task: str) -> dict[str, int]:
