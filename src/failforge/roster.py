@@ -110,14 +110,13 @@ class _Call(Protocol):
     arguments: str
 
 
-def recipient_of_call(profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call]) -> str:
+def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call]) -> str:
     """Whom a model call's output is addressed to.
 
     A handoff tool call addresses its agent; any other tool call addresses the environment; plain text
     goes to ``reports_to``, except the output of a purpose-tagged call (a plan, a ledger, a speaker
     choice), which the agent keeps for itself.
     """
-    name = profile.name if profile else DEFAULT_AGENT
     handoffs = {h.tool: h for h in (profile.handoffs if profile else [])}
     for call in tool_calls:
         rule = handoffs.get(call.name)
@@ -126,11 +125,11 @@ def recipient_of_call(profile: AgentProfile | None, purpose: str | None, tool_ca
         if rule.to is not None:
             return rule.to
         target = _argument(call.arguments, rule.to_argument or "")
-        return target if target else name
+        return target if target else agent
     if tool_calls:
         return ENVIRONMENT
     if purpose:
-        return name
+        return agent
     return profile.reports_to if profile else USER
 
 
@@ -202,7 +201,7 @@ class StepAddresser:
             recipient = self.lead
         elif step.kind == "agent":
             purpose = getattr(step.model_call, "purpose", None) if step.model_call is not None else None
-            recipient = recipient_of_call(self._profiles.get(step.agent), purpose, step.tool_calls)
+            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls)
             for call in step.tool_calls:
                 self._callers[call.id] = step.agent
             if step.tool_calls:
