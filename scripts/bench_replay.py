@@ -5,7 +5,11 @@ makes many tool calls), noting when each step completed; then replays the prefix
 model call several times with a model that counts every call it gets. Prints the live time of the
 prefix, the median replay time, their ratio, and the tokens spent on the prefix (target: 0).
 
-    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3]
+``--harness orchestrator-workers`` (or ``plan-execute-verify``) does the same for a multi-agent run:
+the local model plays every agent, and the replayed prefix holds several agents' calls, each served
+from that agent's own stream.
+
+    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3] [--harness orchestrator-workers]
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from failforge.errors import PrefixComplete
 from failforge.harnesses import AgentDojoPipelineHarness, harness_from_spec
 from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
 from failforge.episode import run_episode
-from failforge.seeds import record
+from failforge.seeds import harness_for, record
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec
 
@@ -57,13 +61,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--suite", default="banking")
     parser.add_argument("--task", default="user_task_3")
+    parser.add_argument("--harness", default=None, help="a multi-agent harness (orchestrator-workers, plan-execute-verify); default: AgentDojo's pipeline")
     opts = parser.parse_args()
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    spec = env_spec(opts.suite, opts.task)
+    harness = AgentDojoPipelineHarness() if opts.harness is None else harness_for(opts.harness, spec)
     with LocalModelServer() as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
         timed = Timed(endpoint.upstream())
         timed.start = time.perf_counter()
-        seed = record(env_spec=env_spec(opts.suite, opts.task), harness=AgentDojoPipelineHarness(), model=ComponentSpec(name=LOCAL_MODEL_NAME), upstream=timed)
+        seed = record(env_spec=spec, harness=harness, model=ComponentSpec(name=LOCAL_MODEL_NAME), upstream=timed)
     agent_steps = seed.agent_steps()
     if len(agent_steps) < 2:
         raise SystemExit(f"the recorded run has only {len(agent_steps)} model call(s); try another --task")
@@ -88,7 +95,8 @@ def main() -> None:
         counters.append(counting.calls)
         assert len(log.steps) == t, (len(log.steps), t)
     replay_med = statistics.median(times)
-    print(f"seed: {seed.id} ({len(seed.steps)} steps, {len(agent_steps)} model calls); prefix = steps 0..{t - 1} ({calls_in_prefix} model calls)")
+    agents_in_prefix = sorted({s.agent for s in agent_steps if s.index < t})
+    print(f"seed: {seed.id} [{seed.harness.name}] ({len(seed.steps)} steps, {len(agent_steps)} model calls); prefix = steps 0..{t - 1} ({calls_in_prefix} model calls by {', '.join(agents_in_prefix)})")
     print(f"live time of the prefix (recording):   {live_prefix:8.3f} s, {prefix_tokens_live} tokens")
     print(f"replay time of the prefix (median of {opts.repeats}): {replay_med:8.3f} s")
     print(f"ratio replay/live: {replay_med / live_prefix:.3f}  (live/replay: {live_prefix / replay_med:.1f}x faster)")

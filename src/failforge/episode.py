@@ -11,6 +11,13 @@ every replayed step's comparable fields (text, tool calls, observations, fingerp
 for a whole replay, the evaluator's verdict. A seed edited by hand (an amount changed in the
 instruction only, a rewritten answer, an outcome flipped to failed) therefore fails its replay at the
 edited step instead of replaying "identical" and leaking the edit into every branch.
+
+Several agents: the harness's roster (:func:`failforge.harnesses.harness_roster`) is given to the run
+log before the first step, so every step is addressed and placed in its round; one model boundary
+serves all the agents. Before a seed is replayed its agents are checked against the harness rebuilt
+from its spec (:func:`check_seed_roster`): a step naming an agent the harness does not have, an
+unknown role, or a roster that differs from the harness's is a :class:`RosterError` naming the seed,
+the step and the agent, raised before anything runs.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from typing import Any
 
 from failforge.canonical import readable_diff
 from failforge.environments import environment
-from failforge.errors import FailforgeError, PromptDrift, SeedIntegrityError
-from failforge.harnesses import Harness, harness_from_spec
+from failforge.errors import ConfigError, FailforgeError, PromptDrift, RosterError, SeedIntegrityError
+from failforge.harnesses import Harness, harness_from_spec, harness_roster
 from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
 from failforge.llm._boundary import Injector
+from failforge.roster import ROLES, AgentProfile, UnknownRole, single_agent_roster
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
 
@@ -37,6 +45,7 @@ class EpisodeResult:
     boundary: ModelBoundary
     seconds: float
     task: Task
+    roster: list[AgentProfile] = field(default_factory=single_agent_roster)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,13 +69,15 @@ def run_episode(
     started = time.perf_counter()
     plugin = environment(env_spec.name)
     log.drift_error = plugin.drift_error
+    profiles = harness_roster(harness)
+    log.set_roster(profiles or single_agent_roster(), open_roster=profiles is None)
     with plugin.open(env_spec) as episode:
         instruction = episode.instruction()
         task = episode.task_record()
         if log.replaying(0):
             _check_task(log, task, expected_task, plugin.drift_error)
         log.append(Step(index=0, kind="task", agent="user", role="user", content=instruction, phase=log.phase_for(0)))
-        boundary = ModelBoundary(log, upstream=upstream, injector=injector, strict=strict, source=source)
+        boundary = ModelBoundary(log, upstream=upstream, injector=injector, strict=strict, source=source, resolver=getattr(harness, "agent_resolver", None))
         client = boundary_client(boundary)
         try:
             final = harness.run(client, model, instruction, episode.toolbox(log))
@@ -98,6 +109,7 @@ def run_episode(
             boundary=boundary,
             seconds=time.perf_counter() - started,
             task=task,
+            roster=list(log.roster),
         )
 
 
@@ -111,9 +123,11 @@ def run_from_seed(
     evaluate: bool = True,
 ) -> EpisodeResult:
     """Rebuild the seed's harness and environment from what it recorded and run them against ``log``."""
+    harness = harness_from_spec(seed.harness)
+    check_seed_roster(seed, harness)
     return run_episode(
         env_spec=seed.environment,
-        harness=harness_from_spec(seed.harness),
+        harness=harness,
         model=seed.model.name,
         log=log,
         upstream=upstream,
@@ -122,6 +136,48 @@ def run_from_seed(
         evaluate=evaluate,
         expected_task=seed.task,
     )
+
+
+def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
+    """The seed's agents must be the harness's: every agent step's author in its roster, every role
+    known, the recorded roster equal to the one the harness declares. Errors name seed, step and agent."""
+    where = {"trajectory_id": seed.id}
+    try:
+        profiles = harness_roster(harness)
+    except UnknownRole as exc:
+        raise RosterError(
+            f"harness {seed.harness.name!r} gives agent {exc.agent!r} the unknown role {exc.role!r} (known: {', '.join(ROLES)})",
+            step=seed.first_step_of(exc.agent), expected=sorted(ROLES), actual=exc.role, **where,
+        ) from None
+    except ConfigError as exc:
+        raise RosterError(f"harness {seed.harness.name!r} declares an invalid roster: {exc}", step=0, **where) from None
+    if profiles is None:
+        return  # an open roster: agents identify themselves at the model boundary
+    names = [p.name for p in profiles]
+    for step in seed.steps:
+        if step.kind == "agent" and step.agent not in names:
+            raise RosterError(
+                f"step {step.index} names agent {step.agent!r}, which harness {seed.harness.name!r} does not have (its agents: {', '.join(names)})",
+                step=step.index, expected=names, actual=step.agent, **where,
+            )
+    recorded = {p.name: p for p in seed.roster}
+    for profile in profiles:
+        if recorded.get(profile.name) != profile:
+            was = recorded.get(profile.name)
+            raise RosterError(
+                f"the seed's roster entry for agent {profile.name!r} differs from what harness {seed.harness.name!r} declares (the record was edited, or the harness changed)",
+                step=seed.first_step_of(profile.name),
+                expected=profile.model_dump(),
+                actual=None if was is None else was.model_dump(),
+                diff=readable_diff(profile.model_dump(), None if was is None else was.model_dump()),
+                **where,
+            )
+    extra = [p.name for p in seed.roster if p.name not in names]
+    if extra:
+        raise RosterError(
+            f"the seed's roster has agent {extra[0]!r}, which harness {seed.harness.name!r} does not have (its agents: {', '.join(names)})",
+            step=seed.first_step_of(extra[0]), expected=names, actual=extra[0], **where,
+        )
 
 
 def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
@@ -161,4 +217,4 @@ def _check_task(log: RunLog, task: Task, expected_task: Task | None, drift: type
         )
 
 
-__all__ = ["EpisodeResult", "check_outcome", "run_episode", "run_from_seed"]
+__all__ = ["EpisodeResult", "check_outcome", "check_seed_roster", "run_episode", "run_from_seed"]

@@ -93,6 +93,16 @@ class PromptDrift(DriftError):
     kind = "prompt"
 
 
+class AgentDrift(DriftError):
+    """A model call at a replayed step came from another agent than recorded (or with another purpose,
+    or out of that agent's own order): the agents' interleaving differs from the recording.
+
+    ``expected`` is the recorded agent, ``actual`` the one that called; the message names both.
+    """
+
+    kind = "agent"
+
+
 class EnvironmentDrift(DriftError):
     """A stateful tool produced a different observation or state fingerprint than recorded."""
 
@@ -125,6 +135,13 @@ class SeedIntegrityError(DriftError):
     """
 
     kind = "record"
+
+
+class RosterError(SeedIntegrityError):
+    """A seed and its harness disagree about who the agents are: a step names an agent the harness does
+    not have, an agent has an unknown role, or the recorded roster differs from the harness's."""
+
+    kind = "roster"
 
 
 class CacheMiss(DriftError):

@@ -179,7 +179,12 @@ environments: Registry[Any] = Registry(
 harnesses: Registry[Any] = Registry(
     "harness",
     group="failforge.harnesses",
-    builtin_modules=("failforge.harnesses.tool_calling", "failforge.harnesses.agentdojo_pipeline"),
+    builtin_modules=(
+        "failforge.harnesses.tool_calling",
+        "failforge.harnesses.agentdojo_pipeline",
+        "failforge.harnesses.orchestrator_workers",
+        "failforge.harnesses.plan_execute_verify",
+    ),
 )
 filters: Registry[Any] = Registry(
     "filter",

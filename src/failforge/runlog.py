@@ -3,6 +3,10 @@
 The harness never sees it. Both boundaries append to the same log, so steps land in the order the
 events happened whatever agent loop is driving them, and in replay both boundaries read the seed's
 step at the same index to know what they must reproduce. One RunLog per run; nothing global.
+
+The log also knows the run's roster (who the agents are): as each step is appended it is addressed
+(recipient) and placed in its round by :class:`failforge.roster.StepAddresser`, the same rule a
+record's reader applies, so replay can check those fields like any other.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field
 
 from failforge.canonical import readable_diff
 from failforge.errors import SeedIntegrityError
+from failforge.roster import AgentProfile, StepAddresser, single_agent_roster
 from failforge.trajectory import Phase, Step
 
 
@@ -32,7 +37,29 @@ class RunLog:
     steps: list[Step] = field(default_factory=list)
     drift_error: type[Exception] | None = None
     """The environment's typed drift error (set by the episode), for boundaries that need to raise it."""
+    roster: list[AgentProfile] = field(default_factory=single_agent_roster)
+    """The run's agents (set by the episode from the harness before the first step)."""
+    open_roster: bool = True
+    """Whether agents the roster does not declare may join mid-run (a harness that declares none)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _addresser: StepAddresser | None = field(default=None, repr=False)
+
+    def set_roster(self, profiles: list[AgentProfile], *, open_roster: bool) -> None:
+        if self.steps:
+            raise RuntimeError("the roster is fixed once the run has steps")
+        self.roster = list(profiles)
+        self.open_roster = open_roster
+        self._addresser = None
+
+    def agent_names(self) -> list[str]:
+        return [p.name for p in self.roster]
+
+    def join(self, profile: AgentProfile) -> None:
+        """An agent an open roster did not declare made a call: it joins the roster from now on."""
+        with self._lock:
+            self.roster.append(profile)
+            if self._addresser is not None:
+                self._addresser.add(profile)
 
     @property
     def next_index(self) -> int:
@@ -53,8 +80,10 @@ class RunLog:
     def append(self, step: Step) -> Step:
         """Append ``step``; in replay, first check that it equals the seed's step field by field."""
         with self._lock:
-            if step.index != len(self.steps):
-                step = step.model_copy(update={"index": len(self.steps)})
+            if self._addresser is None:
+                self._addresser = StepAddresser(self.roster)
+            recipient, round_, position = self._addresser.address(step)
+            step = step.model_copy(update={"index": len(self.steps), "recipient": recipient, "round": round_, "position": position})
             if step.index < self.replay_until:
                 self._check_integrity(step)
             self.steps.append(step)
@@ -80,3 +109,16 @@ class RunLog:
             actual={k: got.get(k) for k in fields},
             diff=readable_diff({k: want[k] for k in fields}, {k: got.get(k) for k in fields}),
         )
+
+
+def addressed(steps: Sequence[Step], trajectory_id: str = "addressed") -> list[Step]:
+    """``steps`` as a single-agent :class:`RunLog` writes them: recipient, round and position derived.
+
+    Those three fields are derived, not recorded facts of a model; recordings written before they existed
+    (judge call stores, schema-v1 records) are addressed this way on read so that replaying them checks
+    only what was really recorded.
+    """
+    log = RunLog(trajectory_id=trajectory_id, record_phase="recorded")
+    for step in steps:
+        log.append(step)
+    return [s.model_copy(update={"phase": original.phase}) for s, original in zip(log.steps, steps, strict=True)]

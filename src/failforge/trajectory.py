@@ -4,6 +4,16 @@ Step indices are 0-based and stable: step 0 is always the task instruction, and 
 (one agent output = one model call, one tool observation per tool call) is one step, appended in the
 order it happened. A decisive step ``t`` therefore names the same event in a seed and in every
 branch made from it, which is what lets a gold label say "everything before t is the seed's".
+
+Several agents: every step has a sender (``agent``: the agent that made the model call, ``user`` for
+the task, ``environment`` for a tool observation), a ``recipient`` and a ``(round, position)``
+coordinate, all derived from the run's roster by :mod:`failforge.roster`. An agent step's
+``model_call.stream`` is its agent's stream: ``ordinal`` counts that agent's calls, and calls that are
+not the agent's turn proper (a plan, a progress ledger, a speaker choice) carry a ``purpose``.
+
+Schema versions: "2" added the roster, recipients, coordinates and purposes. Records of version "1"
+(single agent, named ``agent``) are read by :func:`migrate_v1`, which fills the new fields with what
+the single-agent roster implies, so an old seed replays and branches unchanged.
 """
 
 from __future__ import annotations
@@ -15,14 +25,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from failforge.errors import ConfigError, SeedFormatError
+from failforge.roster import AgentProfile, RESERVED_NAMES, StepAddresser, UnknownRole, check_roster, single_agent_roster
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 #: Versions this failforge reads. A record claiming another version is rejected with a clear message
-#: rather than read as if it were this one (fields may mean something else).
-READABLE_SCHEMA_VERSIONS = frozenset({"1"})
+#: rather than read as if it were this one (fields may mean something else). Version "1" records are
+#: migrated on read (:func:`migrate_v1`).
+READABLE_SCHEMA_VERSIONS = frozenset({"1", "2"})
 
 StepKind = Literal["task", "agent", "tool"]
 Phase = Literal["recorded", "replayed", "injected", "live"]
@@ -51,18 +63,20 @@ class ToolCall(_Model):
 class ModelCallRef(_Model):
     """The model call that produced an agent step: enough to serve it again and to check the request."""
 
-    stream: str
-    ordinal: int = Field(ge=0, description="0-based index of this call within its stream")
+    stream: str = Field(description="the agent whose call this is: each agent's calls form one stream")
+    ordinal: int = Field(ge=0, description="0-based index of this call within its agent's stream")
+    purpose: str | None = Field(default=None, description="set when the call is not the agent's turn proper: plan, progress_ledger, speaker_selection, ...")
     request: dict[str, Any] = Field(description="chat-completions request body as the harness sent it (no secrets)")
     request_hash: str = Field(description="sha256 of the canonical request (volatile ids canonicalised)")
     response: dict[str, Any] = Field(description="raw chat-completions response body")
+    response_hash: str | None = Field(default=None, description="sha256 of the canonical response at record time: replay refuses an edited response at its own step")
     source: Literal["model", "oracle", "recording"] = "model"
 
 
 class Step(_Model):
     index: int = Field(ge=0)
     kind: StepKind
-    agent: str = Field(description="agent id for agent steps; 'user' for the task; 'environment' for tool steps")
+    agent: str = Field(description="the sender: agent id for agent steps; 'user' for the task; 'environment' for tool steps")
     role: Literal["user", "assistant", "tool"]
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -76,14 +90,30 @@ class Step(_Model):
     )
     error: str | None = None
     images: list[str] = Field(default_factory=list, description="sha256 of images (e.g. screenshots) stored beside the dataset")
+    recipient: str | None = Field(default=None, description="whom the step is addressed to: an agent, 'user' or 'environment'")
+    round: int | None = Field(default=None, ge=0, description="round of the run (0: the task); see failforge.roster")
+    position: int | None = Field(default=None, ge=0, description="0-based position within the round")
     phase: Phase = "recorded"
+
+    @property
+    def sender(self) -> str:
+        """Who wrote the step (the same as ``agent``)."""
+        return self.agent
+
+    @property
+    def coordinate(self) -> str | None:
+        """``"round.position"``, the step coordinate multi-agent datasets use."""
+        return None if self.round is None or self.position is None else f"{self.round}.{self.position}"
 
     def is_final(self) -> bool:
         return self.kind == "agent" and not self.tool_calls
 
     def comparable(self) -> dict[str, Any]:
         """The fields that must be identical between a seed and a branch's prefix."""
-        return self.model_dump(include={"index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments", "state_fingerprint", "error", "images"})
+        return self.model_dump(include={
+            "index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments",
+            "state_fingerprint", "error", "images", "recipient", "round", "position",
+        })
 
 
 class Task(_Model):
@@ -142,12 +172,49 @@ class Trajectory(_Model):
     harness: ComponentSpec
     environment: ComponentSpec
     model: ComponentSpec
-    agents: list[str] = Field(default_factory=lambda: ["agent"])
+    agents: list[str] = Field(default_factory=lambda: ["agent"], description="agent names, in roster order")
+    roster: list[AgentProfile] = Field(default_factory=list, description="the agents of the run: role, tools, addressing rules")
     oracle: bool = Field(default=False, description="model responses were supplied by the benchmark's ground truth")
     parent_id: str | None = None
     branch_step: int | None = None
     label: GoldLabel | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_old_versions(cls, data: Any) -> Any:
+        if isinstance(data, dict) and str(data.get("schema_version", SCHEMA_VERSION)) == "1":
+            return migrate_v1(data)
+        return data
+
+    @model_validator(mode="after")
+    def _consistent_roster(self) -> Trajectory:
+        """Roster, agent list and steps must agree; errors name the seed, the step and the agent."""
+        if not self.roster:
+            self.roster = single_agent_roster(self.agents)
+        names = [p.name for p in self.roster]
+        if "agents" not in self.model_fields_set:
+            self.agents = names
+        elif self.agents != names:
+            raise ValueError(f"seed {self.id}: agents {self.agents} differ from the roster's {names}")
+        try:
+            check_roster(self.roster)
+        except UnknownRole as exc:
+            raise ValueError(f"seed {self.id}: step {self.first_step_of(exc.agent)}: {exc}") from None
+        except ConfigError as exc:
+            raise ValueError(f"seed {self.id}: {exc}") from None
+        known = set(names) | RESERVED_NAMES
+        for step in self.steps:
+            if step.agent not in known:
+                raise ValueError(f"seed {self.id}: step {step.index} names agent {step.agent!r}, which is not in its roster ({', '.join(names)})")
+        return self
+
+    def first_step_of(self, agent: str) -> int:
+        """The first step this agent wrote (0 when it wrote none): where a problem with the agent is reported."""
+        return next((s.index for s in self.steps if s.agent == agent), 0)
+
+    def profile(self, agent: str) -> AgentProfile | None:
+        return next((p for p in self.roster if p.name == agent), None)
 
     def agent_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "agent"]
@@ -157,6 +224,45 @@ class Trajectory(_Model):
             if step.kind == "agent":
                 return step.content if not step.tool_calls else None
         return None
+
+
+def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 record as version 2: a single-agent roster from ``agents``, and every step (and a gold
+    label's original step) addressed and placed in rounds exactly as a version-2 run would do it.
+
+    Malformed input is left for validation to report field by field.
+    """
+    from types import SimpleNamespace
+
+    out = dict(data, schema_version=SCHEMA_VERSION)
+    agents = out.get("agents") or ["agent"]
+    steps = out.get("steps")
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents) or not isinstance(steps, list):
+        return out
+    roster = single_agent_roster(agents)
+    out.setdefault("roster", [p.model_dump() for p in roster])
+
+    def view(step: Any) -> Any:
+        calls = [SimpleNamespace(id=str(c.get("id")), name=str(c.get("name", "")), arguments=str(c.get("arguments") or "")) for c in step.get("tool_calls") or [] if isinstance(c, dict)]
+        return SimpleNamespace(kind=step.get("kind"), agent=step.get("agent"), tool_calls=calls, tool_call_id=step.get("tool_call_id"), model_call=None)
+
+    def addressed(step_list: list[Any]) -> list[Any]:
+        addresser = StepAddresser(roster)
+        result = []
+        for step in step_list:
+            if not isinstance(step, dict):
+                result.append(step)
+                continue
+            recipient, round_, position = addresser.address(view(step))
+            result.append({**step, "recipient": step.get("recipient", recipient), "round": step.get("round", round_), "position": step.get("position", position)})
+        return result
+
+    out["steps"] = addressed(steps)
+    label = out.get("label")
+    if isinstance(label, dict) and isinstance(label.get("original_step"), dict) and isinstance(label.get("decisive_step"), int):
+        t = label["decisive_step"]
+        out["label"] = {**label, "original_step": addressed([*steps[:t], label["original_step"]])[-1]}
+    return out
 
 
 def _field_of(err: ValidationError) -> tuple[str, str]:

@@ -46,8 +46,10 @@ def test_demo_writes_gold_rejected_and_manifest(demo_output, bundled_seeds):
     assert len(gold) + len(rejected) + len(failed) == manifest["planned_attempts"]
 
 
-def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output, bundled_seeds):
-    seeds = {s.id: s for s in bundled_seeds}
+def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output):
+    demo_seeds, _ = load_jsonl(demo_output / "demo_seeds.jsonl")  # single-agent and multi-agent bundled seeds
+    assert {len(s.agents) > 1 for s in demo_seeds} == {False, True}
+    seeds = {s.id: s for s in demo_seeds}
     gold, _ = load_jsonl(demo_output / "gold.jsonl")
     for record in gold:
         label = record.label

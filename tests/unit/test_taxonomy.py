@@ -51,7 +51,8 @@ PREFIX_TO_FAMILY = {
 
 # A step where every requirement is met: every mode must apply here.
 RICH_CTX = StepContext(
-    has_tool_call=True, tools_available=True, has_image=True, n_agents=3, is_final=False, prior_agent_steps=5
+    has_tool_call=True, tools_available=True, has_image=True, n_agents=3, is_final=False, prior_agent_steps=5,
+    role="orchestrator", delegates=True, addresses_agent=True, acts_on_peer=True,
 )
 # The poorest possible step: first step, single agent, no tools, no image, final answer.
 BARE_CTX = StepContext(has_tool_call=False, tools_available=False)
@@ -174,9 +175,9 @@ def test_rule_table() -> None:
         "A.5": Applicability(needs_not_final=True),
         "A.6": Applicability(needs_prior_steps=1),
         "V.1": Applicability(needs_prior_steps=1),
-        "C.1": Applicability(needs_multi_agent=True),
-        "C.2": Applicability(needs_multi_agent=True),
-        "C.3": Applicability(needs_multi_agent=True),
+        "C.1": Applicability(needs_multi_agent=True, needs_delegation=True),
+        "C.2": Applicability(needs_multi_agent=True, needs_handoff=True),
+        "C.3": Applicability(needs_multi_agent=True, needs_peer_input=True),
     }
     for m in MODES:
         assert m.applies == expected.get(m.code, Applicability()), m.code

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
-from failforge.runlog import RunLog
+from failforge.runlog import RunLog, addressed
 from failforge.trajectory import Step
 
 OnCall = Callable[[str, Step], None]
@@ -33,9 +33,9 @@ class JudgeSession:
         self.model = model
         self.max_tokens = max_tokens
         self.seed = seed
-        self.log = RunLog(trajectory_id=session_id, expected=list(recorded), replay_until=len(recorded), record_phase="recorded")
-        self.boundary = ModelBoundary(self.log, stream="judge", upstream=upstream, source="model")
-        self.client = boundary_client(self.boundary)
+        self.log = RunLog(trajectory_id=session_id, expected=addressed(recorded, session_id), replay_until=len(recorded), record_phase="recorded")
+        self.boundary = ModelBoundary(self.log, upstream=upstream, source="model")
+        self.client = boundary_client(self.boundary, agent="judge")
         self.on_call = on_call
         self.replies: list[str] = []
         self.prompt_tokens = 0

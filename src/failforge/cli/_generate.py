@@ -1,7 +1,9 @@
 """``failforge generate`` and ``failforge demo``: branch seeds into gold failures.
 
 A campaign is configured by a TOML file and/or flags; the resolved configuration is validated before
-anything is written, so bad input leaves no output folder behind.
+anything is written, so bad input leaves no output folder behind. After a campaign the summary also
+counts the kept records by decisive agent and by error family, and how many come from multi-agent
+seeds. The demo mixes single-agent seeds with seeds of the two multi-agent harnesses.
 """
 
 from __future__ import annotations
@@ -32,8 +34,29 @@ DEMO_SEED_TASKS = (
 )
 
 
+#: Seeds of the demo: the first four single-agent ones and both multi-agent ones (24 attempts in all).
+DEMO_SINGLE_AGENT_SEEDS = 4
+
+
 def bundled_seeds_path() -> Path:
     return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_demo.jsonl"))
+
+
+def bundled_multiagent_seeds_path() -> Path:
+    return Path(str(resources.files("failforge") / "data" / "seeds" / "agentdojo_multiagent_demo.jsonl"))
+
+
+def _demo_seeds(output: Path) -> Path:
+    """The demo's seed file in OUTPUT: single-agent and multi-agent bundled seeds, mixed."""
+    from failforge.trajectory import load_jsonl, write_jsonl
+
+    single, _ = load_jsonl(bundled_seeds_path())
+    multi, _ = load_jsonl(bundled_multiagent_seeds_path())
+    path = output / "demo_seeds.jsonl"
+    output.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        write_jsonl(path, [*single[:DEMO_SINGLE_AGENT_SEEDS], *multi])
+    return path
 
 
 def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
@@ -91,12 +114,45 @@ def _print_summary(summary: CampaignSummary) -> None:
     if summary.totals:
         table.add_row("campaign totals: kept / rejected / failed", f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} / {summary.totals.get('failed', 0)}")
     out.print(table)
+    _print_kept_by_agent_and_family(summary.output / "gold.jsonl")
     for line in summary.bad_seeds:
         console.print(f"[yellow]seed skipped:[/] {line}")
     o = summary.output
     out.print(f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this run "
               f"({summary.skipped} of {summary.planned} planned were already done)")
     out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}")
+
+
+def kept_breakdown(gold_path: Path) -> dict[str, Counter[str]]:
+    """Counts of the gold records in ``gold_path``: by decisive agent (with its role), by error family,
+    and by whether the seed had one agent or several."""
+    from failforge.trajectory import iter_jsonl
+
+    counts: dict[str, Counter[str]] = {"agent": Counter(), "family": Counter(), "seed": Counter()}
+    if not gold_path.exists():
+        return counts
+    for record in iter_jsonl(gold_path):
+        if isinstance(record, Exception) or record.label is None:
+            continue
+        profile = record.profile(record.label.decisive_agent)
+        counts["agent"][f"{record.label.decisive_agent} ({profile.role if profile else '?'})"] += 1
+        counts["family"][record.label.mode_family] += 1
+        counts["seed"]["multi-agent seeds" if len(record.agents) > 1 else "single-agent seeds"] += 1
+    return counts
+
+
+def _print_kept_by_agent_and_family(gold_path: Path) -> None:
+    counts = kept_breakdown(gold_path)
+    if not sum(counts["family"].values()):
+        return
+    table = Table(title="kept (gold) records")
+    table.add_column("by")
+    table.add_column("value")
+    table.add_column("kept", justify="right")
+    for by, title in (("agent", "decisive agent"), ("family", "error family"), ("seed", "from")):
+        for value, count in sorted(counts[by].items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(title, value, str(count))
+    out.print(table)
 
 
 @app.command()
@@ -168,11 +224,12 @@ BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkbo
 @app.command()
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
-    seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: the bundled AgentDojo oracle seeds)")] = None,
+    seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: bundled AgentDojo oracle seeds, single- and multi-agent)")] = None,
     browser: Annotated[bool, typer.Option("--browser", help="the browser part instead: MiniWoB++ demonstrations in headless Chromium")] = False,
     fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
 ) -> None:
-    """The main job on embedded defaults: bundled AgentDojo oracle seeds, local model as guide and agent.
+    """The main job on embedded defaults: bundled AgentDojo oracle seeds (single-agent, orchestrator-workers
+    and plan-execute-verify), the local model as guide and as every agent.
 
     With --browser: records MiniWoB++ demonstration seeds (pages cached in OUTPUT/http-cache), then
     branches them the same way.
@@ -184,7 +241,7 @@ def demo(
     if fresh and output.exists():
         shutil.rmtree(output)
     started = time.perf_counter()
-    seed_path = seeds or bundled_seeds_path()
+    seed_path = seeds or (bundled_seeds_path() if browser else _demo_seeds(output))
     if browser and seeds is None:
         from failforge.seeds import oracle_seed
         from failforge.trajectory import write_jsonl

@@ -3,7 +3,9 @@
 Both are generated from the environment registry and each plugin's ``Options`` model, so adding an
 environment plugin adds its commands. ``seeds`` records the environment's oracle (no model needed);
 ``record`` records a model (the embedded one, or any endpoint by ``--base-url``) and keeps only runs the
-benchmark's evaluator judged successful.
+benchmark's evaluator judged successful. Both take ``--harness``: a multi-agent harness
+(``orchestrator-workers``, ``plan-execute-verify``) is set up for the environment's tool split, and
+``seeds`` then records its team oracle.
 """
 
 from __future__ import annotations
@@ -46,11 +48,21 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
         from failforge.seeds import environment_options, oracle_seeds
 
         options = environment_options(env, given_options(options_model, kwargs))
+        harness = kwargs.get("harness")
+        if harness is not None:
+            harness = harnesses.canonical(harness)
+            if env not in harnesses.info(harness).meta.get("environments", (env,)):
+                raise ConfigError(f"--harness {harness!r} does not run in {env}")
+            if hasattr(harnesses.get(harness), "for_environment") and not hasattr(info.obj, "tool_domains"):
+                raise ConfigError(f"--harness {harness!r} splits the tools among its agents, but {env} does not say how to split them (no tool_domains)")
         tasks = select_tasks(info.obj().tasks(options), kwargs.get("task"))
-        output: Path = kwargs.get("output") or Path(f"{env}_oracle_seeds.jsonl")
-        _write_seeds(output, f"{env} oracle seeds", tasks, lambda task: next(oracle_seeds(env, options, [task], model=kwargs["model"])))
+        suffix = f"_{harness}" if harness else ""
+        output: Path = kwargs.get("output") or Path(f"{env}{suffix}_oracle_seeds.jsonl")
+        label = f"{env} oracle seeds" + (f" ({harness})" if harness else "")
+        _write_seeds(output, label, tasks, lambda task: next(oracle_seeds(env, options, [task], model=kwargs["model"], harness=harness)))
 
     params = [
+        inspect.Parameter("harness", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option(help="record through this harness (e.g. orchestrator-workers, plan-execute-verify; default: the environment's)")]),
         inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")]),
         inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s) (default: every task)")]),
         inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default="smollm2-135m-instruct", annotation=Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")]),
@@ -96,9 +108,8 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     def command(**kwargs: Any) -> None:
         from failforge.campaign import Models, open_models
-        from failforge.seeds import default_harness, env_spec, environment_options, record
-        from failforge.harnesses import harness_from_spec
-        from failforge.trajectory import ComponentSpec, append_jsonl
+        from failforge.seeds import env_spec, environment_options, harness_for, record
+        from failforge.trajectory import append_jsonl
 
         options = environment_options(env, given_options(options_model, kwargs))
         plugin = info.obj()
@@ -113,7 +124,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
             for task_id in tasks:
                 try:
                     spec = env_spec(env, task_id, options)
-                    harness = default_harness(spec) if harness_name is None else harness_from_spec(ComponentSpec(name=harnesses.canonical(harness_name)))
+                    harness = harness_for(harness_name, spec)
                     traj = record(env_spec=spec, harness=harness, model=models.agent_spec, upstream=models.agent())
                 except FailforgeError as exc:
                     console.print(f"[red]{task_id}: {exc}[/]")

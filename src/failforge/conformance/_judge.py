@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
-from failforge.llm import ModelBoundary, Responder
+from failforge.llm import AgentIdentity, ModelBoundary, Responder
 from failforge.llm import agent_step_from_response
-from failforge.runlog import RunLog
+from failforge.runlog import RunLog, addressed
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import ModelCallRef, Step, Trajectory
 
@@ -94,8 +94,7 @@ def _record(request: dict[str, Any], step: Step) -> JudgeRecord:
 def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
     """Ask the judge live, through the model boundary, and keep the recorded call."""
     log = RunLog(trajectory_id=f"judge:{record_id}", record_phase="live")
-    boundary = ModelBoundary(log, stream="judge", upstream=responder)
-    boundary.complete(request)
+    ModelBoundary(log, upstream=responder).complete(request, AgentIdentity("judge", None, "explicit"))
     return _record(request, log.steps[0])
 
 
@@ -103,10 +102,10 @@ def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> 
     """Serve a recorded judgement again with no model; ``request`` (default: the recorded one) is
     hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(record.call)
-    recorded = agent_step_from_response(0, "judge", call.response, call, "recorded")  # the step as the boundary writes it
-    log = RunLog(trajectory_id="judge:replay", expected=[recorded], replay_until=1)
+    recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
+    log = RunLog(trajectory_id="judge:replay", expected=recorded, replay_until=1)
     body = call.request if request is None else request
-    ModelBoundary(log, stream="judge", upstream=None).complete(body)
+    ModelBoundary(log, upstream=None).complete(body, AgentIdentity("judge", None, "explicit"))
     return _record(body, log.steps[0])
 
 

@@ -5,7 +5,12 @@ Tools run live against AgentDojo's pydantic environment; after every call the st
 AgentDojo's email and drive tools stamp ``datetime.now()`` into the state and into the observation the
 model sees; left alone that would make every replay drift, so the clock those tools read is frozen at an
 instant recorded in the trajectory (``environment.config.clock``). The evaluator is AgentDojo's own
-utility check (``utility_from_traces`` first, then ``utility``), as ``TaskSuite`` runs it.
+utility check (``utility_from_traces`` first, then ``utility``), as ``TaskSuite`` runs it; its traces
+are the tool calls addressed to the environment (an orchestrator's ``delegate`` call is not one).
+
+For multi-agent harnesses the plugin also says how a team splits the suite's tools by domain
+(:meth:`AgentDojoEnvironment.tool_domains`: workspace into email, calendar and files, ...) and exposes
+the ground truth as a plain call sequence (:meth:`AgentDojoEnvironment.ground_truth`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from failforge.canonical import canonical_hash
 from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift
 from failforge.plugins import environments
+from failforge.roster import ENVIRONMENT
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task
 
@@ -271,7 +277,7 @@ class AgentDojoEpisode:
 
         traces = []
         for step in steps:
-            for call in step.tool_calls if step.kind == "agent" else []:
+            for call in step.tool_calls if step.kind == "agent" and step.recipient in (None, ENVIRONMENT) else []:
                 args = call.parsed_arguments()
                 if args is not None:
                     traces.append(FunctionCall(function=call.name, args=args, id=call.id))
@@ -339,6 +345,14 @@ class AgentDojoEnvironment:
         with self.open(spec) as probe:
             return probe.ground_truth_calls(), str(probe.task.GROUND_TRUTH_OUTPUT) or "Done."
 
+    def ground_truth(self, spec: ComponentSpec) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+        """The task's ground-truth tool calls and answer, for scripted (multi-agent) oracles."""
+        return self._ground_truth(spec)
+
+    def tool_domains(self, spec: ComponentSpec) -> dict[str, list[str]]:
+        """The suite's tools split by domain (one worker each in a team), in the suite's tool order."""
+        return tool_domains(str(spec.config["suite"]), str(spec.config.get("benchmark_version", BENCHMARK_VERSION)))
+
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
         calls, _ = self._ground_truth(spec)
         return ComponentSpec(name="failforge.tool_calling", config={"max_model_calls": max(20, len(calls) + 2)})
@@ -354,6 +368,36 @@ class AgentDojoEnvironment:
             return True, f"AgentDojo {agentdojo_version()}, v1 suites: {', '.join(SUITES)}"
         except Exception as exc:  # PackageNotFoundError and friends: say what to install
             return False, f"AgentDojo is not installed ({type(exc).__name__}): bash scripts/install.sh"
+
+
+#: AgentDojo tool module -> domain. The travel booking module is split further by what the tool books.
+_MODULE_DOMAINS = {
+    "email_client": "email",
+    "calendar_client": "calendar",
+    "cloud_drive_client": "files",
+    "file_reader": "files",
+    "banking_client": "banking",
+    "user_account": "account",
+    "slack": "slack",
+    "web": "web",
+}
+_TRAVEL_KEYWORDS = (("hotel", "hotels"), ("restaurant", "restaurants"), ("car_rental", "car_rental"), ("car_", "car_rental"))
+
+
+def tool_domain(function: Any) -> str:
+    """The domain of one AgentDojo tool, from the module that defines it (travel: from what it books)."""
+    module = str(getattr(getattr(function, "run", None), "__module__", "")).rsplit(".", 1)[-1]
+    if module == "travel_booking_client":
+        return next((domain for key, domain in _TRAVEL_KEYWORDS if key in function.name), "travel_info")
+    return _MODULE_DOMAINS.get(module, module or "tools")
+
+
+def tool_domains(suite_name: str, benchmark_version: str = BENCHMARK_VERSION) -> dict[str, list[str]]:
+    """Every tool of the suite in exactly one domain; domains ordered by their first tool in the suite."""
+    domains: dict[str, list[str]] = {}
+    for function in get_suite(suite_name, benchmark_version).tools:
+        domains.setdefault(tool_domain(function), []).append(function.name)
+    return domains
 
 
 def env_spec(suite: str, task_id: str, clock: str = DEFAULT_CLOCK) -> ComponentSpec:

@@ -15,6 +15,9 @@ leaves out the prompt's helper functions.
 The oracle (:meth:`HumanEvalEnvironment.oracle`) plays the model with the canonical solution: call 0
 writes ``solution.py`` (prompt + canonical solution), call 1 smoke-tests it with ``run_python``, call 2
 answers; :mod:`failforge.seeds` records it through the real harness.
+
+For multi-agent harnesses the tools split into a ``code`` domain (write_file, read_file) and a
+``test`` domain (run_python, run_shell): a coder and a tester in an orchestrated team.
 """
 
 from __future__ import annotations
@@ -140,6 +143,10 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         ["command"],
     ),
 ]
+
+
+#: How a team splits the four tools (see :meth:`HumanEvalEnvironment.tool_domains`).
+TOOL_DOMAINS: dict[str, list[str]] = {"code": ["write_file", "read_file"], "test": ["run_python", "run_shell"]}
 
 
 def _clip(text: str, limit: int = OBSERVATION_LIMIT) -> str:
@@ -462,6 +469,15 @@ class HumanEvalEnvironment:
 
         task_id = str(spec.config["task_id"])
         return OracleResponder(fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution")
+
+    def ground_truth(self, spec: ComponentSpec) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+        """The canonical solution as a plain call sequence and answer, for scripted (multi-agent) oracles."""
+        task_id = str(spec.config["task_id"])
+        return oracle_calls(task_id), oracle_final_answer(task_id)
+
+    def tool_domains(self, spec: ComponentSpec) -> dict[str, list[str]]:
+        """A coder writes and reads the solution; a tester runs it."""
+        return dict(TOOL_DOMAINS)
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
         """The built-in agent with room for code: a whole function in one tool call needs more than 256 tokens."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from failforge.errors import EnvironmentDrift
-from failforge.harnesses import harness_from_spec
+from failforge.harnesses import harness_from_spec, harness_roster
+from failforge.roster import single_agent_roster
 from failforge.llm import ModelBoundary, boundary_client, surface_boundary_error
 from failforge.runlog import RunLog
 from failforge.trajectory import Step, Trajectory
@@ -29,8 +30,24 @@ class _RecordedToolbox:
     def __init__(self, seed: Trajectory, log: RunLog) -> None:
         self.seed = seed
         self.log = log
-        first = next((s for s in seed.steps if s.kind == "agent" and s.model_call is not None), None)
-        self._tools: list[dict[str, Any]] = list((first.model_call.request.get("tools") if first and first.model_call else None) or [])
+        # The environment's tools as the agents saw them: the union over every agent's requests (in a team
+        # each worker sees only its own share). A tool no agent was ever offered cannot matter here.
+        self._tools: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for step in seed.steps:
+            if step.kind != "agent" or step.model_call is None:
+                continue
+            for tool in step.model_call.request.get("tools") or []:
+                name = str((tool.get("function") or {}).get("name", "")) if isinstance(tool, dict) else ""
+                if name and name not in seen:
+                    seen.add(name)
+                    self._tools.append(tool)
+        # A member that never called the model still names its tools in the harness spec; it was never
+        # offered them in a recorded request, so a placeholder schema cannot change a checked request.
+        for name in _named_tools(seed.harness.config):
+            if name not in seen:
+                seen.add(name)
+                self._tools.append({"type": "function", "function": {"name": name, "description": "", "parameters": {"type": "object", "properties": {}}}})
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._tools
@@ -58,6 +75,21 @@ class _RecordedToolbox:
         return step.content if step.error is None else f"Error: {step.error}"
 
 
+def _named_tools(config: object) -> list[str]:
+    """Every tool name a harness spec assigns to a member (lists of strings under a ``tools`` key)."""
+    found: list[str] = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key == "tools" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                found.extend(value)
+            else:
+                found.extend(_named_tools(value))
+    elif isinstance(config, list):
+        for item in config:
+            found.extend(_named_tools(item))
+    return found
+
+
 def check_harness(seed: Trajectory) -> int:
     """Replay the model side of ``seed`` with its recorded harness; returns the number of model calls checked.
 
@@ -66,6 +98,8 @@ def check_harness(seed: Trajectory) -> int:
     """
     harness = harness_from_spec(seed.harness)
     log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=len(seed.steps))
+    profiles = harness_roster(harness)  # as run_episode sets it: steps are addressed by the same roster
+    log.set_roster(profiles or single_agent_roster(), open_roster=profiles is None)
     log.append(seed.steps[0].model_copy(update={"phase": "replayed"}))
     boundary = ModelBoundary(log, upstream=None, strict=True)
     client = boundary_client(boundary)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from failforge.errors import ConfigError
 from failforge.plugins import harnesses
+from failforge.roster import AgentProfile, single_agent_roster
 
 DEFAULT_SYSTEM_MESSAGE = (
     "You are an AI language model who assists the user by using the given tools. Follow the user's "
@@ -36,6 +37,10 @@ class AgentDojoPipelineHarness:
 
     def __init__(self, config: AgentDojoPipelineConfig | None = None) -> None:
         self.config = config or AgentDojoPipelineConfig()
+
+    def roster(self) -> list[AgentProfile]:
+        """One agent, ``agent``, doing the whole task."""
+        return single_agent_roster()
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
         from agentdojo.agent_pipeline import AgentPipeline, InitQuery, OpenAILLM, SystemMessage, ToolsExecutionLoop, ToolsExecutor

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from failforge.environments._base import Toolbox
 from failforge.plugins import harnesses
+from failforge.roster import AgentProfile, single_agent_roster
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant that completes the user's task by calling the available tools. "
@@ -37,6 +38,10 @@ class ToolCallingAgent:
 
     def __init__(self, config: ToolCallingAgentConfig | None = None) -> None:
         self.config = config or ToolCallingAgentConfig()
+
+    def roster(self) -> list[AgentProfile]:
+        """One agent, ``agent``, doing the whole task."""
+        return single_agent_roster()
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Toolbox) -> str | None:
         """Run to a final answer (returned) or to the step limit (None)."""

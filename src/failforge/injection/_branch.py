@@ -52,6 +52,7 @@ def branch(
         environment=seed.environment,
         model=agent_model,
         agents=seed.agents,
+        roster=seed.roster,
         oracle=False,
         parent_id=seed.id,
         branch_step=t,

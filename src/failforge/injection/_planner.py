@@ -2,7 +2,10 @@
 
 A pair is only planned where the mode applies (see the taxonomy's applicability rules), judged from
 the seed itself: the original step's tool calls, whether tools were offered, how many agent steps came
-before, whether the step is the final answer. Sampling is seeded, so a plan is reproducible.
+before, whether the step is the final answer, and, with several agents, the step's place in the
+team's conversation (its author's role, whether it delegates, passes information to another agent or
+acts on a peer's message; see :func:`team_context`). Sampling is seeded, so a plan is reproducible.
+Any agent's model call is a candidate: injection works at a worker's step as at the orchestrator's.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from failforge.roster import COORDINATING_ROLES
 from failforge.taxonomy import StepContext, applicable_modes
 from failforge.trajectory import Step, Trajectory
 
@@ -42,7 +46,26 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         n_agents=len(seed.agents),
         is_final=step.is_final(),
         prior_agent_steps=prior,
+        **team_context(seed, step),
     )
+
+
+def team_context(seed: Trajectory, step: Step) -> dict[str, object]:
+    """Where the step sits among the agents: its author's role; whether it is addressed to another
+    agent (and so delegates, when the author coordinates); whether it acts on a peer's message (the
+    latest earlier step addressed to its author was sent by another agent)."""
+    profile = seed.profile(step.agent)
+    role = profile.role if profile else "agent"
+    agents = set(seed.agents)
+    addresses_agent = step.recipient in agents and step.recipient != step.agent
+    latest_to_author = next((s for s in reversed(seed.steps[: step.index]) if s.recipient == step.agent), None)
+    acts_on_peer = latest_to_author is not None and latest_to_author.agent in agents and latest_to_author.agent != step.agent
+    return {
+        "role": role,
+        "addresses_agent": addresses_agent,
+        "delegates": addresses_agent and role in COORDINATING_ROLES,
+        "acts_on_peer": acts_on_peer,
+    }
 
 
 def candidate_points(seed: Trajectory) -> list[int]:

@@ -1,13 +1,31 @@
 """The model boundary: OpenAI-compatible clients, the recording/replaying transport, the local model."""
 
 from failforge.llm._boundary import ModelBoundary, agent_step_from_response
-from failforge.llm._client import BOUNDARY_BASE_URL, ModelEndpoint, boundary_client, surface_boundary_error
+from failforge.llm._client import BOUNDARY_BASE_URL, BoundaryClient, ModelEndpoint, boundary_client, surface_boundary_error
+from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route
 from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, local_model_path
 from failforge.llm._request import canonical_request, request_hash
-from failforge.llm._upstream import BoundedResponder, HttpUpstream, fixed_tool_calls, OracleResponder, Responder, chat_response
+from failforge.llm._upstream import (
+    AgentScript,
+    BoundedResponder,
+    HttpUpstream,
+    OracleResponder,
+    Responder,
+    TeamOracle,
+    chat_response,
+    fixed_tool_calls,
+    oracle_tool_call,
+)
 
 __all__ = [
+    "AGENT_HEADER",
     "BOUNDARY_BASE_URL",
+    "PURPOSE_HEADER",
+    "AgentIdentity",
+    "AgentResolver",
+    "AgentScript",
+    "BoundaryClient",
+    "agent_route",
     "BoundedResponder",
     "HttpUpstream",
     "LOCAL_MODEL_NAME",
@@ -17,11 +35,13 @@ __all__ = [
     "ModelEndpoint",
     "OracleResponder",
     "Responder",
+    "TeamOracle",
     "agent_step_from_response",
     "boundary_client",
     "canonical_request",
     "chat_response",
     "fixed_tool_calls",
+    "oracle_tool_call",
     "request_hash",
     "surface_boundary_error",
 ]

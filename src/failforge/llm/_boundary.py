@@ -5,6 +5,13 @@ relative to its branch point (see :class:`failforge.runlog.RunLog`) a call is se
 (after its request hash is checked), answered by the injector, or forwarded live. Running out of
 recorded responses while replaying is an error, never a silent live call.
 
+One boundary serves every agent of a run. Each call is attributed to an agent (and, when it is not
+that agent's turn proper, a purpose) by :mod:`failforge.llm._identity`; the agent's calls form its
+stream (``model_call.stream``, ``ordinal`` counting within it). In replay each agent is served its
+own recorded responses in its own order, and the global order is checked too: the call at step t
+must come from the agent that made the recorded call at step t, else :class:`AgentDrift` names the
+step and both agents.
+
 The OpenAI client wraps transport exceptions into ``APIConnectionError``; the boundary therefore
 keeps the first failforge error it raised in ``failure`` so the caller can re-raise the typed error.
 """
@@ -12,15 +19,18 @@ keeps the first failforge error it raised in ``failure`` so the caller can re-ra
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from failforge.canonical import readable_diff
-from failforge.errors import FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted
+from failforge.canonical import canonical_hash, readable_diff
+from failforge.errors import AgentDrift, ConfigError, FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted, SeedIntegrityError
+from failforge.llm._identity import AgentIdentity, AgentResolver, resolve_identity, route_of
 from failforge.llm._request import canonical_request, request_hash
 from failforge.llm._upstream import Responder
+from failforge.roster import AgentProfile
 from failforge.runlog import RunLog
 from failforge.trajectory import ModelCallRef, Step, ToolCall
 
@@ -53,93 +63,177 @@ def agent_step_from_response(index: int, agent: str, response: dict[str, Any], r
 
 
 class ModelBoundary(httpx.BaseTransport):
+    """The transport every agent's client goes through. ``resolver``: a framework adapter's in-process
+    identity source (see :mod:`failforge.llm._identity`); the roster comes from ``log``."""
+
     def __init__(
         self,
         log: RunLog,
         *,
-        stream: str = "agent",
         upstream: Responder | None = None,
         injector: Injector | None = None,
         strict: bool = True,
         source: str = "model",
+        resolver: AgentResolver | None = None,
     ) -> None:
         self.log = log
-        self.stream = stream
         self.upstream = upstream
         self.injector = injector
         self.strict = strict
         self.source = source
+        self.resolver = resolver
         self.failure: FailforgeError | None = None
         self.divergences: list[PromptDrift] = []
         self.live_calls = 0
-        self._ordinal = 0
+        self.calls_by_agent: Counter[str] = Counter()
+
+    # --- transport ------------------------------------------------------------------------------
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if not request.url.path.rstrip("/").endswith("/chat/completions"):
+        return self.handle(request, explicit=None)
+
+    def handle(self, request: httpx.Request, *, explicit: AgentIdentity | None) -> httpx.Response:
+        """Serve one HTTP request; ``explicit`` is the identity of a per-agent client, if it came through one."""
+        _, path = route_of(request.url.path)
+        if not path.rstrip("/").endswith("/chat/completions"):
             return httpx.Response(404, json={"error": {"message": f"failforge boundary serves chat completions only, not {request.url.path}"}}, request=request)
         try:
+            identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
             body = json.loads(request.read() or b"{}")
-            return httpx.Response(200, json=self.complete(body), request=request)
+            return httpx.Response(200, json=self.complete(body, identity), request=request)
         except FailforgeError as exc:
             if self.failure is None:
                 self.failure = exc
             raise
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _default_agent(self) -> str | None:
+        names = self.log.agent_names()
+        return names[0] if len(names) == 1 else None
+
+    def _admit(self, identity: AgentIdentity) -> None:
+        """A closed roster admits only its agents; an open one lets a new agent join."""
+        names = self.log.agent_names()
+        if identity.agent in names:
+            return
+        if not self.log.open_roster:
+            raise ConfigError(
+                f"a model call came from agent {identity.agent!r} (named by {identity.via}), which the harness's roster does not have ({', '.join(names)})"
+            )
+        self.log.join(AgentProfile(name=identity.agent))
+
+    # --- one call -------------------------------------------------------------------------------
+
+    def complete(self, body: dict[str, Any], identity: AgentIdentity | None = None) -> dict[str, Any]:
+        identity = identity or AgentIdentity(self._default_agent() or "agent", None, "default")
+        self._admit(identity)
         log = self.log
         index = log.next_index
-        ordinal = self._ordinal
-        self._ordinal += 1
+        agent = identity.agent
+        ordinal = self.calls_by_agent[agent]
         source = self.source
         if log.replaying(index):
-            response, source = self._serve_recorded(index, body)
+            response, source = self._serve_recorded(index, body, identity, ordinal)
             phase = "replayed"
         elif index == log.replay_until and index > 0 and self.injector is not None:
+            self._check_agent(index, identity, ordinal, at_branch=True)
             response = self.injector(body)
             phase = "injected"
             self.live_calls += 1
         elif self.upstream is None:
             raise RecordingExhausted(
-                "the harness asked the model for another response but the recording has none and no live model is allowed",
+                f"agent {agent!r} asked the model for another response but the recording has none and no live model is allowed",
                 trajectory_id=log.trajectory_id,
                 step=index,
                 expected=f"{len(log.expected)} recorded steps",
-                actual=f"model call #{ordinal}",
+                actual=f"model call #{ordinal} of {agent!r}",
             )
         else:
-            response = self.upstream(body)
+            responder = self.upstream.for_agent(agent, identity.purpose) if hasattr(self.upstream, "for_agent") else self.upstream
+            response = responder(body)
             phase = log.record_phase
             self.live_calls += 1
+        self.calls_by_agent[agent] += 1
         ref = ModelCallRef(
-            stream=self.stream,
+            stream=agent,
             ordinal=ordinal,
+            purpose=identity.purpose,
             request=_without_secrets(body),
             request_hash=request_hash(body),
             response=response,
+            response_hash=canonical_hash(response),
             source=source,  # type: ignore[arg-type]
         )
-        log.append(agent_step_from_response(index, self.stream, response, ref, phase))
+        log.append(agent_step_from_response(index, agent, response, ref, phase))
         return response
 
-    def _serve_recorded(self, index: int, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def _check_agent(self, index: int, identity: AgentIdentity, ordinal: int, *, at_branch: bool = False) -> Step | None:
+        """The call at ``index`` must come from the agent (and purpose) recorded there, as that agent's next call."""
         log = self.log
         expected = log.expected_step(index)
         if expected is None or expected.kind != "agent" or expected.model_call is None:
+            if at_branch:
+                return None
             what = "nothing" if expected is None else f"a {expected.kind} step"
             raise PromptDrift(
-                f"the harness called the model where the seed has {what}",
+                f"agent {identity.agent!r} called the model where the seed has {what}",
                 trajectory_id=log.trajectory_id,
                 step=index,
                 expected=what,
-                actual="model call",
+                actual=f"model call from {identity.agent!r}",
             )
         recorded = expected.model_call
+        where = {"trajectory_id": log.trajectory_id, "step": index}
+        if identity.agent != expected.agent or identity.agent != recorded.stream:
+            later = self._next_recorded(identity.agent, index)
+            hint = f"; {identity.agent!r}'s next recorded call is step {later}" if later is not None else f"; {identity.agent!r} has no later recorded call"
+            raise AgentDrift(
+                f"step {index} was recorded as a call from agent {expected.agent!r} (stream {recorded.stream!r}), but agent {identity.agent!r} "
+                f"called the model here{hint}",
+                expected=expected.agent,
+                actual=identity.agent,
+                diff=f"- agent: {expected.agent}\n+ agent: {identity.agent}",
+                **where,
+            )
+        if recorded.ordinal != ordinal:
+            raise AgentDrift(
+                f"call #{ordinal} of agent {identity.agent!r} is recorded at step {index} as its call #{recorded.ordinal}: this agent's calls are out of their recorded order",
+                expected=recorded.ordinal,
+                actual=ordinal,
+                **where,
+            )
+        if (recorded.purpose or None) != (identity.purpose or None):
+            raise AgentDrift(
+                f"agent {identity.agent!r} called the model with purpose {identity.purpose!r} at step {index}, recorded with purpose {recorded.purpose!r}",
+                expected=recorded.purpose,
+                actual=identity.purpose,
+                **where,
+            )
+        return expected
+
+    def _next_recorded(self, agent: str, index: int) -> int | None:
+        for step in self.log.expected[index:]:
+            if step.kind == "agent" and step.agent == agent:
+                return step.index
+        return None
+
+    def _serve_recorded(self, index: int, body: dict[str, Any], identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str]:
+        expected = self._check_agent(index, identity, ordinal)
+        assert expected is not None and expected.model_call is not None
+        recorded = expected.model_call
+        if recorded.response_hash is not None and canonical_hash(recorded.response) != recorded.response_hash:
+            raise SeedIntegrityError(
+                f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash differs): the record was edited after it was made",
+                trajectory_id=self.log.trajectory_id,
+                step=index,
+                expected=recorded.response_hash,
+                actual=canonical_hash(recorded.response),
+            )
         want = request_hash(recorded.request)
         got = request_hash(body)
         if want != got:
             err = PromptDrift(
-                "the model request differs from the recorded one",
-                trajectory_id=log.trajectory_id,
+                f"the model request of agent {identity.agent!r} differs from the recorded one",
+                trajectory_id=self.log.trajectory_id,
                 step=index,
                 expected=want,
                 actual=got,

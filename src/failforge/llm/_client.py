@@ -4,11 +4,16 @@ Frameworks accept an ``openai.OpenAI`` client; giving them one whose ``http_clie
 puts every model call of theirs under failforge's control without touching their code. Retries are
 off in the boundary client because the boundary's own upstream retries live calls, and a replayed
 call must never be retried.
+
+:class:`BoundaryClient` is that client; ``client.for_agent(name, purpose=...)`` makes an explicit
+per-agent client over the same boundary (the first and strongest identity source), which is what a
+multi-agent harness hands each of its agents.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import httpx
 import openai
@@ -16,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm._boundary import ModelBoundary
+from failforge.llm._identity import AgentIdentity, valid_name
 from failforge.llm._upstream import HttpUpstream
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
@@ -45,13 +51,59 @@ class ModelEndpoint(BaseModel):
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 
 
-def boundary_client(boundary: ModelBoundary) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=BOUNDARY_BASE_URL,
-        api_key="failforge-boundary",
-        max_retries=0,
-        http_client=httpx.Client(transport=boundary),
-    )
+class _AgentTransport(httpx.BaseTransport):
+    """The transport of an explicit per-agent client: the boundary, with the identity attached."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity) -> None:
+        self.boundary = boundary
+        self.identity = identity
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.boundary.handle(request, explicit=self.identity)
+
+
+class _BoundaryHTTP(httpx.Client):
+    """The HTTP client under a :class:`BoundaryClient`: carries the boundary and the identity, so a copy
+    of the OpenAI client (``with_options``, which frameworks call) keeps both."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None) -> None:
+        super().__init__(transport=boundary if identity is None else _AgentTransport(boundary, identity))
+        self.boundary = boundary
+        self.identity = identity
+
+
+class BoundaryClient(openai.OpenAI):
+    """An OpenAI client whose every call goes through a :class:`ModelBoundary`."""
+
+    def __init__(self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any) -> None:
+        if boundary is None:  # openai's copy() / with_options(): the same HTTP client, other options
+            http = options.get("http_client")
+            if not isinstance(http, _BoundaryHTTP):
+                raise TypeError("a BoundaryClient is made from a ModelBoundary (or copied from another BoundaryClient)")
+            super().__init__(**options)
+            boundary, identity = http.boundary, http.identity
+        else:
+            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_BoundaryHTTP(boundary, identity))
+        self.boundary = boundary
+        self.identity = identity
+        self._agent_clients: list[BoundaryClient] = []
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> BoundaryClient:
+        """A client whose calls belong to ``agent`` (with ``purpose`` when they are not its turn proper)."""
+        client = BoundaryClient(self.boundary, AgentIdentity(valid_name(agent), purpose, "explicit"))
+        self._agent_clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._agent_clients:
+            client.close()
+        self._agent_clients.clear()
+        super().close()
+
+
+def boundary_client(boundary: ModelBoundary, agent: str | None = None, purpose: str | None = None) -> BoundaryClient:
+    """The client a harness gets: unattributed (the boundary resolves each call), or explicitly ``agent``'s."""
+    return BoundaryClient(boundary, None if agent is None else AgentIdentity(valid_name(agent), purpose, "explicit"))
 
 
 def surface_boundary_error(boundary: ModelBoundary, exc: BaseException) -> BaseException:

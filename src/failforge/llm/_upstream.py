@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
 from failforge.secrets import strip_userinfo
-from failforge.errors import AttemptDeadlineExceeded, ModelUnavailable
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -214,6 +214,45 @@ class OracleResponder:
         content, tool_calls = self._script(ordinal, body)
         self._ordinal += 1
         return chat_response(str(body.get("model", "oracle")), content, tool_calls, response_id=f"chatcmpl-oracle-{ordinal}", created=0)
+
+
+AgentScript = Callable[[int, dict[str, Any], "str | None"], tuple[str | None, list[dict[str, Any]] | None]]
+
+
+class TeamOracle:
+    """Plays every agent of a team from a script per agent: ``script(ordinal, body, purpose)`` answers the
+    agent's ordinal-th call (its own stream's order). The model boundary asks it for the responder of
+    the calling agent (``for_agent``), so a scripted orchestrator and its scripted workers each answer
+    their own calls, through the normal record path, exactly as a team of models would.
+    """
+
+    def __init__(self, scripts: dict[str, AgentScript], name: str = "team-oracle") -> None:
+        self._scripts = scripts
+        self._ordinals: dict[str, int] = {}
+        self.name = name
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> Responder:
+        script = self._scripts.get(agent)
+        if script is None:
+            raise ConfigError(f"{self.name} has no script for agent {agent!r} (it plays: {', '.join(self._scripts)})")
+
+        def respond(body: dict[str, Any]) -> dict[str, Any]:
+            ordinal = self._ordinals.get(agent, 0)
+            self._ordinals[agent] = ordinal + 1
+            content, tool_calls = script(ordinal, body, purpose)
+            return chat_response(str(body.get("model", "oracle")), content, tool_calls,
+                                 response_id=f"chatcmpl-oracle-{agent}-{ordinal}", created=0)
+
+        respond.name = f"{self.name}:{agent}"  # type: ignore[attr-defined]
+        return respond  # type: ignore[return-value]
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        raise ConfigError(f"{self.name} plays several agents and must be asked through for_agent(agent)")
+
+
+def oracle_tool_call(agent: str, ordinal: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One scripted tool call, with an id unique across the team's agents."""
+    return {"id": f"call_{agent}_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
 class BoundedResponder:

@@ -10,6 +10,13 @@
 
 Environments sit below this layer and know nothing of it: they expose tasks, specs, an oracle and a
 default harness (see :class:`failforge.environments.Environment`); recording lives here once.
+
+Several agents: :func:`harness_for` builds a multi-agent harness for an environment from the
+environment's tool split (``tool_domains(spec)``: one worker per domain), and :func:`oracle_seed`
+with a multi-agent harness records a team oracle: the harness's ``scripted_oracle`` plays every agent
+from the environment's ``ground_truth(spec)`` (a fixed tool-call sequence and answer), a scripted
+orchestrator or planner handing each call to the agent that owns the tool. It goes through the same
+record path, so these seeds carry each agent's recorded requests exactly as model-recorded seeds do.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from failforge.episode import run_episode
 from failforge.errors import ConfigError
 from failforge.harnesses import Harness, harness_from_spec, harness_spec
 from failforge.llm import Responder
+from failforge.plugins import harnesses
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -62,6 +70,8 @@ def record(
         harness=harness_spec(harness),
         environment=environment(env_spec.name).stored_spec(env_spec),
         model=model,
+        agents=[p.name for p in result.roster],
+        roster=result.roster,
         oracle=oracle,
         provenance={
             "failforge_version": __version__,
@@ -96,37 +106,102 @@ def default_harness(spec: ComponentSpec) -> Harness:
     return harness_from_spec(environment(spec.name).default_harness(spec))
 
 
+#: Model-call budget and answer length when the environment's default harness does not say.
+_DEFAULT_BUDGET = 12
+_DEFAULT_MAX_TOKENS = 256
+
+
+def harness_for(name: str | None, spec: ComponentSpec, **overrides: Any) -> Harness:
+    """Harness ``name`` set up for the environment run ``spec`` (None: the environment's default).
+
+    A multi-agent harness (one with ``for_environment``) gets its team from the environment's tool
+    split and its budgets from the environment's default harness (its ``max_model_calls`` and
+    ``max_tokens``); ``overrides`` replace config fields. Any other harness gets the default's config
+    when it is the default harness, else its own defaults.
+    """
+    plugin = environment(spec.name)
+    default = plugin.default_harness(spec)
+    if name is None:
+        return harness_from_spec(default.model_copy(update={"config": {**default.config, **overrides}}))
+    canonical = harnesses.canonical(name)
+    build = getattr(harnesses.get(canonical), "for_environment", None)
+    if build is None:
+        config = default.config if canonical == harnesses.canonical(default.name) else {}
+        return harness_from_spec(ComponentSpec(name=canonical, config={**config, **overrides}))
+    split = getattr(plugin, "tool_domains", None)
+    if split is None:
+        raise ConfigError(f"harness {canonical!r} splits the tools among its agents, but environment {spec.name!r} does not say how (it has no tool_domains)")
+    budget = int(default.config.get("max_model_calls", _DEFAULT_BUDGET))
+    max_tokens = default.config.get("max_tokens", _DEFAULT_MAX_TOKENS)
+    return build(split(spec), budget=budget, max_tokens=max_tokens, **overrides)  # type: ignore[no-any-return]
+
+
+def scripted_team(harness: Harness, env: str, spec: ComponentSpec) -> Responder | None:
+    """The team oracle of a multi-agent harness for ``spec``, or None for a single-agent harness."""
+    script = getattr(harness, "scripted_oracle", None)
+    if script is None:
+        return None
+    ground_truth = getattr(environment(env), "ground_truth", None)
+    if ground_truth is None:
+        raise ConfigError(f"environment {env!r} has no fixed oracle sequence (ground_truth) for harness {harness.name!r} to play; record model seeds with `failforge record`")
+    calls, final = ground_truth(spec)
+    return script(calls, final)  # type: ignore[no-any-return]
+
+
 def oracle_seed(
     env: str,
     task_id: str,
     options: BaseModel | Mapping[str, Any] | None = None,
     *,
     model: str = DEFAULT_AGENT_MODEL,
-    harness: Harness | None = None,
+    harness: Harness | str | None = None,
 ) -> Trajectory:
-    """Record the environment's oracle for one task through ``harness`` (the environment's default)."""
+    """Record the environment's oracle for one task through ``harness`` (a harness, a registered name,
+    or None for the environment's default). A multi-agent harness is played by its team oracle."""
     plugin = environment(env)
     spec = plugin.spec(task_id, environment_options(env, options))
-    oracle = plugin.oracle(spec)
+    chosen = harness if harness is not None and not isinstance(harness, str) else harness_for(harness, spec)
+    seed_id = plugin.seed_name(spec)
+    oracle = scripted_team(chosen, env, spec)
+    if oracle is not None:
+        seed_id = f"{seed_id.removesuffix('-oracle')}-{chosen.name}-oracle"
+    else:
+        oracle = plugin.oracle(spec)
     if oracle is None:
         raise ConfigError(f"environment {env!r} has no oracle to record seeds with; record model seeds with `failforge record`")
     return record(
         env_spec=spec,
-        harness=harness or default_harness(spec),
+        harness=chosen,
         model=ComponentSpec(name=model, config={"role": "agent"}),
         upstream=oracle,
         oracle=True,
-        trajectory_id=plugin.seed_name(spec),
+        trajectory_id=seed_id,
     )
 
 
 def oracle_seeds(
-    env: str, options: BaseModel | Mapping[str, Any] | None = None, tasks: list[str] | None = None, *, model: str = DEFAULT_AGENT_MODEL
+    env: str,
+    options: BaseModel | Mapping[str, Any] | None = None,
+    tasks: list[str] | None = None,
+    *,
+    model: str = DEFAULT_AGENT_MODEL,
+    harness: str | None = None,
 ) -> Iterator[Trajectory]:
     """Oracle seeds of every task the options select (or of ``tasks``), one after the other."""
     opts = environment_options(env, options)
     for task_id in tasks if tasks is not None else environment(env).tasks(opts):
-        yield oracle_seed(env, task_id, opts, model=model)
+        yield oracle_seed(env, task_id, opts, model=model, harness=harness)
 
 
-__all__ = ["DEFAULT_AGENT_MODEL", "default_harness", "env_spec", "environment_options", "new_id", "oracle_seed", "oracle_seeds", "record"]
+__all__ = [
+    "DEFAULT_AGENT_MODEL",
+    "default_harness",
+    "env_spec",
+    "environment_options",
+    "harness_for",
+    "new_id",
+    "oracle_seed",
+    "oracle_seeds",
+    "record",
+    "scripted_team",
+]

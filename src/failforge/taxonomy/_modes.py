@@ -11,6 +11,14 @@ a "hallucinated tool" at a step where no tools are offered, a "misread image" wh
 image, or a "looping" error at the first step has no realistic counterpart, and a gold trajectory
 built on it would teach a detector the wrong thing. The sampler therefore asks
 :func:`applicable_modes` before choosing a mode for a candidate decisive step.
+
+Coordination modes need more than two agents in the run: they need the step's place in the team's
+conversation. C.1 (delegation) applies where a coordinating agent (orchestrator, planner, ...)
+delegates or assigns work to another agent; C.2 (communication) where a step passes information to
+another agent (a worker's report, a handoff, a delegation); C.3 (over-reliance) where the step acts on
+another agent's message or claim (the orchestrator reading a report, a worker acting on its
+instruction, a verifier judging the executor's report). Senders, recipients and roles come from the
+trajectory's roster (:mod:`failforge.roster`).
 """
 
 from __future__ import annotations
@@ -68,6 +76,15 @@ class Applicability(BaseModel, frozen=True):
     needs_multi_agent: bool = False
     """At least two agents in the trajectory (C.*); coordination needs someone to coordinate with."""
 
+    needs_delegation: bool = False
+    """The step delegates or assigns work to another agent, written by a coordinating agent (C.1)."""
+
+    needs_handoff: bool = False
+    """The step passes information to another agent: a report, a handoff, a delegation (C.2)."""
+
+    needs_peer_input: bool = False
+    """The step acts on another agent's message or claim: the last message to its author came from a peer (C.3)."""
+
     needs_not_final: bool = False
     """The step must not already be the final answer (A.5); stopping early at the last step is not early."""
 
@@ -86,6 +103,12 @@ class Applicability(BaseModel, frozen=True):
             parts.append("input has an image")
         if self.needs_multi_agent:
             parts.append(">= 2 agents")
+        if self.needs_delegation:
+            parts.append("a coordinator delegates or assigns work")
+        if self.needs_handoff:
+            parts.append("passes information to another agent")
+        if self.needs_peer_input:
+            parts.append("acts on another agent's message")
         if self.needs_not_final:
             parts.append("not the final step")
         if self.needs_prior_steps:
@@ -114,6 +137,18 @@ class StepContext(BaseModel, frozen=True):
 
     prior_agent_steps: int = Field(default=0, ge=0)
     """Number of agent steps before this one in the trajectory."""
+
+    role: str = "agent"
+    """The role of the step's author in the roster (orchestrator, worker, planner, ...)."""
+
+    delegates: bool = False
+    """A coordinating agent's step addressed to another agent: it delegates or assigns work."""
+
+    addresses_agent: bool = False
+    """The step is addressed to another agent of the team (not the user, not the environment)."""
+
+    acts_on_peer: bool = False
+    """The latest message addressed to the step's author came from another agent."""
 
 
 class ErrorMode(BaseModel, frozen=True):
@@ -149,6 +184,12 @@ class ErrorMode(BaseModel, frozen=True):
             reasons.append("the step's input has no image")
         if a.needs_multi_agent and ctx.n_agents < 2:
             reasons.append(f"needs >= 2 agents, trajectory has {ctx.n_agents}")
+        if a.needs_delegation and not ctx.delegates:
+            reasons.append(f"the step does not delegate or assign work (a {ctx.role}'s step {'to another agent' if ctx.addresses_agent else 'not addressed to another agent'})")
+        if a.needs_handoff and not ctx.addresses_agent:
+            reasons.append("the step passes nothing to another agent")
+        if a.needs_peer_input and not ctx.acts_on_peer:
+            reasons.append("the step does not act on another agent's message")
         if a.needs_not_final and ctx.is_final:
             reasons.append("the step is already the final answer")
         if ctx.prior_agent_steps < a.needs_prior_steps:
@@ -163,7 +204,9 @@ class ErrorMode(BaseModel, frozen=True):
 _ANY = Applicability()
 _IMAGE = Applicability(needs_image=True)
 _TOOL = Applicability(needs_tool_call=True, needs_tools_available=True)
-_MULTI = Applicability(needs_multi_agent=True)
+_DELEGATION = Applicability(needs_multi_agent=True, needs_delegation=True)
+_HANDOFF = Applicability(needs_multi_agent=True, needs_handoff=True)
+_PEER_INPUT = Applicability(needs_multi_agent=True, needs_peer_input=True)
 _HISTORY = Applicability(needs_prior_steps=1)
 
 
@@ -440,12 +483,11 @@ MODES: tuple[ErrorMode, ...] = (
             "whose role or tools do not fit, delegates with incomplete or ambiguous instructions or "
             "missing context, or sequences the agents' work wrongly."
         ),
-        applies=_MULTI,
+        applies=_DELEGATION,
         guide_hint=(
             "Have the agent make one orchestration mistake at this step: route the subtask to a "
             "teammate whose role or tools do not fit, delegate with instructions that leave out a key "
             "constraint or piece of context it holds, or dispatch work before its prerequisite is done. "
-            "If this agent does not delegate, have it hand its output or request to the wrong teammate. "
             "The message looks routine and well-intentioned."
         ),
     ),
@@ -457,7 +499,7 @@ MODES: tuple[ErrorMode, ...] = (
             "Information passed between agents is lost, distorted or misread: an agent withholds or "
             "misreports a relevant finding, or misinterprets what another agent asked or reported."
         ),
-        applies=_MULTI,
+        applies=_HANDOFF,
         guide_hint=(
             "Have the agent garble one piece of information in its exchange with a teammate at this "
             "step: omit or misstate a key detail or caveat when reporting its findings, or misread what "
@@ -474,7 +516,7 @@ MODES: tuple[ErrorMode, ...] = (
             "work it should do itself, even when that output is incomplete, unsupported or "
             "contradicted by evidence it has."
         ),
-        applies=_MULTI,
+        applies=_PEER_INPUT,
         guide_hint=(
             "Have the agent treat a teammate's latest claim or result as settled and build on it "
             "without checking, even where its own context gives reason for doubt or a quick check was "
