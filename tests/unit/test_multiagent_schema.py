@@ -162,3 +162,16 @@ def test_the_guide_gets_the_team_and_who_is_acting():
     assert "plan call" in roster_context(traj, 1)
     assert roster_context(traj.model_copy(update={"agents": ["agent"], "roster": [AgentProfile(name="agent")]}), 1) == ""
     assert render_message(traj.steps[5]) == "[5] files_worker -> orchestrator: says: report.txt says Q3 revenue: 12"
+
+
+def test_the_guide_prompt_carries_the_team_for_a_team_seed_only():
+    from failforge.injection._injector import guide_request
+    from failforge.taxonomy import get_mode as error_mode
+
+    traj = _team_trajectory()
+    prompt = guide_request(traj, 5, error_mode("C.2"), model="guide", temperature=0)["messages"][1]["content"]
+    assert "The team:" in prompt and "Acting at step 5: files_worker (worker), addressing orchestrator." in prompt
+    assert "[5] files_worker -> orchestrator: says:" in prompt
+    alone = traj.model_copy(update={"agents": ["agent"], "roster": [AgentProfile(name="agent")]})
+    solo_prompt = guide_request(alone, 5, error_mode("C.2"), model="guide", temperature=0)["messages"][1]["content"]
+    assert "The team:" not in solo_prompt and "->" not in solo_prompt

@@ -16,6 +16,7 @@ from typing import Any
 
 from failforge.llm import Responder
 from failforge.taxonomy import ErrorMode
+from failforge.injection._roster import render_message, roster_context
 from failforge.trajectory import Step, Trajectory
 
 NOT_FEASIBLE = "NOT FEASIBLE"
@@ -53,11 +54,16 @@ def render_step(step: Step, limit: int = 400) -> str:
 
 
 def guide_request(seed: Trajectory, t: int, mode: ErrorMode, *, model: str, temperature: float, max_tokens: int = 160, seed_value: int | None = None) -> dict[str, Any]:
-    prefix = "\n".join(render_step(s, 300) for s in seed.steps[:t][-12:])
+    # A team's steps are messages between agents: render sender -> recipient, and say who is acting at t
+    # (a single-agent prompt is unchanged: its roster context is empty).
+    team = roster_context(seed, t)
+    render = render_message if team else render_step
+    prefix = "\n".join(render(s, 300) for s in seed.steps[:t][-12:])
     user = (
         f"Task: {seed.task.instruction}\n\n"
-        f"Steps so far:\n{prefix}\n\n"
-        f"Next step in the successful run:\n{render_step(seed.steps[t])}\n\n"
+        + (f"{team}\n\n" if team else "")
+        + f"Steps so far:\n{prefix}\n\n"
+        f"Next step in the successful run:\n{render(seed.steps[t])}\n\n"
         f"Error mode {mode.code} ({mode.name}): {mode.definition}\n"
         f"How to craft it: {mode.guide_hint}\n\n"
         "Reply with the one sentence now."
