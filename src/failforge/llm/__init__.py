@@ -4,7 +4,7 @@ from failforge.llm._boundary import ModelBoundary, agent_step_from_response
 from failforge.llm._client import BOUNDARY_BASE_URL, ModelEndpoint, boundary_client, surface_boundary_error
 from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, local_model_path
 from failforge.llm._request import canonical_request, request_hash
-from failforge.llm._upstream import BoundedResponder, HttpUpstream, fixed_tool_calls, OracleResponder, Responder, chat_response
+from failforge.llm._upstream import BoundedResponder, HttpUpstream, OracleResponder, Responder, chat_response, fixed_tool_calls
 
 __all__ = [
     "BOUNDARY_BASE_URL",

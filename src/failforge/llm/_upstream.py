@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from failforge.secrets import strip_userinfo
 from failforge.errors import AttemptDeadlineExceeded, ModelUnavailable
+from failforge.secrets import strip_userinfo
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
