@@ -1,15 +1,26 @@
-"""Benchmark: replaying a seed's prefix vs the live run that recorded it, and model tokens on the prefix.
+"""Benchmark: replaying a seed's prefix vs the live run that recorded it, per harness; and how fast a drift surfaces.
 
-Records one seed live with the embedded local model (AgentDojo's own AgentPipeline on banking, which
-makes many tool calls), noting when each step completed; then replays the prefix up to the last
-model call several times with a model that counts every call it gets. Prints the live time of the
-prefix, the median replay time, their ratio, and the tokens spent on the prefix (target: 0).
+For each harness (failforge's built-in loop and AgentDojo's own ``AgentPipeline``), records one seed
+live with the embedded local model on an AgentDojo task, noting when each model call returned; then
+replays the prefix up to the last model call several times with no model at all
+(``fidelity.replay(seed, until=t)``, the code path branching uses). Prints per harness:
 
-``--harness orchestrator-workers`` (or ``plan-execute-verify``) does the same for a multi-agent run:
-the local model plays every agent, and the replayed prefix holds several agents' calls, each served
-from that agent's own stream.
+- the live time of the prefix (from the start of the recording to the return of the prefix's last
+  model call) and the tokens it cost;
+- the replay time of the same prefix, from the start of the replay to the moment the branch
+  point's request reaches the model boundary (the prefix is then replayed: what follows is the
+  injected step's business), and, separately, the time the whole ``replay`` call took including
+  stopping at the branch point and closing the environment, so nothing is hidden;
+- their ratio (target: replay/live <= 0.01) and the model calls / tokens spent on the prefix (target: 0);
+- drift: the seed with the last prefix model call's request edited, replayed; the time from the moment
+  the drifting request reaches the boundary to the moment ``PromptDrift`` reaches the caller, and the
+  number of requests the drifting step got (targets: < 0.5 s, exactly 1).
 
-    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3] [--harness orchestrator-workers]
+A multi-agent harness (``--harnesses orchestrator-workers plan-execute-verify``) is measured the same
+way: the local model plays every agent, and the replayed prefix holds several agents' calls, each
+served from that agent's own stream.
+
+    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3] [--harnesses failforge.tool_calling agentdojo.pipeline orchestrator-workers]
 """
 
 from __future__ import annotations
@@ -18,16 +29,15 @@ import argparse
 import os
 import statistics
 import time
+from collections import Counter
 from typing import Any
 
 from failforge.environments.agentdojo_env import env_spec
-from failforge.errors import PrefixComplete
-from failforge.harnesses import AgentDojoPipelineHarness, harness_from_spec
-from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
-from failforge.episode import run_episode
+from failforge.errors import PromptDrift
+from failforge.fidelity import replay
+from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelBoundary, ModelEndpoint
 from failforge.seeds import harness_for, record
-from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec
+from failforge.trajectory import ComponentSpec, Trajectory
 
 
 class Timed:
@@ -36,24 +46,84 @@ class Timed:
     def __init__(self, inner: Any) -> None:
         self.inner, self.name, self.start = inner, "timed", time.perf_counter()
         self.finished: list[float] = []
-        self.tokens = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         response = self.inner(body)
         self.finished.append(time.perf_counter() - self.start)
-        self.tokens += int((response.get("usage") or {}).get("total_tokens") or 0)
         return response
 
 
-class Counting:
-    name = "counting"
+class Arrivals:
+    """When each request reached the model boundary, and how many reached it per step (the real boundary, only observed)."""
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.at: dict[int, float] = {}
+        self.count: Counter[int] = Counter()
+        self._real = ModelBoundary.complete
 
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - must never run
-        self.calls += 1
-        raise RuntimeError("replay asked the live model for a prefix step")
+    def __enter__(self) -> Arrivals:
+        arrivals, real = self, self._real
+
+        def complete(boundary: ModelBoundary, body: dict[str, Any]) -> dict[str, Any]:
+            index = boundary.log.next_index
+            arrivals.count[index] += 1
+            arrivals.at.setdefault(index, time.perf_counter())
+            return real(boundary, body)
+
+        ModelBoundary.complete = complete  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ModelBoundary.complete = self._real  # type: ignore[method-assign]
+
+
+def _tokens(steps: list[Any]) -> int:
+    return sum(int((s.model_call.response.get("usage") or {}).get("total_tokens") or 0) for s in steps if s.model_call is not None)
+
+
+def bench_harness(harness_name: str, endpoint: ModelEndpoint, suite: str, task: str, repeats: int) -> dict[str, float]:
+    harness = harness_for(harness_name, env_spec(suite, task))  # a team harness needs the environment's tool split
+    timed = Timed(endpoint.upstream())
+    timed.start = time.perf_counter()
+    seed = record(env_spec=env_spec(suite, task), harness=harness, model=ComponentSpec(name=LOCAL_MODEL_NAME), upstream=timed)
+    agent_steps = seed.agent_steps()
+    if len(agent_steps) < 2:
+        raise SystemExit(f"{harness_name}: the recorded run has only {len(agent_steps)} model call(s); try another --task")
+    t = agent_steps[-1].index  # replay everything before the last model call
+    in_prefix = [s for s in agent_steps if s.index < t]
+    live = timed.finished[len(in_prefix) - 1]  # when the last model call of the prefix returned
+    prefix_times, whole_times = [], []
+    for _ in range(repeats):
+        with Arrivals() as arrivals:
+            started = time.perf_counter()
+            report = replay(seed, until=t)
+            whole_times.append(time.perf_counter() - started)
+        assert report.identical and report.steps_replayed == t, report.to_dict()
+        assert arrivals.count[t] == 1, f"the branch point got {arrivals.count[t]} requests"
+        prefix_times.append(arrivals.at[t] - started)
+    drifted = Trajectory.model_validate_json(seed.model_dump_json())
+    target = in_prefix[-1].index
+    drifted.steps[target].model_call.request["messages"][0]["content"] += " (edited)"  # type: ignore[union-attr]
+    surface, requests = [], []
+    for _ in range(repeats):
+        with Arrivals() as arrivals:
+            try:
+                replay(drifted)
+            except PromptDrift as drift:
+                surfaced = time.perf_counter()
+                assert drift.step == target, drift
+            else:
+                raise AssertionError("the edited seed replayed without drift")
+        surface.append(surfaced - arrivals.at[target])
+        requests.append(arrivals.count[target])
+    prefix = statistics.median(prefix_times)
+    row = {
+        "seed_steps": len(seed.steps), "model_calls": len(agent_steps), "t": t, "prefix_calls": len(in_prefix),
+        "live": live, "live_tokens": _tokens(in_prefix), "replay": prefix, "replay_whole": statistics.median(whole_times),
+        "ratio": prefix / live, "ratio_whole": statistics.median(whole_times) / live,
+        "drift_surface": statistics.median(surface), "drift_surface_max": max(surface), "drift_requests": max(requests),
+    }
+    return row
 
 
 def main() -> None:
@@ -61,46 +131,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--suite", default="banking")
     parser.add_argument("--task", default="user_task_3")
-    parser.add_argument("--harness", default=None, help="a multi-agent harness (orchestrator-workers, plan-execute-verify); default: AgentDojo's pipeline")
+    parser.add_argument("--harnesses", nargs="+", default=["failforge.tool_calling", "agentdojo.pipeline"])
     opts = parser.parse_args()
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    spec = env_spec(opts.suite, opts.task)
-    harness = AgentDojoPipelineHarness() if opts.harness is None else harness_for(opts.harness, spec)
+    rows = {}
     with LocalModelServer() as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
-        timed = Timed(endpoint.upstream())
-        timed.start = time.perf_counter()
-        seed = record(env_spec=spec, harness=harness, model=ComponentSpec(name=LOCAL_MODEL_NAME), upstream=timed)
-    agent_steps = seed.agent_steps()
-    if len(agent_steps) < 2:
-        raise SystemExit(f"the recorded run has only {len(agent_steps)} model call(s); try another --task")
-    t = agent_steps[-1].index  # replay everything before the last model call
-    calls_in_prefix = sum(1 for s in agent_steps if s.index < t)
-    live_prefix = timed.finished[calls_in_prefix - 1]  # when the last model call of the prefix returned
-    prefix_tokens_live = sum(int((s.model_call.response.get("usage") or {}).get("total_tokens") or 0) for s in agent_steps if s.index < t)
-    times, counters = [], []
-    for _ in range(opts.repeats):
-        counting = Counting()
-
-        def stop(body: dict[str, Any]) -> dict[str, Any]:
-            raise PrefixComplete("prefix done")
-
-        log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=t)
-        start = time.perf_counter()
-        try:
-            run_episode(env_spec=seed.environment, harness=harness_from_spec(seed.harness), model=seed.model.name, log=log, upstream=counting, injector=stop, evaluate=False)
-        except PrefixComplete:
-            pass
-        times.append(time.perf_counter() - start)
-        counters.append(counting.calls)
-        assert len(log.steps) == t, (len(log.steps), t)
-    replay_med = statistics.median(times)
-    agents_in_prefix = sorted({s.agent for s in agent_steps if s.index < t})
-    print(f"seed: {seed.id} [{seed.harness.name}] ({len(seed.steps)} steps, {len(agent_steps)} model calls); prefix = steps 0..{t - 1} ({calls_in_prefix} model calls by {', '.join(agents_in_prefix)})")
-    print(f"live time of the prefix (recording):   {live_prefix:8.3f} s, {prefix_tokens_live} tokens")
-    print(f"replay time of the prefix (median of {opts.repeats}): {replay_med:8.3f} s")
-    print(f"ratio replay/live: {replay_med / live_prefix:.3f}  (live/replay: {live_prefix / replay_med:.1f}x faster)")
-    print(f"model calls / tokens spent on the prefix during replay: {sum(counters)} / 0  (target: 0)")
+        for name in opts.harnesses:
+            rows[name] = bench_harness(name, endpoint, opts.suite, opts.task, opts.repeats)
+    with open("/proc/loadavg", encoding="ascii") as handle:
+        load = " ".join(handle.read().split()[:3])
+    print(f"{opts.suite}/{opts.task}, {opts.repeats} repeats (medians); load average {load}")
+    for name, r in rows.items():
+        print(f"\n{name}: seed of {r['seed_steps']} steps, {r['model_calls']} model calls; prefix = steps 0..{r['t'] - 1} ({r['prefix_calls']} model calls)")
+        print(f"  live time of the prefix (recording):          {r['live']:8.3f} s, {r['live_tokens']} tokens")
+        print(f"  replay of the prefix, to the branch request:  {r['replay']:8.3f} s   ratio replay/live {r['ratio']:.4f}  (target <= 0.01)")
+        print(f"  the whole replay call, stop and close incl.:  {r['replay_whole']:8.3f} s   ratio {r['ratio_whole']:.4f}")
+        print("  model calls / tokens spent on the prefix during replay: 0 / 0  (a replay has no model at all)")
+        print(f"  drift: surfaced {r['drift_surface'] * 1000:.1f} ms after the drifting request (max {r['drift_surface_max'] * 1000:.1f} ms; target < 500 ms); "
+              f"requests for the drifting step: {r['drift_requests']} (target 1)")
 
 
 if __name__ == "__main__":

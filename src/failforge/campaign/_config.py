@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.filters import default_filters
-from failforge.plugins import executors, filters
 from failforge.llm import ModelEndpoint
+from failforge.plugins import executors, filters
 from failforge.secrets import redact
 from failforge.taxonomy import get_mode
 
@@ -75,6 +75,17 @@ class FiltersConfig(_Section):
         return [filters.canonical(name) for name in value]
 
 
+class PoolsConfig(_Section):
+    """Warm environments each worker keeps between its attempts, reset to the fresh state (never carrying a run over).
+
+    They change what an attempt costs, never what it records: a pooled sandbox is reset to be
+    indistinguishable from a freshly opened one, or closed. So they are left out of the campaign's
+    hash, and a campaign resumed with other pool sizes is the same campaign.
+    """
+
+    sandboxes: int = Field(default=1, ge=0, le=16, description="idle code sandboxes kept per worker and kind, reset between attempts (0: a new one for every attempt)")
+
+
 class CampaignConfig(_Section):
     seeds: list[str] = Field(description="JSONL files of successful seed trajectories")
     output: str
@@ -89,7 +100,8 @@ class CampaignConfig(_Section):
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
-    executor: str = Field(default="local", description="a registered executor: local (thread pool) or ray")
+    executor: str = Field(default="local", description="a registered executor: local (thread pool), process (worker processes, for CPU-bound environments) or ray")
+    pools: PoolsConfig = Field(default_factory=PoolsConfig)
     ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
     max_interruptions: int = Field(default=3, ge=1, description="an attempt cut off this often by a crash of the whole run is given up (retryable with --retry-failed)")
@@ -126,9 +138,10 @@ class CampaignConfig(_Section):
         return str(Path(value).expanduser().resolve())
 
     def config_hash(self) -> str:
-        """What decides the records: everything but where they are written, with secrets masked (so a
-        moved folder is the same campaign, and no key is hashed into provenance)."""
-        data = self.model_dump(mode="json", exclude={"output"})
+        """What decides the records: everything but where they are written and how many warm environments
+        are kept (neither changes a record), with secrets masked (so a moved folder is the same campaign,
+        and no key is hashed into provenance)."""
+        data = self.model_dump(mode="json", exclude={"output", "pools"})
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
 
 

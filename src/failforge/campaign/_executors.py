@@ -3,20 +3,27 @@
 Every executor only computes; results flow back to the driver, which alone appends to the output
 files and the ledger, so executors never race on a file. Attempt functions receive plain data
 (seed, spec, endpoints, config) and open their own HTTP clients, so the same function runs in a
-thread or in a Ray worker on another machine.
+thread or in a Ray worker on another machine. Each worker keeps the campaign's warm environments
+(``[pools]``: sandboxes reset between attempts) for its own attempts, and every executor closes
+them when it finishes.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models, ResolvedModels
-from failforge.errors import ConfigError
+from failforge.environments.sandbox import close_pooled_sandboxes, sandbox_pool
+from failforge.errors import ConfigError, InfrastructureError
 from failforge.injection import AttemptSpec
 from failforge.plugins import executors
 from failforge.trajectory import Trajectory
@@ -25,10 +32,23 @@ Work = tuple[Trajectory, AttemptSpec]
 OnStart = Callable[[str], None]
 #: Asked before each new attempt starts; True stops feeding the executor (attempts in flight finish).
 ShouldStop = Callable[[], bool]
+#: Given an attempt whose worker failed under it and the error, a new future for it, or None to record it failed.
+Resubmit = Callable[[Work, BaseException], "Future[AttemptResult] | None"]
+
+
+def attempt_in_pools(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
+    """:func:`run_attempt` with this worker's warm environments sized as the campaign file says."""
+    with sandbox_pool(config.pools.sandboxes):
+        return run_attempt(seed, spec, models, config, provenance)
 
 
 def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
-    """A worker died or raised past run_attempt's own handling: failed, with the error, never lost."""
+    """A worker died or raised past run_attempt's own handling: failed, with the error, never lost.
+
+    A dead worker process is the machine's failure, not the seed's: infrastructure, retried on the next run.
+    """
+    if isinstance(exc, BrokenProcessPool):
+        exc = InfrastructureError(f"the worker process running this attempt died twice ({exc})")
     return AttemptResult(
         "failed",
         Rejection(
@@ -46,9 +66,11 @@ def _drive(
     provenance: dict[str, Any],
     on_start: OnStart,
     should_stop: ShouldStop,
+    resubmit: Resubmit | None = None,
 ) -> Iterator[AttemptResult]:
     """Keep ``concurrency`` attempts in flight and yield each result as it completes (the local and the
-    process executors differ only in where ``submit`` runs an attempt)."""
+    process executors differ only in where ``submit`` runs an attempt, and in what ``resubmit`` does
+    when the worker under an attempt fails rather than the attempt)."""
     queue = iter(work)
     running: dict[Future[AttemptResult], Work] = {}
 
@@ -64,11 +86,15 @@ def _drive(
     while running:
         finished, _ = wait(running, return_when=FIRST_COMPLETED)
         for future in finished:
-            seed, spec = running.pop(future)
+            item = running.pop(future)
             try:
                 yield future.result()
             except Exception as exc:
-                yield _crashed(spec, seed, exc, provenance)
+                again = resubmit(item, exc) if resubmit is not None else None
+                if again is not None:
+                    running[again] = item
+                else:
+                    yield _crashed(item[1], item[0], exc, provenance)
         top_up()
 
 
@@ -79,12 +105,13 @@ def run_local(
     models = Models(resolved)
     pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
-        yield from _drive(work, lambda item: pool.submit(run_attempt, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
+        yield from _drive(work, lambda item: pool.submit(attempt_in_pools, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
     finally:
         # On a normal end nothing is running; when the driver stops early (Ctrl-C, the circuit breaker)
         # the attempts in flight are abandoned, not waited for: the driver has put them back in the queue.
         pool.shutdown(wait=False, cancel_futures=True)
         models.close()
+        close_pooled_sandboxes()
 
 
 #: The worker process's open model clients, made once per process by _process_init (a process pool
@@ -93,17 +120,33 @@ _WORKER_MODELS: Models | None = None
 
 
 def _process_init(resolved_json: str) -> None:
+    """Once per worker process: its model clients; Ctrl-C left to the driver; its warm environments closed at its end.
+
+    A terminal's Ctrl-C reaches the whole process group. A worker that took it would die, break
+    the pool, and turn the attempts in flight into failures; ignored here, the driver alone stops
+    the campaign and puts them back in the queue, as with the thread pool. Worker processes end
+    without running ``atexit``; a multiprocessing finaliser closes their pooled sandboxes instead.
+    """
+    import multiprocessing.util
+
     global _WORKER_MODELS
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_MODELS = Models(ResolvedModels.model_validate_json(resolved_json))
+    multiprocessing.util.Finalize(None, close_pooled_sandboxes, exitpriority=10)
+
+
+@functools.lru_cache(maxsize=64)
+def _seed(seed_json: str) -> Trajectory:
+    """A seed parsed once per worker (a campaign makes many attempts per seed; the JSON is the same text)."""
+    return Trajectory.model_validate_json(seed_json)
 
 
 def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> AttemptResult:
     from failforge.campaign._config import CampaignConfig as _Config
 
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
-    return run_attempt(
-        Trajectory.model_validate_json(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance
-    )
+    # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
+    return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
 
 
 @executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
@@ -114,23 +157,46 @@ def run_processes(
     driver is unsafe). Workers inherit the environment, PYTHONHASHSEED included; only the driver writes."""
     import multiprocessing
 
-    pool = ProcessPoolExecutor(
-        max_workers=config.concurrency, mp_context=multiprocessing.get_context("forkserver"),
-        initializer=_process_init, initargs=(resolved.model_dump_json(),),
-    )
+    context = multiprocessing.get_context("forkserver")
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=config.concurrency, mp_context=context, initializer=_process_init, initargs=(resolved.model_dump_json(),),
+        )
+
+    pools = [new_pool()]
     config_json = config.model_dump_json()
     seed_json: dict[str, str] = {}
+    broken_under: Counter[str] = Counter()
 
     def submit(item: Work) -> Future[AttemptResult]:
         seed, spec = item
         if seed.id not in seed_json:
             seed_json[seed.id] = seed.model_dump_json()
-        return pool.submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
+        try:
+            return pools[-1].submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
+        except BrokenProcessPool:  # broken by an attempt that has not been collected yet: a new pool takes over
+            pools.append(new_pool())
+            return pools[-1].submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
+
+    def resubmit(item: Work, exc: BaseException) -> Future[AttemptResult] | None:
+        """A worker process died (killed, out of memory, a crash in native code): every attempt in flight
+        in that pool fails with it, though only one was running in the dead worker. Each is run again in
+        a new pool; one that was in flight at two deaths is taken for the cause and recorded failed, as
+        an infrastructure failure (retried on the next run, like a crashed browser)."""
+        if not isinstance(exc, BrokenProcessPool):
+            return None
+        attempt_id = item[1].attempt_id
+        broken_under[attempt_id] += 1
+        if broken_under[attempt_id] >= 2:
+            return None
+        return submit(item)  # into a new pool when this one is broken
 
     try:
-        yield from _drive(work, submit, config.concurrency, provenance, on_start, should_stop)
+        yield from _drive(work, submit, config.concurrency, provenance, on_start, should_stop, resubmit)
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]) -> tuple[str, str]:
@@ -139,7 +205,7 @@ def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json
 
     models = Models(ResolvedModels.model_validate_json(resolved_json))
     try:
-        result = run_attempt(
+        result = attempt_in_pools(
             Trajectory.model_validate_json(seed_json), AttemptSpec.model_validate_json(spec_json), models, _Config.model_validate_json(config_json), provenance
         )
     finally:

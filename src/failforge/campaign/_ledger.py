@@ -45,7 +45,7 @@ RETRYABLE_KINDS = frozenset({"infrastructure"})
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def repair_jsonl(path: Path) -> int:

@@ -16,14 +16,14 @@ from failforge import __version__
 from failforge.campaign._attempt import AttemptResult, Rejection
 from failforge.campaign._card import write_card
 from failforge.campaign._config import CampaignConfig
-from failforge.plugins import executors
 from failforge.campaign._ledger import Ledger
+from failforge.campaign._lock import CampaignLock
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
-from failforge.campaign._lock import CampaignLock
 from failforge.errors import ConfigError, SeedFormatError
-from failforge.secrets import Redactor
 from failforge.injection import AttemptSpec, plan_attempts
+from failforge.plugins import executors
+from failforge.secrets import Redactor
 from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
 
 GOLD = "gold.jsonl"
@@ -220,7 +220,7 @@ def run_campaign(
             pending = [by_id[a] for a in ledger.pending() if a in by_id]
             summary.skipped = summary.planned - len(pending)
             manifest = {
-                "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                "created_at": _dt.datetime.now(_dt.UTC).isoformat(),
                 "config": config.model_dump(mode="json"),
                 "config_hash": config_hash,
                 "versions": versions(),

@@ -40,7 +40,8 @@ from failforge.environments.sandbox import (
     ExecResult,
     Sandbox,
     SandboxLimits,
-    open_sandbox,
+    acquire_sandbox,
+    release_sandbox,
     resolve_backend,
     workspace_relative,
 )
@@ -287,7 +288,7 @@ _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 
 class HumanEvalEpisode:
-    """One HumanEval task in a fresh sandbox. A context manager: leaving it destroys the sandbox."""
+    """One HumanEval task in a fresh sandbox. A context manager: leaving it hands the sandbox back (reset, or destroyed)."""
 
     name = BENCHMARK
 
@@ -307,7 +308,9 @@ class HumanEvalEpisode:
         self.limits = limits or SandboxLimits()
         self.image = image
         self.eval_timeout = eval_timeout
-        self.sandbox: Sandbox = open_sandbox(backend, self.limits, image=image, python_hash_seed=python_hash_seed)
+        # A sandbox in the fresh state: newly opened, or an earlier run's reset to exactly that (sandbox/_pool.py).
+        self._released = False
+        self.sandbox: Sandbox = acquire_sandbox(backend, self.limits, image=image, python_hash_seed=python_hash_seed)
 
     def __enter__(self) -> HumanEvalEpisode:
         return self
@@ -316,7 +319,10 @@ class HumanEvalEpisode:
         self.close()
 
     def close(self) -> None:
-        self.sandbox.close()
+        """Hand the sandbox back: reset for this thread's next run, or destroyed when it cannot be reset."""
+        if not self._released:
+            self._released = True
+            release_sandbox(self.sandbox)
 
     @property
     def entry_point(self) -> str:

@@ -12,8 +12,9 @@ own recorded responses in its own order, and the global order is checked too: th
 must come from the agent that made the recorded call at step t, else :class:`AgentDrift` names the
 step and both agents.
 
-The OpenAI client wraps transport exceptions into ``APIConnectionError``; the boundary therefore
-keeps the first failforge error it raised in ``failure`` so the caller can re-raise the typed error.
+A failforge error at the boundary (a drift, an exhausted recording, the end of a prefix, a live call
+that failed) is kept in ``failure`` (the first one wins) so the caller can re-raise the typed error,
+and the harness gets :func:`refusal`: an HTTP answer no client retries.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class ModelBoundary(httpx.BaseTransport):
         except FailforgeError as exc:
             if self.failure is None:
                 self.failure = exc
-            raise
+            return refusal(exc, request)
 
     def _default_agent(self) -> str | None:
         names = self.log.agent_names()
@@ -246,6 +247,24 @@ class ModelBoundary(httpx.BaseTransport):
 
     def close(self) -> None:
         """Nothing to release: the upstream belongs to whoever created it and outlives this run."""
+
+
+def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
+    """The boundary's answer to a request it cannot serve: 400 with ``x-should-retry: false``.
+
+    Raising from the transport instead would reach the harness as a connection error, which clients
+    retry: the OpenAI SDK when its retries are on, and AgentDojo's ``OpenAILLM`` always (tenacity,
+    three attempts, random exponential waits). Each retry sleeps seconds and sends the same request
+    to the boundary again. A 400 is retried by neither (nor is a 422), and the OpenAI SDK obeys the
+    header whatever the status, so the error surfaces at once, after exactly one request; the typed
+    error is in ``failure`` for the caller to re-raise.
+    """
+    return httpx.Response(
+        400,
+        headers={"x-should-retry": "false"},
+        json={"error": {"message": str(exc), "type": "failforge_boundary", "code": type(exc).__name__}},
+        request=request,
+    )
 
 
 def _without_secrets(body: dict[str, Any]) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class LocalModelServer:
     def log_path(self) -> str:
         return self._log.name
 
-    def start(self) -> "LocalModelServer":
+    def start(self) -> LocalModelServer:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError("llama-cpp-python is not installed: run scripts/install.sh")
         cmd = [
@@ -129,7 +129,7 @@ class LocalModelServer:
             self._log.close()
             shutil.rmtree(self._log_dir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalModelServer":
+    def __enter__(self) -> LocalModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -15,6 +15,9 @@ way (:mod:`._served`); every file operation happens inside, as the sandbox's own
 
 No two live sandboxes, of either backend, share a host uid (:mod:`._uids`). :func:`sandbox_doctor`
 says which backends work here and why not. ``docs/SANDBOX.md`` has the threat model.
+
+:func:`acquire_sandbox` / :func:`release_sandbox` keep a small per-thread pool of sandboxes that are
+reset to the fresh state between runs instead of destroyed and recreated (:mod:`._pool`, :mod:`._reuse`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,14 @@ from failforge.environments.sandbox._local import (
     LocalIsolation,
     LocalSandbox,
     local_isolation,
+)
+from failforge.environments.sandbox._pool import (
+    acquire_sandbox,
+    close_pooled_sandboxes,
+    pool_size,
+    pooled_count,
+    release_sandbox,
+    sandbox_pool,
 )
 from failforge.errors import FailforgeError
 from failforge.plugins import sandboxes
@@ -119,10 +130,16 @@ __all__ = [
     "SandboxLimits",
     "WorkspaceEntry",
     "WorkspaceListing",
+    "acquire_sandbox",
+    "close_pooled_sandboxes",
     "compose_fingerprint",
     "local_isolation",
     "open_sandbox",
+    "pool_size",
+    "pooled_count",
+    "release_sandbox",
     "resolve_backend",
     "sandbox_doctor",
+    "sandbox_pool",
     "workspace_relative",
 ]

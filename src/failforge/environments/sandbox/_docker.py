@@ -26,6 +26,7 @@ import uuid
 from typing import Any
 
 from failforge.environments.sandbox._base import WORKSPACE, SandboxLimits, sandbox_env
+from failforge.environments.sandbox._reuse import TmpfsMount, cgroup_dirs_of, limit_events
 from failforge.environments.sandbox._served import (
     ENGINE_GRACE,
     HELPER_SOURCE,
@@ -86,6 +87,7 @@ class DockerSandbox(ServedSandbox):
         self._raw: Any = None
         self._stderr = b""
         self._lease: UidLease | None = None
+        self._cgroup_dirs: dict[str, str] | None = None
         self._client = docker_client(timeout=self.limits.command_timeout + ENGINE_GRACE)
         try:
             self.image_id: str = self._client.images.get(image).id
@@ -241,6 +243,7 @@ class DockerSandbox(ServedSandbox):
     def _abandon(self) -> None:
         """Tear down after a failure or on close: the sandbox cannot be trusted any more."""
         self._closed = True
+        self._release_namespaces()
         for handle in (getattr(self._socket, "_response", None), self._socket, self._raw):
             try:
                 if handle is not None:
@@ -256,6 +259,39 @@ class DockerSandbox(ServedSandbox):
         if self._lease is not None:
             # Only now: the container's processes are gone, so the uid may serve another sandbox.
             self._lease.release()
+
+    # -- reuse --------------------------------------------------------------------------------------
+
+    def _host_pid(self) -> int:
+        try:
+            pid = int(self._client.api.inspect_container(self.container_id)["State"]["Pid"])
+        except Exception as exc:
+            raise InfrastructureError(f"cannot find the process of {self._what}: {exc}") from exc
+        if pid <= 0:
+            raise InfrastructureError(f"{self._what} is not running; {self._state()}")
+        return pid
+
+    def _fresh_mounts(self) -> tuple[TmpfsMount, ...]:
+        """As the engine mounts them for this container (``tmpfs=`` and ``shm_size=`` in ``__init__``)."""
+        size = f"size={self.limits.workspace_mb * 1024 * 1024}"
+        # In the order the engine mounts them, so they keep their order among themselves in the mount table.
+        return (
+            TmpfsMount("/dev/shm", f"nosuid,nodev,noexec,{size}", source="shm"),
+            TmpfsMount(WORKSPACE, f"nosuid,nodev,{size}"),
+            TmpfsMount("/tmp", f"nosuid,nodev,{size}"),
+        )
+
+    def _limit_events(self) -> dict[str, int]:
+        if self._cgroup_dirs is None:
+            self._cgroup_dirs = cgroup_dirs_of(self._fresh[0].server_pid if self._fresh else self._host_pid())
+        dirs = self._cgroup_dirs
+        memory, pids = dirs.get("memory") or dirs.get(""), dirs.get("pids") or dirs.get("")
+        if not memory or not pids:
+            return {"cgroup": 1}
+        return limit_events(memory, pids)
+
+    def _forget_run(self) -> None:
+        self._stderr = b""
 
     def alive(self) -> bool:
         """True while the container is running (an engine error counts as not alive)."""

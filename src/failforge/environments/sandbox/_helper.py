@@ -413,13 +413,61 @@ def _op_read(req: dict) -> dict:
     return {"content_b64": base64.b64encode(data).decode("ascii")}
 
 
-OPS = {"exec": _op_exec, "write": _op_write, "read": _op_read, "list": lambda req: {}}
+def _table_rows(path: str) -> int:
+    """Rows of a /proc table (its header line not counted); 0 when it does not exist here."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return max(0, len([line for line in handle.read().splitlines() if line.strip()]) - 1)
+    except OSError:
+        return 0
+
+
+def _leftovers() -> dict:
+    """Kernel objects of the sandbox's namespaces that outlive the processes that made them.
+
+    System V IPC objects and POSIX message queues stay until removed, and their ids go on counting
+    even then; a socket lingers in TIME_WAIT after a connection closes, and a bind to its port fails
+    while it does. None of that can be returned to a fresh sandbox's state, so a sandbox holding
+    any of it is not reused.
+    """
+    found = {kind: _table_rows(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg")}
+    try:
+        found["mqueue"] = len(os.listdir("/dev/mqueue"))
+    except OSError:
+        found["mqueue"] = 0
+    for table in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6", "unix"):
+        found[f"net:{table}"] = _table_rows(f"/proc/net/{table}")
+    return found
+
+
+#: Set by a reset: the server left the workspace (so it could be unmounted) and goes back before its next operation.
+_RETURN_TO: list[str] = []
+
+
+def _op_reset(req: dict) -> dict:
+    """This side of making a used sandbox equal to a fresh one (failforge does the rest from the host, see ``_reuse``).
+
+    Kill every process but this server, say what kernel objects are left (failforge does not reuse
+    a sandbox that holds any), and leave the writable mounts so failforge can replace each with a
+    new, empty file system; the server goes back to the workspace, where a fresh server starts,
+    before its next operation.
+    """
+    _kill_strays()
+    leftovers = _leftovers()
+    _RETURN_TO[:] = [os.getcwd()]
+    os.chdir("/")
+    return {"leftovers": leftovers}
+
+
+OPS = {"exec": _op_exec, "write": _op_write, "read": _op_read, "list": lambda req: {}, "reset": _op_reset}
 
 
 def handle(req: dict, watch_fd: int | None = None) -> dict:
     """One operation, then a fresh listing of the workspace. Errors are replies, never a dead server."""
     reply: dict = {"ok": True}
     try:
+        if _RETURN_TO and req["op"] != "reset":
+            os.chdir(_RETURN_TO.pop())
         if req["op"] == "exec":
             reply.update(_op_exec(req, watch_fd))
         else:

@@ -64,6 +64,7 @@ from failforge.environments.sandbox._cgroup import (
     cgroup_support,
     sweep_stale_groups,
 )
+from failforge.environments.sandbox._reuse import TmpfsMount, limit_events
 from failforge.environments.sandbox._seccomp import seccomp_program
 from failforge.environments.sandbox._served import HELPER_SOURCE, ServedSandbox
 from failforge.environments.sandbox._uids import (
@@ -315,6 +316,31 @@ class LocalSandbox(ServedSandbox):
         """Where root on the host reaches the workspace (it lives only inside the sandbox's mount namespace)."""
         return f"/proc/{self.server_pid}/root{WORKSPACE}"
 
+    # -- reuse ------------------------------------------------------------------------------------
+
+    def _host_pid(self) -> int:
+        pid = self.server_pid
+        if pid is None:
+            raise InfrastructureError(f"the local sandbox's server is not running; {self._state()}")
+        return pid
+
+    def _fresh_mounts(self) -> tuple[TmpfsMount, ...]:
+        """As bubblewrap mounts them (``--perms 1777 --size``), owned by the sandbox's host uid."""
+        options = f"nosuid,nodev,size={self.limits.workspace_mb * 1024 * 1024},uid={self.uid},gid={self.uid}"
+        return tuple(TmpfsMount(path, options) for path in (WORKSPACE, "/tmp", "/var/tmp", "/dev/shm"))
+
+    def _limit_events(self) -> dict[str, int]:
+        if self._cgroup is None:
+            return {"cgroup": 1}
+        return limit_events(self._cgroup.dirs["memory"], self._cgroup.dirs["pids"])
+
+    def alive(self) -> bool:
+        return not self._closed and self._proc is not None and self._proc.poll() is None
+
+    def _forget_run(self) -> None:
+        self._stderr_file.seek(0)
+        self._stderr_file.truncate()
+
     # -- transport: a pipe ------------------------------------------------------------------------
 
     def _send(self, data: bytes, wait: float) -> None:
@@ -358,6 +384,7 @@ class LocalSandbox(ServedSandbox):
     def _abandon(self) -> None:
         """Kill everything in the sandbox (its namespace and tmpfs go with it), then give back the cgroup and uid."""
         self._closed = True
+        self._release_namespaces()
         # The namespace's PID 1 first: the kernel then kills everything else in the namespace, and the
         # bubblewrap monitor reaps it and exits, so no zombie is left to the host's init.
         server = self.server_pid

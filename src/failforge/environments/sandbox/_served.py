@@ -33,6 +33,7 @@ from failforge.environments.sandbox._base import (
     workspace_os_error,
     workspace_relative,
 )
+from failforge.environments.sandbox._reuse import Namespaces, TmpfsMount, next_pid, reset_namespaces
 from failforge.errors import InfrastructureError
 
 MAX_LIST_ENTRIES = 5000
@@ -54,6 +55,9 @@ class ServedSandbox(Sandbox):
         self._snapshot: WorkspaceListing | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._opened_at = time.monotonic()
+        #: Handles on the sandbox's namespaces and the PID a fresh sandbox's next process gets (prepare_reuse()).
+        self._fresh: tuple[Namespaces, int] | None = None
 
     # -- transport (per backend) ----------------------------------------------------------------
 
@@ -76,6 +80,27 @@ class ServedSandbox(Sandbox):
     @property
     def _what(self) -> str:
         return f"{self.backend} sandbox"
+
+    # -- reuse (per backend) --------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _host_pid(self) -> int:
+        """Host pid of the sandbox's PID 1 (the server): the way into its namespaces."""
+
+    @abc.abstractmethod
+    def _fresh_mounts(self) -> tuple[TmpfsMount, ...]:
+        """Every writable mount, as a fresh sandbox of this backend has it."""
+
+    @abc.abstractmethod
+    def _limit_events(self) -> dict[str, int]:
+        """OOM kills, memory-limit hits and refused forks recorded by the sandbox's cgroup so far."""
+
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """True while the sandbox runs (its server may still answer)."""
+
+    def _forget_run(self) -> None:
+        """Drop what the backend kept of the last run (e.g. the server's stderr tail for error messages)."""
 
     # -- the round trip -------------------------------------------------------------------------
 
@@ -191,3 +216,63 @@ class ServedSandbox(Sandbox):
         if self._closed:
             return
         self._abandon()
+
+    # -- reuse ----------------------------------------------------------------------------------
+
+    def prepare_reuse(self) -> None:
+        """Note what this sandbox looks like fresh, so :meth:`reset` can return to it.
+
+        Call right after opening, before any command: it reads the PID the first command would get.
+        """
+        if self._closed or self._fresh is not None:
+            return
+        namespaces = Namespaces(self._host_pid())
+        try:
+            self._fresh = (namespaces, next_pid(namespaces))
+        except OSError:
+            namespaces.close()
+            raise
+
+    def _release_namespaces(self) -> None:
+        """Let go of the namespace handles (backends call this when they tear the sandbox down)."""
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None:
+            fresh[0].close()
+
+    def reusable(self) -> bool:
+        """Prepared for reuse, its server still running, and young enough that its lifetime will not run out during a run."""
+        return (
+            self._fresh is not None
+            and not self._closed
+            and self._fresh[0].server_running()
+            and time.monotonic() - self._opened_at < self.limits.lifetime_seconds / 2
+        )
+
+    def reset(self) -> bool:
+        """Make this sandbox equal to a freshly opened one; False when it cannot be (then close it).
+
+        Everything a command could read is returned to the fresh state: no process but the server,
+        new empty writable file systems (so new files get the inode numbers a fresh one gives), the
+        PID counter where a fresh sandbox has it, no last command. What cannot be returned is
+        refused instead: a sandbox whose cgroup recorded an OOM kill, a memory-limit hit or a
+        refused fork (counters docker commands can read), or that holds IPC objects or sockets (ids
+        that go on counting, ports in TIME_WAIT), is not reset. One round trip to the server and one
+        host-side ``nsenter``; the server goes back to the workspace before its next operation.
+        """
+        if not self.reusable() or any(self._limit_events().values()):
+            return False
+        assert self._fresh is not None
+        namespaces, fresh_next = self._fresh
+        with self._lock:
+            reply = self._call("reset", list=False)
+            if not reply.get("ok") or any((reply.get("leftovers") or {"unknown": 1}).values()):
+                return False
+            try:
+                reset_namespaces(namespaces, self._fresh_mounts(), fresh_next)
+            except OSError:
+                return False
+            # What the opening ``list`` left a fresh sandbox with: the listing of an empty workspace.
+            self._snapshot = WorkspaceListing()
+        self._last = None
+        self._forget_run()
+        return True

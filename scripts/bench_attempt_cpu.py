@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Benchmark: what one attempt costs failforge itself, per environment, against a zero-latency model.
+
+An attempt is the campaign's unit of work (``run_attempt``): the guide's call, the seed's prefix
+replayed up to the branch step, the injected step, the live continuation, the benchmark's evaluator
+and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
+every millisecond measured is failforge's, the environment's, or the model client's. Per
+environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox) it prints
+medians in milliseconds of:
+
+- ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
+- ``per replayed step``: a prefix replay without the episode's open and close, per step replayed,
+- ``evaluator`` and ``filters``,
+- ``attempt``: one whole attempt (wall time) and ``attempt cpu`` (this process's CPU time only: the
+  engine, Chromium and sandbox processes are not in it),
+- ``attempts/min``: what one worker doing attempts one after another sustains (60000 / ``attempt``).
+
+    python scripts/bench_attempt_cpu.py                                   # this tree
+    python scripts/bench_attempt_cpu.py --before 0778ee8 --rounds 3       # that revision vs this tree, ratios
+    python scripts/bench_attempt_cpu.py --envs agentdojo humaneval-local --attempts 20
+
+``--before`` takes a git revision (checked out into a temporary worktree, removed afterwards) or a
+source tree. Each tree is measured in its own process with its ``src`` first on ``PYTHONPATH``; the
+trees take turns ``--rounds`` times and each number is the median over rounds, so a burst of load on
+a shared machine does not land on one side only. The ratio is after / before (below 1: faster now;
+for attempts/min above 1 is better). The seeds are recorded once, by this tree, and replayed by both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parents[1]
+ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
+METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
+
+
+# -- the measuring half (runs inside one tree's process) ---------------------------------------------
+
+
+class _Timings:
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.samples.setdefault(name, []).append(seconds * 1000)
+
+    def timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.add(name, time.perf_counter() - started)
+
+        return wrapper
+
+
+class _TimedEpisode:
+    """The real episode, with its open (made by the caller), evaluator and close timed."""
+
+    def __init__(self, inner: Any, timings: _Timings) -> None:
+        self._inner, self._timings = inner, timings
+
+    def __enter__(self) -> _TimedEpisode:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        started = time.perf_counter()
+        try:
+            self._inner.__exit__(*exc)
+        finally:
+            self._timings.add("close", time.perf_counter() - started)
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._timings.timed("evaluator", self._inner.evaluate)(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TimedPlugin:
+    def __init__(self, inner: Any, timings: _Timings) -> None:
+        self._inner, self._timings = inner, timings
+        self.drift_error = inner.drift_error
+
+    def open(self, spec: Any) -> _TimedEpisode:
+        started = time.perf_counter()
+        episode = self._inner.open(spec)
+        self._timings.add("open", time.perf_counter() - started)
+        return _TimedEpisode(episode, self._timings)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _instrument(timings: _Timings) -> None:
+    """Time the episode's open / evaluator / close and the filters through the names the code looks them up by."""
+    import failforge.campaign._attempt as attempt_module
+    import failforge.episode as episode_module
+
+    real_environment = episode_module.environment
+    episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[assignment]
+    attempt_module.run_filters = timings.timed("filters", attempt_module.run_filters)  # type: ignore[assignment]
+
+
+def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[str, float]]:
+    from failforge.campaign import CampaignConfig, ResolvedModels
+    from failforge.campaign._attempt import run_attempt
+    from failforge.campaign._models import Models
+    from failforge.fidelity import replay
+    from failforge.injection import plan_attempts
+    from failforge.llm import ModelEndpoint
+    from failforge.testing import LoopbackModelServer
+    from failforge.trajectory import load_jsonl
+
+    results: dict[str, dict[str, float]] = {}
+    timings = _Timings()
+    _instrument(timings)
+    with LoopbackModelServer() as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=60)
+        models = Models(ResolvedModels(agent=endpoint, guide=endpoint))
+        config = CampaignConfig(seeds=[], output=str(seeds_dir / "out"))
+        for env in envs:
+            path = seeds_dir / f"{env}.jsonl"
+            if not path.exists():
+                continue
+            seed = load_jsonl(path)[0][0]
+            spec = plan_attempts(seed, modes=None, steps_per_seed=1, modes_per_step=1, samples=1, rng_seed=0)[0]
+            run_attempt(seed, spec, models, config, {})  # warm: imports, the browser, the pool's first sandbox
+            timings.samples.clear()
+            for _ in range(attempts):
+                wall, cpu = time.perf_counter(), time.process_time()
+                result = run_attempt(seed, spec, models, config, {})
+                timings.add("attempt", time.perf_counter() - wall)
+                timings.add("attempt cpu", time.process_time() - cpu)
+                if result.status == "failed":
+                    raise SystemExit(f"{env}: the attempt failed: {getattr(result.record, 'reasons', '')}")
+            attempt_samples = dict(timings.samples)
+            timings.samples.clear()
+            for _ in range(attempts):
+                started = time.perf_counter()
+                report = replay(seed, until=spec.step)
+                timings.add("prefix", time.perf_counter() - started)
+                assert report.identical, report.to_dict()
+            prefix = [p - o - c for p, o, c in zip(timings.samples["prefix"], timings.samples["open"], timings.samples["close"], strict=True)]
+            steps = max(1, spec.step - 1)  # steps 1..t-1 are replayed (step 0 is the task)
+            row = {name: statistics.median(values) for name, values in attempt_samples.items()}
+            row["per replayed step"] = statistics.median(prefix) / steps
+            row["attempts/min"] = 60000 / row["attempt"]
+            results[env] = row
+        models.close()
+    return results
+
+
+# -- the driving half ----------------------------------------------------------------------------------
+
+
+def record_seeds(directory: Path, envs: list[str]) -> None:
+    """One seed per environment, recorded by this tree: the oracle / demonstration, through its default harness."""
+    from failforge.environments.sandbox import sandbox_doctor
+    from failforge.seeds import oracle_seed
+    from failforge.trajectory import write_jsonl
+
+    works = {row.backend: row.works for row in sandbox_doctor()}
+    plans = {
+        "agentdojo": ("agentdojo", "banking/user_task_3", {}),
+        "miniwob": ("miniwob", "click-button", {"cache_dir": str(directory / "miniwob-cache")}),
+        "humaneval-docker": ("humaneval", "HumanEval/0", {"backend": "docker"}),
+        "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}),
+    }
+    for env in envs:
+        name, task, options = plans[env]
+        if name == "humaneval" and not works.get(options["backend"]):
+            print(f"{env}: skipped, the {options['backend']} sandbox does not work here", file=sys.stderr)
+            continue
+        seed = oracle_seed(name, task, options)
+        if not (seed.outcome and seed.outcome.success):
+            raise SystemExit(f"{env}: the oracle seed did not succeed")
+        write_jsonl(directory / f"{env}.jsonl", [seed])
+
+
+def _measure_tree(src: Path, seeds: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""), "FAILFORGE_NO_REEXEC": "1", "PYTHONHASHSEED": "0"}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--measure", str(seeds), "--attempts", str(args.attempts), "--envs", *args.envs]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"measuring {src} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _source_of(before: str, stack: list[Callable[[], None]]) -> Path:
+    path = Path(before)
+    if path.is_dir():
+        return path / "src" if (path / "src" / "failforge").is_dir() else path
+    tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-before-"))
+    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before], check=True, capture_output=True)
+
+    def remove() -> None:
+        subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], check=False, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    stack.append(remove)
+    return tmp / "tree" / "src"
+
+
+def _load() -> str:
+    with open("/proc/loadavg", encoding="ascii") as handle:
+        return " ".join(handle.read().split()[:3])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=ENVIRONMENTS)
+    parser.add_argument("--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round")
+    parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
+    parser.add_argument("--measure", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        print(json.dumps(measure(Path(args.measure), args.envs, args.attempts)))
+        return 0
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    load_start = _load()
+    cleanups: list[Callable[[], None]] = []
+    seeds = Path(tempfile.mkdtemp(prefix="failforge-bench-attempt-"))
+    cleanups.append(lambda: shutil.rmtree(seeds, ignore_errors=True))
+    try:
+        record_seeds(seeds, args.envs)
+        trees = {"after": HERE / "src"}
+        if args.before:
+            trees = {"before": _source_of(args.before, cleanups), **trees}
+        runs: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in trees}
+        for _ in range(args.rounds):
+            for name, src in trees.items():
+                runs[name].append(_measure_tree(src, seeds, args))
+    finally:
+        for cleanup in reversed(cleanups):
+            cleanup()
+    results = {
+        name: {env: {m: statistics.median(run[env][m] for run in tree_runs) for m in METRICS} for env in tree_runs[0]}
+        for name, tree_runs in runs.items()
+    }
+    print(f"median ms over {args.attempts} attempts x {args.rounds} round(s); load average {load_start} at start, {_load()} at end ({os.cpu_count()} CPUs)")
+    for env in results["after"]:
+        print(f"\n{env}")
+        after = results["after"][env]
+        if "before" in results and env in results["before"]:
+            before = results["before"][env]
+            print(f"{'':<18}  {'before':>9}  {'after':>9}  {'ratio':>6}")
+            for metric in METRICS:
+                ratio = after[metric] / before[metric] if before[metric] else float("nan")
+                print(f"{metric:<18}  {before[metric]:>9.1f}  {after[metric]:>9.1f}  {ratio:>6.2f}")
+        else:
+            for metric in METRICS:
+                print(f"{metric:<18}  {after[metric]:>9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
