@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import shutil
 import subprocess
 
 import pytest

@@ -11,10 +11,10 @@ import hashlib
 import json
 import math
 import unicodedata
-
-import orjson
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 MASK = "<masked>"
 

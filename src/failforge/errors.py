@@ -62,7 +62,7 @@ class DriftError(FailforgeError):
             text += "\n" + self.diff
         return text
 
-    def locate(self, trajectory_id: str | None = None, step: int | None = None) -> "DriftError":
+    def locate(self, trajectory_id: str | None = None, step: int | None = None) -> DriftError:
         """Fill in the location once a caller higher up knows it; returns self for ``raise e.locate(..)``."""
         if trajectory_id is not None and self.trajectory_id is None:
             self.trajectory_id = trajectory_id
@@ -71,7 +71,7 @@ class DriftError(FailforgeError):
         self.args = (self._render(),)
         return self
 
-    def of_seed(self, seed_id: str) -> "DriftError":
+    def of_seed(self, seed_id: str) -> DriftError:
         """Name the seed rather than the branch being built from it: a prefix drift is the seed's fact."""
         self.trajectory_id = seed_id
         self.args = (self._render(),)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from failforge.errors import ConfigError, SeedFormatError
-from failforge.roster import AgentProfile, RESERVED_NAMES, StepAddresser, UnknownRole, check_roster, single_agent_roster
+from failforge.roster import RESERVED_NAMES, AgentProfile, StepAddresser, UnknownRole, check_roster, single_agent_roster
 
 SCHEMA_VERSION = "2"
 #: Versions this failforge reads. A record claiming another version is rejected with a clear message

@@ -58,7 +58,7 @@ def test_likelihood_methods_predict_the_argmax_step(short_records, tmp_path):
     summary = run_attribution(short_records, config, tmp_path / "inc")
     assert summary.predicted == 2 and summary.live_calls == 0
     predictions, _ = load_predictions(tmp_path / "inc" / "predictions.jsonl")
-    for record, prediction in zip(short_records, predictions):
+    for record, prediction in zip(short_records, predictions, strict=False):
         scores = prediction.step_scores
         assert len(scores) == len(record.steps) and scores[-1] is None
         best = max((s, -i) for i, s in enumerate(scores) if s is not None)

@@ -94,6 +94,6 @@ def test_free_text_descriptions_map_back_to_their_modes(records, tmp_path):
         run_attribution(records, config, tmp_path / "run", upstream=upstream)
         upstream.close()
     predictions, _ = load_predictions(tmp_path / "run" / "predictions.jsonl")
-    with_mode = [(r.gold.mode, p.mode) for r, p in zip(records, predictions) if r.gold.mode]
+    with_mode = [(r.gold.mode, p.mode) for r, p in zip(records, predictions, strict=False) if r.gold.mode]
     hits = sum(g == p for g, p in with_mode)
     assert with_mode and hits >= len(with_mode) - 1, with_mode  # the lexical map reads a mode's own definition back

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _required import require
 
+from _required import require
 from failforge.campaign import CampaignConfig, ResolvedModels, load_campaign, run_campaign
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint

@@ -4,6 +4,7 @@ part) instead of skipping. The checks are the ones the tests themselves rely on 
 from __future__ import annotations
 
 import pytest
+
 from _required import CHECKS, missing, on_ci
 
 pytestmark = pytest.mark.skipif(not on_ci(), reason="checks the CI machine's install (CI=true)")

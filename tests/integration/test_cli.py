@@ -3,6 +3,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from _required import require
 from failforge.trajectory import Trajectory, load_jsonl
 
 
@@ -45,9 +48,6 @@ def test_bad_flag_gives_a_clear_error(tmp_path):
     result = _cli("export", "nothing.jsonl", "--format", "csv", cwd=tmp_path)
     assert result.returncode != 0 and "whowhen-pro" in (result.stderr + result.stdout)
 
-
-import pytest
-from _required import require
 
 
 @pytest.mark.local_model

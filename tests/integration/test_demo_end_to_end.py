@@ -79,7 +79,7 @@ def test_export_whowhen_pro(demo_output, tmp_path):
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     gold, _ = load_jsonl(demo_output / "gold.jsonl")
     assert len(rows) == len(gold)
-    for row, record in zip(rows, gold):
+    for row, record in zip(rows, gold, strict=False):
         gt = row["ground_truth"]
         assert gt["step"] == record.label.decisive_step
         assert gt["mode"] == RELEASE_CODES.get(record.label.mode_code, record.label.mode_code)

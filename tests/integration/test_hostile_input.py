@@ -21,7 +21,7 @@ import pytest
 from failforge.errors import SeedIntegrityError
 from failforge.fidelity import replay
 from failforge.testing import FaultPlan, LoopbackModelServer
-from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
+from failforge.trajectory import Trajectory, write_jsonl
 
 CANARY = "sk-canary-0123456789abcdefXYZ"
 TASKS = ("banking/user_task_1", "banking/user_task_3", "slack/user_task_0", "slack/user_task_2")

@@ -10,8 +10,8 @@ import json
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
 from failforge.environments.humaneval import problem
-from failforge.seeds import oracle_seed
 from failforge.llm import ModelEndpoint
+from failforge.seeds import oracle_seed
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import load_jsonl, write_jsonl
 

@@ -21,14 +21,14 @@ import pytest
 
 from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, env_spec, problem
 from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
+from failforge.episode import run_episode
 from failforge.errors import DriftError, InfrastructureError, SandboxDrift
+from failforge.fidelity import replay
 from failforge.harnesses import harness_from_spec
 from failforge.injection import branch
 from failforge.llm import OracleResponder
-from failforge.episode import run_episode
-from failforge.fidelity import replay
-from failforge.seeds import default_harness, oracle_seed, record
 from failforge.runlog import RunLog
+from failforge.seeds import default_harness, oracle_seed, record
 from failforge.trajectory import ComponentSpec, Trajectory
 
 TASK = "HumanEval/0"

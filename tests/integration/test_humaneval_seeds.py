@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from failforge.environments import open_environment
 from failforge.environments.humaneval import (
     SOLUTION_FILE,
     TOOL_SCHEMAS,
@@ -22,7 +23,6 @@ from failforge.environments.humaneval import (
 )
 from failforge.environments.sandbox import NORMALISER_VERSION
 from failforge.errors import ConfigError
-from failforge.environments import open_environment
 from failforge.fidelity import replay
 from failforge.seeds import oracle_seed, oracle_seeds
 from failforge.trajectory import ComponentSpec, Trajectory

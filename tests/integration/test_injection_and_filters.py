@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from failforge.filters import FilterContext, run_filters
-from failforge.filters import differs, evaluator_failure, gold_exposure, note_leak, well_formed
-from failforge.injection import NOTE_PREFIX, StageTwo, branch, candidate_points, plan_attempts, step_context, steer_request
+from failforge.filters import FilterContext, differs, evaluator_failure, gold_exposure, note_leak, run_filters, well_formed
+from failforge.injection import NOTE_PREFIX, StageTwo, branch, candidate_points, plan_attempts, steer_request, step_context
 from failforge.injection._injector import clean_note
 from failforge.llm import chat_response
 from failforge.taxonomy import get_mode
-from failforge.trajectory import ComponentSpec, Outcome, ToolCall, Trajectory
+from failforge.trajectory import ComponentSpec, Outcome, Trajectory
 
 
 def test_plan_only_uses_applicable_modes(bundled_seeds):

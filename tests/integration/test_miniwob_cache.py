@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
 from _required import require
 
 require("chromium")
 
 from failforge.cache import ToolCache  # noqa: E402
 from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402
-from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.environments.miniwob._network import CACHE_VERSION, TOOL_NAME  # noqa: E402
 from failforge.errors import CacheMiss  # noqa: E402
 from failforge.fidelity import replay  # noqa: E402
 from failforge.runlog import RunLog  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Step, Trajectory  # noqa: E402
 
 

@@ -8,9 +8,7 @@ The local-model version of this is `failforge demo --browser`.
 from __future__ import annotations
 
 import json
-import os
 
-import pytest
 from _required import require
 
 require("chromium")

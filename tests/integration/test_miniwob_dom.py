@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
 import pytest
+
 from _required import require
 
 require("chromium")

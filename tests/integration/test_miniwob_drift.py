@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
 from _required import require
 
 require("chromium")
 
-from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.errors import DomDrift  # noqa: E402
 from failforge.fidelity import replay  # noqa: E402
+from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _required import require
 
+from _required import require
 from failforge.environments import environment
 from failforge.errors import PromptDrift, RecordingExhausted, SeedIntegrityError
 from failforge.fidelity import replay

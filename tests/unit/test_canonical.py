@@ -18,7 +18,7 @@ def test_different_values_differ():
 def test_mask_bare_key_and_dotted_path():
     assert canonical_json({"t": 1, "x": {"t": 2}}, mask=["t"]) == canonical_json({"t": 9, "x": {"t": 8}}, mask=["t"])
     masked = canonical_json({"x": {"t": 2}, "t": 1}, mask=["x.t"])
-    assert f'"t":1' in masked and MASK in masked
+    assert '"t":1' in masked and MASK in masked
 
 
 def test_secrets_never_appear():

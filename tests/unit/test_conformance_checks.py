@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from failforge.conformance import STRUCTURAL_CHECKS, STRUCTURAL_MODES, deterministic_verdict, on_task
-from failforge.conformance import _checks
+from failforge.conformance import STRUCTURAL_CHECKS, STRUCTURAL_MODES, _checks, deterministic_verdict, on_task
 from failforge.filters import FilterContext, default_filters, mode_conformance
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Outcome, Step, ToolCall, Trajectory, load_jsonl

@@ -27,7 +27,7 @@ def test_auc_by_rank_sum():
 def test_features_describe_the_step():
     call = _agent(None, [("send_money", '{"recipient": "X", "amount": 4.0}')])
     talk = _agent("I'm sorry, the agent cannot do that? You asked me.")
-    f_call, f_talk = dict(zip(FEATURES, step_features(call))), dict(zip(FEATURES, step_features(talk)))
+    f_call, f_talk = dict(zip(FEATURES, step_features(call), strict=False)), dict(zip(FEATURES, step_features(talk), strict=False))
     assert len(step_features(call)) == len(FEATURES)
     assert f_call["n_tool_calls"] == 1 and f_call["n_arg_keys"] == 2 and f_call["has_text"] == 0
     assert f_talk["apology_or_hedge"] > 0 and f_talk["questions"] == 1 and f_talk["third_person_agent"] == 1 and f_talk["first_person"] > 0
@@ -77,4 +77,4 @@ def test_folds_never_split_a_seed():
     folds = fold_assignment(groups, 5)
     assert set(folds) == set(range(5))
     for g in set(groups):
-        assert len({f for f, h in zip(folds, groups) if h == g}) == 1, g
+        assert len({f for f, h in zip(folds, groups, strict=False) if h == g}) == 1, g

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from test_report_html import BUNDLED, make_dataset
+
 from failforge.campaign import CampaignConfig
 from failforge.campaign._card import write_card
 from failforge.llm import ModelEndpoint
-
-from test_report_html import BUNDLED, make_dataset
 
 
 def test_card_reports_conformance_per_mode_and_realism_with_counts(tmp_path):

@@ -74,7 +74,8 @@ def test_listing_of_an_ordinary_tree_is_unchanged(tmp_path):
     os.symlink("/etc/passwd", tmp_path / "leak")
     os.mkfifo(tmp_path / "pipe")
     listing = _helper.list_workspace(str(tmp_path), ("__pycache__", "*.pyc"))
-    sha = lambda data: hashlib.sha256(data).hexdigest()
+    def sha(data):
+        return hashlib.sha256(data).hexdigest()
     assert listing == {
         "entries": [
             ["f", "a.py", 9, sha(b"print(1)\n")],

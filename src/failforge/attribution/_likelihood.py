@@ -134,7 +134,7 @@ class TokenScorer:
 
 def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]) -> Outcome:
     per_step: list[float | None] = [None] * len(record.steps)
-    for i, s in zip(candidates, scores):
+    for i, s in zip(candidates, scores, strict=False):
         per_step[i] = s
     if not candidates:
         return Outcome(problems=["no candidate step before the target"], step_scores=per_step)

@@ -47,7 +47,7 @@ class DatasetFacts:
     majority_mode: dict[str, str | None]
 
     @classmethod
-    def of(cls, records: list[LabelledFailure]) -> "DatasetFacts":
+    def of(cls, records: list[LabelledFailure]) -> DatasetFacts:
         agents: dict[str, Counter[str]] = {}
         modes: dict[str, Counter[str]] = {}
         for r in records:

@@ -226,7 +226,7 @@ def compare(records: Sequence[LabelledFailure], a: Sequence[Prediction], b: Sequ
     """Paired, source-stratified bootstrap of A - B for the main metrics."""
     ja, _ = judge_all(records, a, k)
     jb, _ = judge_all(records, b, k)
-    pairs = list(zip(ja, jb))
+    pairs = list(zip(ja, jb, strict=False))
     strata = [r.source for r in records]
 
     def prop(field: str, only_multi: bool = False):  # type: ignore[no-untyped-def]

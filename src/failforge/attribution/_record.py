@@ -117,7 +117,7 @@ class LabelledFailure(_Model):
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "LabelledFailure":
+    def _consistent(self) -> LabelledFailure:
         for position, step in enumerate(self.steps):
             if step.index != position:
                 raise ValueError(f"steps[{position}].index is {step.index}; indices must be 0-based positions")

@@ -25,7 +25,7 @@ import json
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -167,7 +167,7 @@ class ToolCache:
             raise TypeError(
                 f"result of tool {tool!r} is not JSON-serialisable and cannot be cached: {exc}"
             ) from exc
-        created_at = datetime.now(timezone.utc).isoformat()
+        created_at = datetime.now(UTC).isoformat()
         entry_text = (
             '{"args":' + canonical_json(norm_args)
             + ',"created_at":' + json.dumps(created_at)
@@ -274,7 +274,7 @@ class ToolCache:
     def close(self) -> None:
         self._cache.close()
 
-    def __enter__(self) -> "ToolCache":
+    def __enter__(self) -> ToolCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
-from failforge.errors import DriftError, InfrastructureError
 from failforge.conformance import ConformanceVerdict, assess, is_structural
+from failforge.errors import DriftError, InfrastructureError
 from failforge.filters import FilterContext, run_filters
 from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_for, guide_request, rules_note, write_steering_note
 from failforge.llm import BoundedResponder

@@ -205,7 +205,8 @@ def score(
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
 ) -> None:
     """Score predictions against gold: Agent, Step exact/±k, MAE, signed error, mode/family macro-F1, Joint."""
-    from failforge.attribution._metrics import compare, score as score_report
+    from failforge.attribution._metrics import compare
+    from failforge.attribution._metrics import score as score_report
 
     records = _records(records_path)
     predictions = _predictions(predictions_path)

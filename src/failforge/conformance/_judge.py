@@ -14,8 +14,7 @@ import re
 from typing import Any
 
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
-from failforge.llm import AgentIdentity, ModelBoundary, Responder
-from failforge.llm import agent_step_from_response
+from failforge.llm import AgentIdentity, ModelBoundary, Responder, agent_step_from_response
 from failforge.runlog import RunLog, addressed
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import ModelCallRef, Step, Trajectory

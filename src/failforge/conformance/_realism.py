@@ -107,8 +107,8 @@ def realism_examples(pairs: Iterable[tuple[str, int, Step, Step]]) -> tuple[list
 
 def auc_score(labels: Sequence[int], scores: Sequence[float]) -> float:
     """ROC AUC by the rank-sum (Mann-Whitney) statistic; ties count one half."""
-    pos = [s for s, y in zip(scores, labels) if y == 1]
-    neg = [s for s, y in zip(scores, labels) if y == 0]
+    pos = [s for s, y in zip(scores, labels, strict=False) if y == 1]
+    neg = [s for s, y in zip(scores, labels, strict=False) if y == 0]
     if not pos or not neg:
         raise ValueError("AUC needs both classes")
     wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
@@ -174,7 +174,7 @@ def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, fo
         scores[test] = np.hstack([xte, np.ones((xte.shape[0], 1))]) @ w
     xall, _ = _standardise(x, x)
     w_all = _fit(xall, y, l2)
-    weights = {name: round(float(v), 3) for name, v in zip(FEATURES, w_all[:-1])}
+    weights = {name: round(float(v), 3) for name, v in zip(FEATURES, w_all[:-1], strict=False)}
     return RealismResult(auc_score(ys, scores.tolist()), n_inj, n_nat, len(distinct), k, "ok", weights)
 
 

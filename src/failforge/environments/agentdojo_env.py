@@ -148,7 +148,7 @@ def state_fingerprint(env: Any) -> Fingerprint:
 class AgentDojoToolbox:
     """Tools of one AgentDojo episode, routed through the stateful tool boundary."""
 
-    def __init__(self, episode: "AgentDojoEpisode", log: RunLog) -> None:
+    def __init__(self, episode: AgentDojoEpisode, log: RunLog) -> None:
         self.episode = episode
         self.log = log
 
@@ -228,7 +228,7 @@ class AgentDojoEpisode:
         self.pre_env = self.env.model_copy(deep=True)
         self.runtime = FunctionsRuntime(self.suite.tools)
 
-    def __enter__(self) -> "AgentDojoEpisode":
+    def __enter__(self) -> AgentDojoEpisode:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -58,7 +58,7 @@ def export_tracertraj(items: Iterable[Trajectory | LabelledFailure], output: Pat
     if target.suffix not in (".parquet", ".jsonl"):
         raise ConfigError(f"{target}: a TracerTraj export is a .parquet or .jsonl file")
     ids = unique_names(records, lambda r: safe_name(r.id))
-    rows = [to_row(r, qid, codes) for r, qid in zip(records, ids)]
+    rows = [to_row(r, qid, codes) for r, qid in zip(records, ids, strict=False)]
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix == ".parquet":
         _write_parquet(rows, target)

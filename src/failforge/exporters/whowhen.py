@@ -77,7 +77,7 @@ def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, 
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
     ids = unique_names(records, lambda r: safe_name(r.id))
-    for number, (record, qid) in enumerate(zip(records, ids), start=1):
+    for number, (record, qid) in enumerate(zip(records, ids, strict=False), start=1):
         log = to_log(record, qid, codes)
         if not _READER_AGENT.match(log["mistake_agent"]):
             summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="mistake_agent",

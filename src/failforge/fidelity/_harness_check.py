@@ -18,8 +18,8 @@ from typing import Any
 
 from failforge.errors import EnvironmentDrift
 from failforge.harnesses import harness_from_spec, harness_roster
-from failforge.roster import single_agent_roster
 from failforge.llm import ModelBoundary, boundary_client, surface_boundary_error
+from failforge.roster import single_agent_roster
 from failforge.runlog import RunLog
 from failforge.trajectory import Step, Trajectory
 

@@ -1,8 +1,8 @@
 """ã_t must differ materially from a_t: same text and same calls with the same arguments is no injection."""
 
 from failforge.filters._context import FilterContext, verdict
-from failforge.plugins import filters
 from failforge.injection import action_signature
+from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
 NAME = "differs"

@@ -6,9 +6,9 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from failforge import __version__
+from failforge.episode import run_from_seed
 from failforge.injection._injector import GuideResult, StageTwo
 from failforge.llm import Responder
-from failforge.episode import run_from_seed
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -58,7 +58,7 @@ def branch(
         branch_step=t,
         provenance={
             "failforge_version": __version__,
-            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "created_at": _dt.datetime.now(_dt.UTC).isoformat(),
             "seconds": round(result.seconds, 3),
             "live_model_calls": result.boundary.live_calls,
         },

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from failforge.injection._roster import render_message, roster_context
 from failforge.llm import Responder
 from failforge.taxonomy import ErrorMode
-from failforge.injection._roster import render_message, roster_context
 from failforge.trajectory import Step, Trajectory
 
 NOT_FEASIBLE = "NOT FEASIBLE"

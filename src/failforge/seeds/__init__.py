@@ -75,7 +75,7 @@ def record(
         oracle=oracle,
         provenance={
             "failforge_version": __version__,
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "recorded_at": _dt.datetime.now(_dt.UTC).isoformat(),
             "upstream": getattr(upstream, "name", type(upstream).__name__),
             "seconds": round(result.seconds, 3),
         },

@@ -24,7 +24,7 @@ trajectory's roster (:mod:`failforge.roster`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, Field
 from rich.table import Table
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-class Family(str, Enum):
+class Family(StrEnum):
     """The six top-level families; a ``str`` enum so values serialise as plain labels."""
 
     PERCEPTION = "Perception"

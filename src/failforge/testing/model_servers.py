@@ -13,8 +13,8 @@ import json
 import random
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -138,7 +138,7 @@ class LoopbackModelServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "LoopbackModelServer":
+    def __enter__(self) -> LoopbackModelServer:
         self._thread.start()
         return self
 

@@ -47,7 +47,7 @@ def test_whowhen_export_is_a_folder_of_numbered_logs_its_scripts_read(gold, tmp_
     logs = [json.loads(f.read_text()) for f in files]
     ids = [log["question_ID"] for log in logs]
     assert len(set(ids)) == 6 and not any("/" in i for i in ids)
-    for trajectory, log in zip(gold, logs):
+    for trajectory, log in zip(gold, logs, strict=False):
         label = trajectory.label
         assert isinstance(log["mistake_step"], str) and log["history"][int(log["mistake_step"])]["name"] == log["mistake_agent"] == label.decisive_agent
         assert log["system_prompt"][label.decisive_agent]  # the agent's real system prompt
@@ -86,7 +86,7 @@ def test_whowhen_pro_export_loads_in_the_release_harness_layout(gold, tmp_path, 
     for path in sorted((out / "data").glob("*.jsonl")):
         releases += [_release_from_row(line, path.stem) for line in path.read_bytes().splitlines()]
     assert len(releases) == 6
-    for trajectory, release in zip(gold, releases):
+    for trajectory, release in zip(gold, releases, strict=False):
         label = trajectory.label
         gt, steps = release["ground_truth"], release["trajectory"]
         assert release["framework"] == "eva" and gt["agent"] is None and release["modality"] == split_of[trajectory.task.benchmark]
@@ -165,7 +165,7 @@ def test_tracertraj_export_matches_the_released_schema(gold, tmp_path, suffix):
         rows = table.to_pylist()
     else:
         rows = [json.loads(line) for line in target.read_text().splitlines()]
-    for trajectory, row in zip(gold, rows):
+    for trajectory, row in zip(gold, rows, strict=False):
         assert list(row) == ["question_ID", "question", "ground_truth", "history", "mistake_agent", "mistake_step", "mistake_reason"]
         assert isinstance(row["mistake_step"], str) and {h["role"] for h in row["history"]} == {"assistant"}
         entry = next(h for h in row["history"] if str(h["step"]) == row["mistake_step"])

@@ -169,7 +169,7 @@ def test_tracertraj_parquet_and_jsonl_read_the_same():
     strip = lambda r: (r.gold.model_dump(), [s.model_dump() for s in r.steps], r.task.model_dump())  # noqa: E731
     assert [strip(r) for r in from_parquet] == [strip(r) for r in from_jsonl]
     raw = [json.loads(line) for line in (FIXTURES / "tracertraj" / "sample.jsonl").read_text().splitlines()]
-    for record, row in zip(from_jsonl, raw):
+    for record, row in zip(from_jsonl, raw, strict=False):
         index = next(h["step"] for h in row["history"] if str(h["step"]) == row["mistake_step"])
         assert record.gold.step == index and record.gold.agent == row["mistake_agent"]
 
@@ -188,7 +188,7 @@ def test_failforge_gold_keeps_steps_and_label(tmp_path):
     gold, _ = load_jsonl(FIXTURES / "failforge_gold.jsonl")
     records, summary = _import("failforge", FIXTURES / "failforge_gold.jsonl")
     assert summary.imported == len(gold) == 6
-    for trajectory, record in zip(gold, records):
+    for trajectory, record in zip(gold, records, strict=False):
         label = trajectory.label
         assert (record.gold.step, record.gold.agent, record.gold.mode) == (label.decisive_step, label.decisive_agent, label.mode_code)
         assert len(record.steps) == len(trajectory.steps) and record.origin.line is not None

@@ -10,7 +10,7 @@ from failforge.attribution import summarise
 from failforge.attribution._freetext import map_to_mode
 from failforge.attribution._methods import DatasetFacts, MethodContext, methods
 from failforge.attribution._parse import code_in, half, parse_all_at_once, yes_no
-from failforge.attribution._prompts import PromptConfig, all_at_once, binary_half, mode_question, step_check, step_chars
+from failforge.attribution._prompts import PromptConfig, all_at_once, binary_half, mode_question, step_chars, step_check
 from failforge.plugins import importers
 from failforge.taxonomy import MODES
 
@@ -41,7 +41,7 @@ def test_long_logs_are_cut_to_the_budget(records):
     text = all_at_once(long, config)[1]["content"]
     lines = [line for line in text.splitlines() if line.startswith("Step ") and " - " in line]
     assert [int(line.split()[1]) for line in lines] == long.candidate_steps()
-    for line, index in zip(lines, long.candidate_steps()):
+    for line, index in zip(lines, long.candidate_steps(), strict=False):
         body = line.split(f" - {long.steps[index].agent}: ", 1)[1]
         assert len(body) <= limit
     assert sum(1 for line in lines if line.endswith("[...]")) > 10  # the long ones were cut

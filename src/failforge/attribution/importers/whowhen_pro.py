@@ -47,7 +47,15 @@ import yaml
 
 from failforge.attribution._codes import canonical_code, from_release, to_release
 from failforge.attribution._record import (
-    FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, StepCoordinate, TaskInfo, ToolCallRecord,
+    FailureStep,
+    Gold,
+    ImageRef,
+    LabelledFailure,
+    Origin,
+    RecordProblem,
+    StepCoordinate,
+    TaskInfo,
+    ToolCallRecord,
 )
 from failforge.attribution.importers._common import Skip, images_of, int_step, text_of
 from failforge.errors import ConfigError

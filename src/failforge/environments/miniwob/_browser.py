@@ -74,7 +74,7 @@ def _clock_instant(text: str) -> _dt.datetime:
         instant = _dt.datetime.fromisoformat(text)
     except ValueError as exc:
         raise ConfigError(f"miniwob clock {text!r} is not an ISO-8601 instant (e.g. 2024-05-15T10:00:00+00:00)") from exc
-    return instant if instant.tzinfo is not None else instant.replace(tzinfo=_dt.timezone.utc)
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=_dt.UTC)
 
 
 class _SharedBrowser:

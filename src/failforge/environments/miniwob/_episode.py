@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ def available_tasks() -> list[str]:
 class MiniWoBToolbox:
     """The browser tools of one episode, each call routed through the stateful tool boundary."""
 
-    def __init__(self, episode: "MiniWoBEpisode", log: RunLog) -> None:
+    def __init__(self, episode: MiniWoBEpisode, log: RunLog) -> None:
         self.episode = episode
         self.log = log
 
@@ -125,7 +124,7 @@ class MiniWoBEpisode:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> "MiniWoBEpisode":
+    def __enter__(self) -> MiniWoBEpisode:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -54,7 +54,7 @@ class LoopbackServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         if self._httpd is not None:
             return self
         handler = functools.partial(_QuietHandler, directory=str(self.directory))
@@ -85,7 +85,7 @@ class LoopbackServer:
         if thread is not None:
             thread.join(timeout=5)
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

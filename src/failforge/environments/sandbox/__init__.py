@@ -89,7 +89,7 @@ def sandbox_doctor(image: str = DEFAULT_IMAGE, backends: tuple[BackendName, ...]
     """
     classes = [sandboxes.get(b) for b in (backends or tuple(sandboxes.names()))]
     rows = []
-    for name, cls in zip(backends or tuple(sandboxes.names()), classes):
+    for name, cls in zip(backends or tuple(sandboxes.names()), classes, strict=False):
         try:
             works, why = cls.doctor(image)
         except Exception as exc:  # the doctor must report, never crash
