@@ -169,11 +169,16 @@ class RoundClock:
 
 
 class _Step(Protocol):
-    kind: str
-    agent: str
-    tool_calls: Any
-    tool_call_id: str | None
-    model_call: Any
+    @property
+    def kind(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def tool_calls(self) -> Any: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def model_call(self) -> Any: ...
 
 
 class StepAddresser:

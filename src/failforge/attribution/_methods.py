@@ -56,8 +56,10 @@ class DatasetFacts:
             modes.setdefault(r.source, Counter())
             if r.gold.mode:
                 modes[r.source][r.gold.mode] += 1
-        pick = lambda c: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if c else None  # noqa: E731
-        return cls({s: pick(c) for s, c in agents.items() if c}, {s: pick(c) for s, c in modes.items()})
+        def pick(c: Counter[str]) -> str:
+            return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+        return cls({s: pick(c) for s, c in agents.items() if c}, {s: (pick(c) if c else None) for s, c in modes.items()})
 
 
 @dataclass

@@ -180,7 +180,8 @@ def _macro(groups: dict[str, dict[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {}
     keys = ("agent", "step_exact", "step_within_k", "joint", "mode_macro_f1", "family_macro_f1", "mae", "signed_error", "early_share")
     for key in keys:
-        values = [_exact(g[key]) for g in groups.values() if isinstance(g.get(key), dict) and g[key]["value"] is not None]  # type: ignore[index]
+        cells = [g.get(key) for g in groups.values()]
+        values = [_exact(c) for c in cells if isinstance(c, dict) and c["value"] is not None]
         out[key] = {"value": round(sum(values) / len(values), 2) if values else None, "groups": len(values)}  # type: ignore[arg-type]
     return out
 

@@ -227,7 +227,7 @@ def run_ray(
         ray.init(
             address=config.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False,
             runtime_env={"env_vars": env_vars} if env_vars else None,
-            **({} if config.ray_address else {"num_cpus": max(config.concurrency, os.cpu_count() or 1)}),
+            **({} if config.ray_address else {"num_cpus": max(config.concurrency, os.cpu_count() or 1)}),  # type: ignore[arg-type]
         )
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
     try:

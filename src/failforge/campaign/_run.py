@@ -244,8 +244,8 @@ def run_campaign(
                     done_now.add(attempt_id)
                     append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
                     record = result.record
-                    error = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
-                    ledger.finish(attempt_id, _STATE[result.status], error, record.error_kind if isinstance(record, Rejection) else None)
+                    failure = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
+                    ledger.finish(attempt_id, _STATE[result.status], failure, record.error_kind if isinstance(record, Rejection) else None)
                     _count(summary, result)
                     breaker.record(result)
                     if on_progress:

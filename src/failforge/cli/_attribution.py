@@ -210,7 +210,7 @@ def score(
 
     records = _records(records_path)
     predictions = _predictions(predictions_path)
-    report = score_report(records, predictions, k=k)
+    report: dict[str, Any] = score_report(records, predictions, k=k)
     counts = report["counts"]
     out.print(_table("overall", {"all": report["overall"]}, k))
     out.print(_table("by source", report["by_source"], k))

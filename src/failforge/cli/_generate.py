@@ -202,6 +202,7 @@ def generate(
     if guide:
         data["guide"] = guide.model_dump()
     plan = data.setdefault("plan", {})
+    value: object
     for key, value in (("modes", mode), ("steps_per_seed", steps_per_seed), ("modes_per_step", modes_per_step), ("samples", samples), ("rng_seed", rng_seed), ("max_seeds", max_seeds)):
         if value is not None:
             plan[key] = value

@@ -178,7 +178,7 @@ def observe_tool_call(
 def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> None:
     index = step.index
     expected = log.expected_step(index)
-    where = {"trajectory_id": log.trajectory_id, "step": index}
+    where: dict[str, Any] = {"trajectory_id": log.trajectory_id, "step": index}
     if expected is None or expected.kind != "tool":
         what = "nothing" if expected is None else f"a {expected.kind} step"
         raise drift(f"the harness called tool {step.tool_name!r} where the seed has {what}", expected=what, actual=step.tool_name, **where)

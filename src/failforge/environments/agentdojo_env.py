@@ -184,7 +184,7 @@ class AgentDojoToolbox:
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
         parsed = parse_tool_arguments(arguments)
         _, error, step = self.run_function(name, parsed, call_id, raw=arguments)
-        return step.content if error is None else f"Error: {error}"
+        return (step.content or "") if error is None else f"Error: {error}"
 
     def runtime(self) -> Any:
         """An AgentDojo ``FunctionsRuntime`` whose calls go through this boundary, for AgentDojo's own pipelines."""

@@ -71,7 +71,7 @@ class HumanEvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task_id: str
-    backend: Literal["docker", "local"]
+    backend: str = Field(description="the sandbox backend (a registered sandbox plugin: docker, local, ...)")
     image: str | None = Field(default=None, description="docker image tag (docker backend only)")
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     eval_timeout: float = Field(default=10.0, gt=0, description="seconds for the official tests, run in the sandbox")
@@ -296,7 +296,7 @@ class HumanEvalEpisode:
         self,
         task_id: str,
         *,
-        backend: Literal["docker", "local"] = "local",
+        backend: str = "local",
         limits: SandboxLimits | None = None,
         image: str = DEFAULT_IMAGE,
         eval_timeout: float = 10.0,

@@ -72,7 +72,7 @@ class _RecordedToolbox:
                     content = message.get("content")
                     if isinstance(content, str):
                         return content
-        return step.content if step.error is None else f"Error: {step.error}"
+        return (step.content or "") if step.error is None else f"Error: {step.error}"
 
 
 def _named_tools(config: object) -> list[str]:

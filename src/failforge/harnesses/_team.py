@@ -105,7 +105,7 @@ def ask(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], tools
         kwargs["tools"] = tools
     completion = client.chat.completions.create(model=model, messages=messages, **kwargs)  # type: ignore[arg-type]
     message = completion.choices[0].message
-    calls = [Call(id=c.id, name=c.function.name, arguments=c.function.arguments or "") for c in (message.tool_calls or [])]
+    calls = [Call(id=c.id, name=c.function.name, arguments=c.function.arguments or "") for c in (message.tool_calls or []) if c.type == "function"]
     return Turn(content=message.content, calls=calls)
 
 

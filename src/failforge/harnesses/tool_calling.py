@@ -61,7 +61,7 @@ class ToolCallingAgent:
                 model=model, messages=messages, tools=tools, temperature=cfg.temperature, **extra  # type: ignore[arg-type]
             )
             message = completion.choices[0].message
-            calls = list(message.tool_calls or [])
+            calls = [c for c in (message.tool_calls or []) if c.type == "function"]  # custom (non-function) tools are never offered
             entry: dict[str, Any] = {"role": "assistant", "content": message.content}
             if calls:
                 entry["tool_calls"] = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -50,7 +51,7 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
     )
 
 
-def team_context(seed: Trajectory, step: Step) -> dict[str, object]:
+def team_context(seed: Trajectory, step: Step) -> dict[str, Any]:
     """Where the step sits among the agents: its author's role; whether it is addressed to another
     agent (and so delegates, when the author coordinates); whether it acts on a peer's message (the
     latest earlier step addressed to its author was sent by another agent)."""

@@ -183,7 +183,7 @@ class ModelBoundary(httpx.BaseTransport):
                 actual=f"model call from {identity.agent!r}",
             )
         recorded = expected.model_call
-        where = {"trajectory_id": log.trajectory_id, "step": index}
+        where: dict[str, Any] = {"trajectory_id": log.trajectory_id, "step": index}
         if identity.agent != expected.agent or identity.agent != recorded.stream:
             later = self._next_recorded(identity.agent, index)
             hint = f"; {identity.agent!r}'s next recorded call is step {later}" if later is not None else f"; {identity.agent!r} has no later recorded call"

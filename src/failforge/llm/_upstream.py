@@ -110,7 +110,7 @@ class HttpUpstream:
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(lambda e: isinstance(e, _Retryable)),
-                stop=stop_after_attempt(self.max_attempts) | past_deadline,
+                stop=stop_after_attempt(self.max_attempts) | past_deadline,  # type: ignore[operator]  # tenacity combines a stop with a plain callable at run time
                 wait=wait_random_exponential(multiplier=0.5, max=self.max_wait),
                 reraise=True,
             ):

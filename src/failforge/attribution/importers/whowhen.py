@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, RecordProblem, TaskInfo
 from failforge.attribution.importers._common import Skip, bare_agent, int_step, recipient_of, require_str, text_of
@@ -45,7 +45,7 @@ def log_files(root: Path) -> list[tuple[Path, str | None]]:
         return [(root, None)]
     if not root.is_dir():
         raise ConfigError(f"{root}: no such file or folder")
-    halves = [(root / name, key) for name, key in HALVES.items() if (root / name).is_dir()]
+    halves: list[tuple[Path, str | None]] = [(root / name, key) for name, key in HALVES.items() if (root / name).is_dir()]
     folders = halves or [(root, HALVES.get(root.name))]
     out: list[tuple[Path, str | None]] = []
     for folder, half in folders:
@@ -70,7 +70,7 @@ def _step(index: int, entry: Any, named: bool) -> FailureStep:
         role_text = raw_role
         recipient = recipient_of(raw_role)
     low = agent.strip().lower()
-    kind = "user" if low in HUMANS else "tool" if low in TERMINALS else "agent"
+    kind: Literal["user", "tool", "agent"] = "user" if low in HUMANS else "tool" if low in TERMINALS else "agent"
     return FailureStep(
         index=index, kind=kind, agent=agent, role=role_text, content=text_of(entry.get("content")),
         sender=agent if recipient else None, recipient=recipient,
@@ -116,7 +116,7 @@ def read_log(path: Path, half: str | None, data: Any) -> LabelledFailure:
         modality="text",
         agents=agents,
         task=TaskInfo(question=question, gold_answer=text_of(data.get("ground_truth", data.get("groundtruth"))) or None,
-                      system_prompts={str(k): text_of(v) for k, v in prompts.items()}),
+                      system_prompts={str(k): text_of(v) for k, v in (prompts or {}).items()}),
         steps=steps,
         gold=Gold(agent=agent, step=step, mode=None, source_mode=None, step_label=str(raw_step),
                   rationale=text_of(data.get("mistake_reason")) or None),
