@@ -172,7 +172,7 @@ def generate(
     rng_seed: Annotated[Optional[int], typer.Option()] = None,
     max_seeds: Annotated[Optional[int], typer.Option()] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="attempts in flight at once")] = None,
-    executor: Annotated[Optional[str], typer.Option(help="local (thread pool) or ray")] = None,
+    executor: Annotated[Optional[str], typer.Option(help="local (thread pool), process (worker processes, for CPU-bound environments) or ray")] = None,
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
     attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
     decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
