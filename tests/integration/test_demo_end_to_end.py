@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from failforge.exporters import RELEASE_CODES
+from failforge.campaign import CampaignConfig
 from failforge.injection import step_context
 from failforge.taxonomy import get_mode
 from failforge.trajectory import load_jsonl
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
+DEFAULT_FILTERS = CampaignConfig(seeds=["-"], output="-").filters.enabled
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -66,26 +67,25 @@ def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output):
         assert mode.applicable(step_context(seed, seed.steps[t]))[0]
         assert label.original_step == seed.steps[t]
         assert record.outcome.success is False and label.evaluator_output == record.outcome
-        assert all(v.passed for v in label.filter_verdicts) and len(label.filter_verdicts) == 5
+        assert [v.name for v in label.filter_verdicts] == DEFAULT_FILTERS and all(v.passed for v in label.filter_verdicts)
+        conformance = record.provenance["conformance"]
+        assert conformance["mode"] == label.mode_code and conformance["exhibited"] is True  # the step shows its mode
         assert label.steering_note in json.dumps(label.agent_request)
         assert label.steering_note not in json.dumps([s.model_call.request for s in record.steps[t:] if s.model_call])
         assert record.provenance["config_hash"] and record.provenance["failforge_version"]
 
 
-def test_export_whowhen_pro(demo_output, tmp_path):
-    target = tmp_path / "wwp.jsonl"
-    result = _cli("export", str(demo_output / "gold.jsonl"), "--format", "whowhen-pro", "-o", str(target), cwd=tmp_path)
+def test_export_whowhen_pro_and_import_it_back(demo_output, tmp_path):
+    target = tmp_path / "wwp"
+    result = _cli("export", str(demo_output / "gold.jsonl"), "--format", "whowhen-pro", "--codes", "failforge", "-o", str(target), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    back = _cli("import", str(target), "--format", "whowhen-pro", "-o", str(tmp_path / "back.jsonl"), cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    records = [json.loads(line) for line in (tmp_path / "back.jsonl").read_text().splitlines()]
     gold, _ = load_jsonl(demo_output / "gold.jsonl")
-    assert len(rows) == len(gold)
-    for row, record in zip(rows, gold, strict=False):
-        gt = row["ground_truth"]
-        assert gt["step"] == record.label.decisive_step
-        assert gt["mode"] == RELEASE_CODES.get(record.label.mode_code, record.label.mode_code)
-        injected = [e for e in row["trajectory"] if "injected" in e.get("phase", [])]
-        assert len(injected) == 1 and injected[0]["step"] == gt["step"] and injected[0]["agent"] == gt["agent"]
-        assert all("replayed" in e["phase"] for e in row["trajectory"][1 : gt["step"]])
+    assert len(records) == len(gold) >= 1
+    by_content = sorted((r["gold"]["mode"], r["steps"][r["gold"]["step"]]["content"] or "") for r in records)
+    assert by_content == sorted((g.label.mode_code, g.steps[g.label.decisive_step].content or "") for g in gold)
 
 
 def test_demo_resumes_without_redoing_work(demo_output, tmp_path):

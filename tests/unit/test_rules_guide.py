@@ -182,3 +182,21 @@ def test_notes_survive_being_embedded_in_json(seeds):
                 g = rules_note(seed, t, get_mode(mode))
                 if g.feasible:
                     assert g.note in json.dumps({"content": g.note}), g.note
+
+
+def test_only_notes_asking_for_an_offered_call_pin_their_tool(seeds):
+    from failforge.injection import steer_request
+
+    seed = seeds[BANKING3]
+    a2 = rules_note(seed, 3, get_mode("A.2"))
+    assert a2.pin_tool == "send_money"
+    for code in ("A.3", "A.4", "A.5", "R.3"):  # no call, a call that is not offered, or a number moved for no reason
+        made = rules_note(seed, 3, get_mode(code))
+        assert made.pin_tool is None, code
+    body = seed.steps[3].model_call.request
+    pinned = steer_request(body, a2.note, a2.pin_tool)
+    assert pinned["tool_choice"] == {"type": "function", "function": {"name": "send_money"}}
+    assert pinned["messages"][:-1] == body["messages"] and a2.note in pinned["messages"][-1]["content"]
+    assert "tool_choice" not in body  # the seed's own request is untouched
+    assert "tool_choice" not in steer_request(body, a2.note, "no_such_tool")  # never pin a tool the request does not offer
+    assert "tool_choice" not in steer_request(body, a2.note)

@@ -132,7 +132,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     try:
         result = branch(
             seed, spec.step, note=guide.note, agent=models.agent(deadline=deadline), agent_model=models.agent_spec,
-            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}",
+            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}", pin_tool=guide.pin_tool if config.pin_tool else None,
         )
     except DriftError as exc:
         return failed("replay", exc.of_seed(seed.id), guide.note)

@@ -97,6 +97,10 @@ class CampaignConfig(_Section):
     guide_kind: Literal["model", "rules", "auto"] = Field(
         default="model", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
     )
+    pin_tool: bool = Field(
+        default=True,
+        description="a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice in the stage-2 request; the arguments stay the model's own",
+    )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)

@@ -29,6 +29,7 @@ def branch(
     response: dict | None = None,
     agent_model: ComponentSpec,
     branch_id: str,
+    pin_tool: str | None = None,
 ) -> Branch:
     """Replay ``seed`` exactly up to step ``t`` (drift raises), produce step t, continue live with
     ``agent`` to the end of the run.
@@ -40,7 +41,7 @@ def branch(
         raise ValueError(f"step {t} of {seed.id} is not an agent step")
     if (note is None) == (response is None):
         raise ValueError("branch() needs exactly one of note= (inject) or response= (serve a fixed step t)")
-    stage_two = StageTwo(agent=agent, note=note) if note is not None else _Fixed(response)  # type: ignore[arg-type]
+    stage_two = StageTwo(agent=agent, note=note, pin_tool=pin_tool) if note is not None else _Fixed(response)  # type: ignore[arg-type]
     log = RunLog(trajectory_id=branch_id, expected=seed.steps, replay_until=t, record_phase="live")
     result = run_from_seed(seed, log=log, upstream=agent, injector=stage_two)
     trajectory = Trajectory(

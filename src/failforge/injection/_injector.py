@@ -88,6 +88,9 @@ class GuideResult:
     reason: str = ""
     kind: str = "model"
     """Which guide wrote the note: ``model`` (a guide model's reply) or ``rules`` (the rule-based guide)."""
+    pin_tool: str | None = None
+    """A tool the note asks ã_t to call. Stage 2 may pin it with ``tool_choice`` so that a model too small
+    to follow the note still answers with a call to that tool; every argument stays the model's own."""
 
 
 def write_steering_note(guide: Responder, request: dict[str, Any]) -> GuideResult:
@@ -120,10 +123,15 @@ def clean_note(raw: str, max_sentences: int = 2) -> str:
     return " ".join(p for p in sentences[:max_sentences] if p).strip()
 
 
-def steer_request(body: dict[str, Any], note: str) -> dict[str, Any]:
-    """The agent's own step-t request plus the note, as one extra system message at the end."""
+def steer_request(body: dict[str, Any], note: str, pin_tool: str | None = None) -> dict[str, Any]:
+    """The agent's own step-t request plus the note, as one extra system message at the end; with
+    ``pin_tool`` (a tool the request offers), also ``tool_choice`` naming it. Both live in this one
+    request only, and both are kept on the record (``label.agent_request``)."""
     steered = copy.deepcopy(body)
     steered["messages"] = list(steered.get("messages", [])) + [{"role": "system", "content": NOTE_PREFIX + note}]
+    offered = {str((t.get("function") or {}).get("name")) for t in steered.get("tools") or [] if isinstance(t, dict)}
+    if pin_tool is not None and pin_tool in offered:
+        steered["tool_choice"] = {"type": "function", "function": {"name": pin_tool}}
     return steered
 
 
@@ -133,11 +141,12 @@ class StageTwo:
 
     agent: Responder
     note: str
+    pin_tool: str | None = None
     sent: dict[str, Any] = field(default_factory=dict)
     response: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.sent = steer_request(body, self.note)
+        self.sent = steer_request(body, self.note, self.pin_tool)
         self.response = self.agent(self.sent)
         return self.response
 

@@ -32,6 +32,10 @@ from failforge.trajectory import Step, ToolCall, Trajectory
 RULES_GUIDE = "failforge-rules"
 RULES_VERSION = "1"
 RULE_MODES: tuple[str, ...] = ("A.2", "A.3", "A.4", "A.5", "A.6", "R.3")
+PINNED_MODES: tuple[str, ...] = ("A.2", "A.6")
+"""Modes whose mistake is a call to a tool the request offers (a wrong argument, a repeated call): their
+note's tool can be pinned at stage 2. Not A.3 (the tool is not offered), A.4 or A.5 (no proper call),
+nor R.3 (a pinned call with arbitrary arguments would change numbers for no numerical reason)."""
 
 _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
@@ -316,7 +320,8 @@ def rules_note(seed: Trajectory, t: int, mode: ErrorMode, *, rng_seed: int = 0, 
         return GuideResult(None, False, derivation, "", f"rule guide: {made}", kind="rules")
     note, details = made
     derivation.update(details)
-    return GuideResult(note, True, derivation, note, kind="rules")
+    pin = details.get("tool") if mode.code in PINNED_MODES else None
+    return GuideResult(note, True, derivation, note, kind="rules", pin_tool=pin)
 
 
 GuideKind = str
