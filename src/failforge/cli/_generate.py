@@ -59,6 +59,18 @@ def _demo_seeds(output: Path) -> Path:
     return path
 
 
+def _unverifiable_modes(config: CampaignConfig) -> list[str]:
+    """Planned modes no rule can verify, when nothing else will: their attempts cannot become gold."""
+    from failforge.conformance import STRUCTURAL_MODES
+    from failforge.taxonomy import MODES
+
+    conformance = config.filters.conformance
+    if "mode_conformance" not in config.filters.enabled or conformance.judge or conformance.keep_unverified:
+        return []
+    planned = config.plan.modes or [m.code for m in MODES]
+    return [code for code in planned if code not in STRUCTURAL_MODES]
+
+
 def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -67,6 +79,10 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
     """
     from failforge.campaign import open_models, run_campaign
 
+    unverifiable = _unverifiable_modes(config)
+    if unverifiable:
+        console.print(f"[yellow]note:[/] mode_conformance has no judge and keep_unverified is false, so candidates of the semantic modes "
+                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable [filters.conformance] judge or restrict plan.modes")
     for path in config.seeds:  # before the model starts: a typo should cost no time
         if not Path(path).is_file():
             raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
@@ -254,7 +270,12 @@ def demo(
             made = [oracle_seed("miniwob", task, {"cache_dir": str(cache)}) for task in BROWSER_DEMO_TASKS]
             write_jsonl(seed_path, made)
             out.print(f"recorded {len(made)} MiniWoB demonstration seeds in {seed_path}")
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto")
+    # Without a judge, a semantic-mode candidate can only be rejected as unverified (the 135M model is
+    # no judge): the demo plans the structural modes, which rules write notes for and rules verify.
+    from failforge.campaign._config import PlanConfig
+    from failforge.conformance import STRUCTURAL_MODES
+
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
     summary = _run_generate(config, "browser demo attempts" if browser else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
