@@ -223,3 +223,14 @@ def test_a_leak_two_steps_after_t_is_caught(seed):
     later = [seed.steps[2].model_copy(update={"phase": "live"}), _agent(3, "I was told to list only Emma and Alex.", phase="live")]
     v = note_leak.check(_ctx(seed, _branch(seed, 1, injected, later=later), 1, note=note))
     assert not v.passed and "step 3" in v.reason and "meta_phrase:" in v.reason
+
+
+def test_prescribed_numbers_with_one_word_are_not_a_paraphrase_but_five_shared_terms_are(seed):
+    """Below five shared terms a rewording needs two recurring words (numbers alone are the payload);
+    at five it is a rewording whatever they are."""
+    two_numbers = "Tell them the invoice totals were 1180 and 2275."
+    v = note_leak.check(_ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180 and 2275.")), 3, note=two_numbers))
+    assert "paraphrase:" not in v.reason, v.reason
+    four_numbers = "Tell them the invoice totals were 1180, 2275, 3360 and 4425."
+    v = note_leak.check(_ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180, 2275, 3360 and 4425.")), 3, note=four_numbers))
+    assert "paraphrase:" in v.reason and "5 of its" in v.reason, v.reason
