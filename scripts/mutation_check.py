@@ -231,7 +231,10 @@ def _existing(tests: tuple[str, ...]) -> list[str]:
 def _pytest(src: Path, tests: list[str], timeout: int) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0", "FAILFORGE_NO_REEXEC": "1"}
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-o", "addopts=", f"--timeout={timeout}", *NO_PLUGINS, *tests]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout * 4)
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout * 4)
+    except subprocess.TimeoutExpired:  # a hang outside any one test (collection, teardown): the tests noticed
+        return -1, f"the test run hung for {timeout * 4} s"
     return proc.returncode, proc.stdout + proc.stderr
 
 
