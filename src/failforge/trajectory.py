@@ -74,6 +74,11 @@ class ModelCallRef(_Model):
 
 
 class Step(_Model):
+    """One event of a run: the task (step 0), one model call (an agent step) or one tool observation.
+
+    Indices are 0-based and stable, so step t names the same event in a seed and in all its branches;
+    ``comparable()`` is what replay checks field by field."""
+
     index: int = Field(ge=0)
     kind: StepKind
     agent: str = Field(description="the sender: agent id for agent steps; 'user' for the task; 'environment' for tool steps")
@@ -117,6 +122,8 @@ class Step(_Model):
 
 
 class Task(_Model):
+    """The benchmark task a run works on, as the benchmark states it (what a guide and a judge read)."""
+
     benchmark: str
     suite: str | None = None
     task_id: str
@@ -134,6 +141,8 @@ class ComponentSpec(_Model):
 
 
 class Outcome(_Model):
+    """The benchmark's own evaluator's verdict on a run; ``success`` None means it gave none."""
+
     success: bool | None
     score: float | None = None
     evaluator: str
@@ -141,12 +150,17 @@ class Outcome(_Model):
 
 
 class FilterVerdict(_Model):
+    """One filter's verdict on a candidate, kept on the record whether it passed or not."""
+
     name: str
     passed: bool
     reason: str
 
 
 class GoldLabel(_Model):
+    """What a gold record claims, known by construction: the decisive step, its agent, the error mode,
+    and everything needed to check the claim (the original step, the note, the prompts, the verdicts)."""
+
     decisive_step: int
     decisive_agent: str
     mode_code: str
@@ -164,6 +178,9 @@ class GoldLabel(_Model):
 
 
 class Trajectory(_Model):
+    """A whole run: a seed (succeeded), a branch of one, or a gold record (a branch with a ``label``),
+    with the specs that rebuild its harness, environment and model exactly."""
+
     schema_version: str = SCHEMA_VERSION
     id: str
     task: Task
@@ -334,6 +351,8 @@ def iter_jsonl(path: str | Path) -> Iterator[Trajectory | SeedFormatError]:
 
 
 def load_jsonl(path: str | Path) -> tuple[list[Trajectory], list[SeedFormatError]]:
+    """Read trajectories from a JSONL file; a bad line is returned as an error naming file, line and
+    field, and never costs the other lines."""
     good: list[Trajectory] = []
     bad: list[SeedFormatError] = []
     for item in iter_jsonl(path):

@@ -87,6 +87,9 @@ class PoolsConfig(_Section):
 
 
 class CampaignConfig(_Section):
+    """A campaign as a campaign file states it; its resolved form goes to the manifest and its hash
+    (everything but the output path and pool sizes, secrets redacted) into every record's provenance."""
+
     seeds: list[str] = Field(description="JSONL files of successful seed trajectories")
     output: str
     environment: str | None = Field(default=None, description="only seeds recorded in this environment (e.g. agentdojo)")

@@ -44,6 +44,8 @@ def _position(step: int, total: int) -> str:
 
 
 def audit(seeds: Iterable[Trajectory], on_seed: Callable[[ReplayReport], None] | None = None) -> AuditReport:
+    """Replay every seed to its end, reporting rather than raising, and summarise fidelity per environment
+    (identical, drift by type and position, cache misses, infrastructure errors, evaluator agreement)."""
     per_env: dict[str, EnvironmentAudit] = {}
     drift_types: dict[str, Counter[str]] = defaultdict(Counter)
     positions: dict[str, Counter[str]] = defaultdict(Counter)

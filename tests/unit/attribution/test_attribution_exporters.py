@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _required import require
 from failforge.attribution import summarise
 from failforge.attribution._codes import RELEASE_TAXONOMY
 from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, StepCoordinate, TaskInfo, ToolCallRecord
@@ -158,7 +159,8 @@ def test_tracertraj_export_matches_the_released_schema(gold, tmp_path, suffix):
     target = tmp_path / f"tt{suffix}"
     exporters.get("tracertraj")(gold, target)
     if suffix == ".parquet":
-        pq = pytest.importorskip("pyarrow.parquet", reason="parquet needs the attribution extra")
+        require("pyarrow")
+        import pyarrow.parquet as pq
         released = pq.read_schema(FIXTURES / "tracertraj" / "sample.parquet")
         table = pq.read_table(target)
         assert table.schema.remove_metadata().equals(released.remove_metadata())

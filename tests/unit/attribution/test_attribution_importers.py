@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _required import require
 from failforge.attribution import summarise
 from failforge.plugins import importers
 
@@ -162,7 +163,7 @@ def test_bad_whowhen_pro_rows_are_named_by_line_and_field():
 # --- TracerTraj ---------------------------------------------------------------------------------------
 
 def test_tracertraj_parquet_and_jsonl_read_the_same():
-    pytest.importorskip("pyarrow", reason="parquet needs the attribution extra")
+    require("pyarrow")
     from_parquet, s1 = _import("tracertraj", FIXTURES / "tracertraj" / "sample.parquet")
     from_jsonl, s2 = _import("tracertraj", FIXTURES / "tracertraj" / "sample.jsonl")
     assert s1.imported == s2.imported == 4
