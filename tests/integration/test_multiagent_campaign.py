@@ -111,17 +111,32 @@ class TeamPolicy:
             if content and content.startswith("Plan:"):  # a planner leaves the last action out of the assignment
                 lines = content.splitlines()
                 actions = [i for i, line in enumerate(lines) if _PLAN_STEP.match(line.strip())]
-                return "\n".join(line for i, line in enumerate(lines) if not actions or i != actions[-1]), None
+                if len(actions) < 2:  # the only action left out: the executor is assigned nothing to do
+                    return f"Plan:\n1. Answer the user directly about: {_subject(messages)}", None
+                return "\n".join(line for i, line in enumerate(lines) if i != actions[-1]), None
         if NOTES["C.2"] in note:
             if delegation is not None:  # the instruction loses its values
                 args = json.loads(delegation["function"]["arguments"])
                 args["instruction"] = re.sub(r" with arguments \{.*\}", "", args["instruction"], flags=re.DOTALL)
                 return None, [{**delegation, "function": {"name": "delegate", "arguments": json.dumps(args)}}]
-            if content is not None and not calls:
-                return ("Plan:\n1. Report the result." if content.startswith("Plan:") else "All finished here."), None
-        if NOTES["C.3"] in note and calls:
-            return "My teammates have this covered already, so there is nothing left for me.", None
+            if content is not None and not calls:  # the message keeps its subject and loses every figure
+                if content.startswith("Plan:"):
+                    return f"Plan:\n1. Report on: {_subject(messages)}", None
+                return f"All finished here with {_last_tool(messages) or _subject(messages)}.", None
+        if NOTES["C.3"] in note and calls:  # acts on a teammate's word instead of doing its own part
+            return f"My teammates have already handled this ({_subject(messages)}), so there is nothing left for me.", None
         return content, calls  # no fitting mistake here: the same action, which the differs filter rejects
+
+
+def _subject(messages: list[dict[str, Any]]) -> str:
+    """The first words of what this agent was asked (its first user message): a mistake about this task."""
+    asked = next((str(m["content"]) for m in messages if m["role"] == "user"), "")
+    return " ".join(asked.split()[:8])
+
+
+def _last_tool(messages: list[dict[str, Any]]) -> str | None:
+    calls = [c["function"]["name"] for m in messages if m["role"] == "assistant" for c in (m.get("tool_calls") or [])]
+    return calls[-1] if calls else None
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +155,9 @@ def campaign(tmp_path_factory, team_seeds):
         config = CampaignConfig(
             seeds=[str(seeds_path)], output=str(out / "out"), concurrency=2,
             plan={"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 20, "modes_per_step": 3},
+            # Coordination modes are semantic: no rule verifies them and this test has no judge worth the
+            # name, so candidates are kept marked unverified; what is tested here is the team mechanics.
+            filters={"conformance": {"keep_unverified": True}},
         )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     gold, bad = load_jsonl(out / "out" / "gold.jsonl")
@@ -180,6 +198,8 @@ def test_every_gold_record_is_the_seed_before_t_and_the_decisive_agents_mistake_
         assert label.agent_request["messages"][0]["content"] == own_prompt and label.agent_request["messages"][-1]["content"].startswith(NOTE_PREFIX)
         assert record.steps[t].model_call.stream == label.decisive_agent
         assert record.outcome.success is False and all(v.passed for v in label.filter_verdicts)
+        conformance = record.provenance["conformance"]
+        assert conformance["mode"] == label.mode_code and conformance["exhibited"] is None and conformance["method"] == "unverified"
 
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:

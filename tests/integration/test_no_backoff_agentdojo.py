@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import httpx
 import pytest
 
 from failforge.errors import PrefixComplete, PromptDrift, RecordingExhausted
 from failforge.fidelity import replay
 from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
-from failforge.llm import ModelBoundary
+from failforge.llm import AgentIdentity, ModelBoundary
 from failforge.trajectory import Trajectory
 
 pytestmark = pytest.mark.timeout(300)
@@ -43,13 +44,13 @@ def seed(request: pytest.FixtureRequest) -> Trajectory:
 def requests_per_step(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
     """How many requests reached the boundary at each step index (the real boundary, only counted)."""
     seen: Counter[int] = Counter()
-    real = ModelBoundary.complete
+    real = ModelBoundary.handle
 
-    def counted(self: ModelBoundary, body: dict[str, Any]) -> dict[str, Any]:
-        seen[self.log.next_index] += 1
-        return real(self, body)
+    def counted(self: ModelBoundary, request: httpx.Request, *, explicit: AgentIdentity | None) -> httpx.Response:
+        seen[self.log.next_index] += 1  # every HTTP request the client sends, retries included
+        return real(self, request, explicit=explicit)
 
-    monkeypatch.setattr(ModelBoundary, "complete", counted)
+    monkeypatch.setattr(ModelBoundary, "handle", counted)
     return seen
 
 
