@@ -189,7 +189,7 @@ def test_only_notes_asking_for_an_offered_call_pin_their_tool(seeds):
 
     seed = seeds[BANKING3]
     a2 = rules_note(seed, 3, get_mode("A.2"))
-    assert a2.pin_tool == "send_money"
+    assert a2.pin_tool == "send_money"  # offered to stage 2; the campaign uses it only with pin_tool = true
     for code in ("A.3", "A.4", "A.5", "R.3"):  # no call, a call that is not offered, or a number moved for no reason
         made = rules_note(seed, 3, get_mode(code))
         assert made.pin_tool is None, code

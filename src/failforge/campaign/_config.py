@@ -101,8 +101,9 @@ class CampaignConfig(_Section):
         default="model", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
     )
     pin_tool: bool = Field(
-        default=True,
-        description="a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice in the stage-2 request; the arguments stay the model's own",
+        default=False,
+        description="a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice in the stage-2 request; "
+                    "the arguments stay the model's own (off by default: llama.cpp decodes a pinned call under a grammar, many times slower)",
     )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
