@@ -15,27 +15,53 @@ step and both agents.
 A failforge error at the boundary (a drift, an exhausted recording, the end of a prefix, a live call
 that failed) is kept in ``failure`` (the first one wins) so the caller can re-raise the typed error,
 and the harness gets :func:`refusal`: an HTTP answer no client retries.
+
+:meth:`ModelBoundary.answer` is the one entry point every carrier uses (sync and async transports for
+httpx and httpx2 in :mod:`failforge.llm._transports`, the stand-alone proxy): a ``stream=True``
+request is answered as server-sent events cut from the same completion (:mod:`failforge.llm._stream`),
+and a request to any API but chat completions (the Responses API) is refused with
+:class:`UnsupportedAPI`, which says how to switch the framework over.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from failforge.canonical import canonical_hash, readable_diff
 from failforge.errors import AgentDrift, ConfigError, FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted, SeedIntegrityError
-from failforge.llm._identity import AgentIdentity, AgentResolver, resolve_identity, route_of
+from failforge.llm._identity import AgentIdentity, AgentResolver, RequestLike, resolve_identity, route_of
 from failforge.llm._request import canonical_request, request_hash
+from failforge.llm._stream import SSE_CONTENT_TYPE, sse_body, wants_stream, wants_usage
 from failforge.llm._upstream import Responder
 from failforge.roster import AgentProfile
 from failforge.runlog import RunLog
 from failforge.trajectory import ModelCallRef, Step, ToolCall
 
 Injector = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class UnsupportedAPI(ConfigError):
+    """A request to an API the boundary does not serve (the Responses API, embeddings): refused with an
+    explanation of how to switch the framework to chat completions, never answered wrongly."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer independent of the HTTP library that will carry it."""
+
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 def agent_step_from_response(index: int, agent: str, response: dict[str, Any], ref: ModelCallRef, phase: str) -> Step:
@@ -87,6 +113,7 @@ class ModelBoundary(httpx.BaseTransport):
         self.divergences: list[PromptDrift] = []
         self.live_calls = 0
         self.calls_by_agent: Counter[str] = Counter()
+        self._lock = threading.RLock()
 
     # --- transport ------------------------------------------------------------------------------
 
@@ -95,17 +122,31 @@ class ModelBoundary(httpx.BaseTransport):
 
     def handle(self, request: httpx.Request, *, explicit: AgentIdentity | None) -> httpx.Response:
         """Serve one HTTP request; ``explicit`` is the identity of a per-agent client, if it came through one."""
+        reply = self.answer(request, request.read(), explicit=explicit)
+        return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
+
+    def answer(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None) -> Reply:
+        """The reply to one request, independent of the HTTP stack that carried it (httpx, httpx2, the
+        proxy's server): every transport, sync or async, and the proxy answer through here."""
         _, path = route_of(request.url.path)
-        if not path.rstrip("/").endswith("/chat/completions"):
-            return httpx.Response(404, json={"error": {"message": f"failforge boundary serves chat completions only, not {request.url.path}"}}, request=request)
         try:
+            if not path.rstrip("/").endswith("/chat/completions"):
+                raise UnsupportedAPI(unsupported_message(request.url.path))
             identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
-            body = json.loads(request.read() or b"{}")
-            return httpx.Response(200, json=self.complete(body, identity), request=request)
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError as exc:
+                raise ConfigError(f"the model request to {request.url.path} is not JSON: {exc}") from None
+            if not isinstance(body, dict):
+                raise ConfigError(f"the model request to {request.url.path} is not a JSON object")
+            response = self.complete(body, identity)
         except FailforgeError as exc:
             if self.failure is None:
                 self.failure = exc
-            return refusal(exc, request)
+            return refusal_reply(exc)
+        if wants_stream(body):
+            return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
+        return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
 
     def _default_agent(self) -> str | None:
         names = self.log.agent_names()
@@ -125,6 +166,12 @@ class ModelBoundary(httpx.BaseTransport):
     # --- one call -------------------------------------------------------------------------------
 
     def complete(self, body: dict[str, Any], identity: AgentIdentity | None = None) -> dict[str, Any]:
+        """One model call, under the boundary's lock: async transports and the proxy call from worker
+        threads, and a step's index, the agent's ordinal and the log append must stay one unit."""
+        with self._lock:
+            return self._complete(body, identity)
+
+    def _complete(self, body: dict[str, Any], identity: AgentIdentity | None) -> dict[str, Any]:
         identity = identity or AgentIdentity(self._default_agent() or "agent", None, "default")
         self._admit(identity)
         log = self.log
@@ -183,7 +230,7 @@ class ModelBoundary(httpx.BaseTransport):
                 actual=f"model call from {identity.agent!r}",
             )
         recorded = expected.model_call
-        where = {"trajectory_id": log.trajectory_id, "step": index}
+        where: dict[str, Any] = {"trajectory_id": log.trajectory_id, "step": index}
         if identity.agent != expected.agent or identity.agent != recorded.stream:
             later = self._next_recorded(identity.agent, index)
             hint = f"; {identity.agent!r}'s next recorded call is step {later}" if later is not None else f"; {identity.agent!r} has no later recorded call"
@@ -259,12 +306,25 @@ def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
     header whatever the status, so the error surfaces at once, after exactly one request; the typed
     error is in ``failure`` for the caller to re-raise.
     """
-    return httpx.Response(
-        400,
-        headers={"x-should-retry": "false"},
-        json={"error": {"message": str(exc), "type": "failforge_boundary", "code": type(exc).__name__}},
-        request=request,
-    )
+    reply = refusal_reply(exc)
+    return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
+
+
+def refusal_reply(exc: FailforgeError, status: int = 400) -> Reply:
+    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error."""
+    payload = {"error": {"message": str(exc), "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
+    return Reply(status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
+
+
+def unsupported_message(path: str) -> str:
+    if path.rstrip("/").endswith("/responses"):
+        return (
+            f"failforge serves the chat-completions API only, and this request went to the Responses API ({path}): "
+            "switch the framework to chat completions (OpenAI Agents SDK: OpenAIChatCompletionsModel or "
+            "set_default_openai_api('chat_completions'); langchain-openai: use_responses_api=False; "
+            "pydantic-ai: an 'openai-chat:' model)"
+        )
+    return f"failforge serves POST .../chat/completions only, not {path}"
 
 
 def _without_secrets(body: dict[str, Any]) -> dict[str, Any]:
