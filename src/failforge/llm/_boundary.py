@@ -179,8 +179,10 @@ class ModelBoundary(httpx.BaseTransport):
         agent = identity.agent
         ordinal = self.calls_by_agent[agent]
         source = self.source
+        body_hash = request_hash(body)
+        response_hash: str | None = None
         if log.replaying(index):
-            response, source = self._serve_recorded(index, body, identity, ordinal)
+            response, source, response_hash = self._serve_recorded(index, body, body_hash, identity, ordinal)
             phase = "replayed"
         elif index == log.replay_until and index > 0 and self.injector is not None:
             self._check_agent(index, identity, ordinal, at_branch=True)
@@ -206,9 +208,9 @@ class ModelBoundary(httpx.BaseTransport):
             ordinal=ordinal,
             purpose=identity.purpose,
             request=_without_secrets(body),
-            request_hash=request_hash(body),
+            request_hash=body_hash,
             response=response,
-            response_hash=canonical_hash(response),
+            response_hash=response_hash or canonical_hash(response),
             source=source,  # type: ignore[arg-type]
         )
         log.append(agent_step_from_response(index, agent, response, ref, phase))
@@ -264,20 +266,21 @@ class ModelBoundary(httpx.BaseTransport):
                 return step.index
         return None
 
-    def _serve_recorded(self, index: int, body: dict[str, Any], identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str]:
+    def _serve_recorded(self, index: int, body: dict[str, Any], got: str, identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str, str]:
+        """The recorded response, its source and its (checked) hash; ``got`` is the request hash of ``body``."""
         expected = self._check_agent(index, identity, ordinal)
         assert expected is not None and expected.model_call is not None
         recorded = expected.model_call
-        if recorded.response_hash is not None and canonical_hash(recorded.response) != recorded.response_hash:
+        served_hash = canonical_hash(recorded.response)
+        if recorded.response_hash is not None and served_hash != recorded.response_hash:
             raise SeedIntegrityError(
                 f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash differs): the record was edited after it was made",
                 trajectory_id=self.log.trajectory_id,
                 step=index,
                 expected=recorded.response_hash,
-                actual=canonical_hash(recorded.response),
+                actual=served_hash,
             )
         want = request_hash(recorded.request)
-        got = request_hash(body)
         if want != got:
             err = PromptDrift(
                 f"the model request of agent {identity.agent!r} differs from the recorded one",
@@ -290,7 +293,7 @@ class ModelBoundary(httpx.BaseTransport):
             if self.strict:
                 raise err
             self.divergences.append(err)
-        return recorded.response, recorded.source
+        return recorded.response, recorded.source, served_hash
 
     def close(self) -> None:
         """Nothing to release: the upstream belongs to whoever created it and outlives this run."""
@@ -312,8 +315,20 @@ def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
 
 def refusal_reply(exc: FailforgeError, status: int = 400) -> Reply:
     """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error."""
-    payload = {"error": {"message": str(exc), "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
+    payload = {"error": {"message": explained(exc), "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
     return Reply(status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
+
+
+def explained(exc: FailforgeError, limit: int = 4000) -> str:
+    """The error's message plus what was expected and what came (a drift's diff against the recorded
+    request is the nearest recorded request), so a client that only sees the HTTP answer can act on it."""
+    text = str(exc)
+    expected, actual, diff = getattr(exc, "expected", None), getattr(exc, "actual", None), getattr(exc, "diff", "")
+    if expected is not None or actual is not None:
+        text += f" (expected: {expected}; got: {actual})"
+    if diff:
+        text += f"\n{diff}"
+    return text[:limit]
 
 
 def unsupported_message(path: str) -> str:
