@@ -184,6 +184,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.agentdojo_pipeline",
         "failforge.harnesses.orchestrator_workers",
         "failforge.harnesses.plan_execute_verify",
+        "failforge.harnesses.smolagents_team",
     ),
 )
 filters: Registry[Any] = Registry(
