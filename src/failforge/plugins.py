@@ -185,6 +185,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.orchestrator_workers",
         "failforge.harnesses.plan_execute_verify",
         "failforge.harnesses.smolagents_team",
+        "failforge.harnesses.openai_agents_team",
     ),
 )
 filters: Registry[Any] = Registry(
