@@ -100,7 +100,7 @@ class OpenAIAgentsTeam:
             )
 
         run_config = RunConfig(tracing_disabled=True, workflow_name=NAME)
-        worker_tools = []
+        worker_tools: list[Any] = []
         for w in cfg.workers:
             worker = Agent(name=w.name, instructions=w.system_prompt, model=chat_model(w.name, w.model), model_settings=settings,
                            tools=[bridge(s) for s in tool_schemas(toolbox, w.tools, w.name)])
