@@ -186,6 +186,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.plan_execute_verify",
         "failforge.harnesses.smolagents_team",
         "failforge.harnesses.openai_agents_team",
+        "failforge.harnesses.langgraph_team",
     ),
 )
 filters: Registry[Any] = Registry(

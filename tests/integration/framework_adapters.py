@@ -56,6 +56,8 @@ def slip(value: Any) -> tuple[Any, bool]:
 
 def slipped(answer: tuple[str | None, list[dict[str, Any]] | None]) -> tuple[str | None, list[dict[str, Any]] | None]:
     content, calls = answer
+    if content is not None:  # an instruction written in the message (a LangGraph supervisor's handoff)
+        content, _ = slip(content)
     out = []
     for call in calls or []:
         args = json.loads(call["function"]["arguments"] or "{}")
@@ -77,10 +79,28 @@ class LoopbackTeam:
         system = str((messages[0] or {}).get("content") or "") if messages else ""
         if "realistic mistakes" in system:
             return NOTE, None
+        if system.startswith("You check the labels"):
+            return judge(str(messages[1].get("content") or "")), None
         last = messages[-1] if messages else {}
         if last.get("role") in ("system", "developer") and str(last.get("content") or "").startswith(NOTE_PREFIX):
             return slipped(self.policy({**body, "messages": messages[:-1]}))
         return self.policy(body)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_ACTIONS = re.compile(r"What a correct run did next:\n(.*?)\n\nWhat the agent actually did next:\n(.*?)\n\nError mode", re.DOTALL)
+
+
+def judge(prompt: str) -> str:
+    """A rule-playing judge: the actual step shows the slip when it is the correct step's action with other figures."""
+    match = _ACTIONS.search(prompt)
+    if match is None:
+        return "EXHIBITED: no\nRATIONALE: the prompt does not show both actions."
+    correct, actual = match.group(1), match.group(2)
+    same_action = _NUMBER.sub("#", correct.split("] ", 1)[-1]) == _NUMBER.sub("#", actual.split("] ", 1)[-1])
+    if same_action and sorted(_NUMBER.findall(correct)) != sorted(_NUMBER.findall(actual)):
+        return "EXHIBITED: yes\nRATIONALE: the message hands the teammate a different figure than the correct run did."
+    return "EXHIBITED: no\nRATIONALE: the action is not the correct one with a changed figure."
 
 
 def model_seed(harness_name: str, server: LoopbackModelServer, task: str = TASK, **overrides: Any) -> Trajectory:
@@ -99,11 +119,16 @@ def replayed_identically(seed: Trajectory) -> tuple[bool, str]:
     return report.identical, str(report.drift or report.infrastructure or "")
 
 
-def campaign(tmp_path: Any, seeds: list[Trajectory], server: LoopbackModelServer, *, steps: int = 12) -> tuple[Any, list[Trajectory]]:
+def campaign(tmp_path: Any, seeds: list[Trajectory], server: LoopbackModelServer, *, steps: int = 12, modes: tuple[str, ...] = (MODE,)) -> tuple[Any, list[Trajectory]]:
     seeds_path = tmp_path / "seeds.jsonl"
     write_jsonl(seeds_path, seeds)
     endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1)
-    config = CampaignConfig(seeds=[str(seeds_path)], output=str(tmp_path / "out"), concurrency=1, plan={"modes": [MODE], "steps_per_seed": steps, "modes_per_step": 1})
+    semantic = any(not code.startswith(("A.", "R.3")) for code in modes)
+    config = CampaignConfig(
+        seeds=[str(seeds_path)], output=str(tmp_path / "out"), concurrency=1,
+        plan={"modes": list(modes), "steps_per_seed": steps, "modes_per_step": len(modes)},
+        filters={"conformance": {"judge": semantic}},
+    )
     summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
     assert not bad

@@ -171,7 +171,8 @@ class TeamPolicy:
                 return self.delegate(messages, worker, INSTRUCTION.format(tool=tool, arguments=json.dumps(args)))
             return self.answer(agent, messages, self.final)
         result = self.tool_result(messages)
-        instruction = next((m for m in (_INSTRUCTION.search(text_of(x.get("content"))) for x in reversed(messages) if x.get("role") == "user") if m), None)
+        # the latest instruction, from the lead (a user message, or the lead's own message in a shared history)
+        instruction = next((m for m in (_INSTRUCTION.search(text_of(x.get("content"))) for x in reversed(messages) if x.get("role") in ("user", "assistant")) if m), None)
         if instruction is None:
             return self.answer(agent, messages, "The instruction did not say which tool and values to use, so I did nothing.")
         if result is None:
