@@ -15,6 +15,7 @@ require("agentdojo")
 from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
+from failforge.llm import AsyncAgentTransport  # noqa: E402
 from failforge.seeds import env_spec, harness_for, oracle_seed  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 
@@ -48,6 +49,23 @@ def test_streaming_seed_is_streamed_and_replays_identically(server):
     streamed = model_seed(NAME, server, streaming=True)
     assert streamed.outcome.success and all(r.get("stream") is True and r["stream_options"]["include_usage"] for r in requests_of(streamed))
     identical, why = replayed_identically(streamed)
+    assert identical, why
+
+
+def test_async_streaming_seed_goes_through_the_async_clients_and_replays_identically(server, monkeypatch):
+    served: list[str] = []
+    real = AsyncAgentTransport.handle_async_request
+
+    async def counted(self, request):  # the real async transport, counted
+        served.append(request.url.path)
+        return await real(self, request)
+
+    monkeypatch.setattr(AsyncAgentTransport, "handle_async_request", counted)
+    seed = model_seed(NAME, server, streaming=True, asynchronous=True)
+    assert seed.outcome.success and all(r.get("stream") is True for r in requests_of(seed))
+    assert len(served) == len(seed.agent_steps()), "every model call went through the async clients"
+    assert seed.harness.config["asynchronous"] is True
+    identical, why = replayed_identically(seed)
     assert identical, why
 
 

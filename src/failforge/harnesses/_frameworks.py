@@ -51,6 +51,7 @@ class FrameworkTeamConfig(BaseModel):
     worker_max_steps: int = Field(default=4, ge=1, description="model calls a worker may make per subtask")
     sampling: Sampling = Field(default_factory=Sampling)
     streaming: bool = Field(default=False, description="the framework streams every model call (stream=True)")
+    asynchronous: bool = Field(default=False, description="run the framework's async entry point (frameworks with both)")
 
 
 def team_config(domains: dict[str, list[str]], *, lead_name: str, lead_role: str, budget: int, max_tokens: int | None, overrides: dict[str, Any]) -> FrameworkTeamConfig:

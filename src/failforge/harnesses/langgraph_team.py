@@ -7,7 +7,8 @@ explicit. Chat completions are forced (``use_responses_api=False``), retries are
 (``max_retries=0``), tool calls are one at a time (``parallel_tool_calls=False`` for the supervisor
 and every worker), and every environment tool is a ``StructuredTool`` calling failforge's tool
 boundary. ``streaming`` runs the graph with ``stream_mode="messages"``, which makes langchain send
-every request with ``stream=True``; the boundary serves those as event streams.
+every request with ``stream=True``; the boundary serves those as event streams. ``asynchronous``
+runs ``ainvoke``/``astream``: every model call then goes through the async clients, off the loop.
 
 The supervisor's handoff-back messages carry uuid4 tool-call ids minted anew on every run; the
 request hash renames tool-call ids by first appearance, so they never reach it.
@@ -15,6 +16,7 @@ request hash renames tool-call ids by first appearance, so they never reach it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -89,9 +91,9 @@ class LangGraphTeam:
             async_client = client.async_client(name) if hasattr(client, "async_client") else None
             extra: dict[str, Any] = {"root_async_client": async_client, "async_client": async_client.chat.completions} if async_client is not None else {}
             return ChatOpenAI(
-                model=own_model or model, root_client=sync, client=sync.chat.completions, api_key="failforge", max_retries=0,
-                use_responses_api=False, temperature=sampling.temperature, max_tokens=sampling.max_tokens, seed=sampling.seed,
-                stream_usage=True, **extra,
+                model=own_model or model, root_client=sync, client=sync.chat.completions, max_retries=0,
+                use_responses_api=False, temperature=sampling.temperature, seed=sampling.seed, stream_usage=True,
+                **{"api_key": "failforge", "max_tokens": sampling.max_tokens, **extra},
             )
 
         def bridge(schema: dict[str, Any]) -> Any:
@@ -103,27 +105,42 @@ class LangGraphTeam:
             return StructuredTool.from_function(func=call, name=function["name"], description=str(function.get("description") or function["name"]),
                                                 args_schema=function.get("parameters") or {"type": "object", "properties": {}})
 
-        workers = []
+        workers: list[Any] = []
         for w in cfg.workers:
             tools = [bridge(s) for s in tool_schemas(toolbox, w.tools, w.name)]
             bound = chat(w.name, w.model).bind_tools(tools, parallel_tool_calls=False)
             workers.append(create_react_agent(bound, tools, name=w.name, prompt=w.system_prompt))
         lead = cfg.lead
-        graph = create_supervisor(workers, model=chat(lead.name, lead.model), prompt=lead.system_prompt, supervisor_name=lead.name,
-                                  parallel_tool_calls=False, output_mode="last_message").compile()
+        graph: Any = create_supervisor(workers, model=chat(lead.name, lead.model), prompt=lead.system_prompt, supervisor_name=lead.name,
+                                       parallel_tool_calls=False, output_mode="last_message").compile()
         inputs = {"messages": [{"role": "user", "content": instruction}]}
-        limit = {"recursion_limit": 4 * (cfg.lead_max_steps + cfg.worker_max_steps * len(cfg.workers)) + 10}
-        if cfg.streaming:
-            state: Any = None
-            for mode, chunk in graph.stream(inputs, limit, stream_mode=["messages", "values"]):
-                if mode == "values":
-                    state = chunk
-        else:
-            state = graph.invoke(inputs, limit)
+        limit: Any = {"recursion_limit": 4 * (cfg.lead_max_steps + cfg.worker_max_steps * len(cfg.workers)) + 10}
+        state = asyncio.run(_arun(graph, inputs, limit, cfg.streaming)) if cfg.asynchronous else _run(graph, inputs, limit, cfg.streaming)
         messages = (state or {}).get("messages") or []
         final = messages[-1] if messages else None
         content = getattr(final, "content", None)
         return None if content is None else str(content)
+
+
+def _run(graph: Any, inputs: Any, limit: Any, streaming: bool) -> Any:
+    if not streaming:
+        return graph.invoke(inputs, limit)
+    state = None
+    for mode, chunk in graph.stream(inputs, limit, stream_mode=["messages", "values"]):
+        if mode == "values":
+            state = chunk
+    return state
+
+
+async def _arun(graph: Any, inputs: Any, limit: Any, streaming: bool) -> Any:
+    """The async entry points: every model call goes through the async per-agent clients."""
+    if not streaming:
+        return await graph.ainvoke(inputs, limit)
+    state = None
+    async for mode, chunk in graph.astream(inputs, limit, stream_mode=["messages", "values"]):
+        if mode == "values":
+            state = chunk
+    return state
 
 
 __all__ = ["HANDOFF", "NAME", "LangGraphPolicy", "LangGraphTeam"]
