@@ -187,6 +187,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.smolagents_team",
         "failforge.harnesses.openai_agents_team",
         "failforge.harnesses.langgraph_team",
+        "failforge.harnesses.autogen_team",
     ),
 )
 filters: Registry[Any] = Registry(
