@@ -84,3 +84,19 @@ def test_branches_at_a_worker_and_at_the_manager_keep_gold_named_after_the_frame
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
         assert record.steps[t].phase == "injected" and record.outcome.success is False
         assert record.harness.name == NAME and from_trajectory(record).framework == NAME
+
+
+def test_handoffs_record_replay_and_branch_at_the_manager_and_a_worker(tmp_path):
+    harness = harness_for(NAME, env_spec("agentdojo", TASK), delegation="handoffs")
+    with LoopbackModelServer(policy=LoopbackTeam(harness)) as handoff_server:
+        seed = model_seed(NAME, handoff_server, delegation="handoffs")
+        assert seed.outcome.success and seed.harness.config["delegation"] == "handoffs"
+        transfers = [c.name for s in seed.agent_steps() for c in s.tool_calls if c.name.startswith("transfer_to_")]
+        assert "transfer_to_banking_worker" in transfers and "transfer_to_manager" in transfers
+        assert all(s.recipient == "banking_worker" for s in seed.agent_steps() if s.agent == "manager" and s.tool_calls)
+        identical, why = replayed_identically(seed)
+        assert identical, why
+        summary, gold = campaign(tmp_path, [seed], handoff_server, modes=("R.3", "C.2"))
+    deciders = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
+    assert ("manager", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (deciders, dict(summary.rejected_by))
+    assert all(g.harness.name == NAME for g in gold)
