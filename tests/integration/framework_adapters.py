@@ -139,7 +139,10 @@ def campaign(tmp_path: Any, seeds: list[Trajectory], server: LoopbackModelServer
         filters={"conformance": {"judge": semantic}},
     )
     summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
-    gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
+    path = tmp_path / "out" / "gold.jsonl"
+    if not path.exists():  # nothing kept
+        return summary, []
+    gold, bad = load_jsonl(path)
     assert not bad
     return summary, gold
 
