@@ -86,6 +86,16 @@ def need_workers(name: str, config: FrameworkTeamConfig) -> None:
         raise ConfigError(f"{name} has no workers; build its config for an environment (failforge.seeds.harness_for) or list them in harness.config.workers")
 
 
+def require_framework(harness: str, module: str, extra: str) -> None:
+    """Import ``module`` or say how to install it: a harness names its framework, never a bare ImportError."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"harness {harness!r} needs {module} ({exc}); install it: pip install 'failforge[{extra}]'") from None
+
+
 def tool_schemas(toolbox: Any, names: list[str], agent: str) -> list[dict[str, Any]]:
     by_name = {s["function"]["name"]: s for s in toolbox.schemas()}
     missing = [n for n in names if n not in by_name]
@@ -202,6 +212,7 @@ __all__ = [
     "call_id",
     "function_call",
     "need_workers",
+    "require_framework",
     "team_config",
     "team_roster",
     "text_of",

@@ -26,7 +26,7 @@ from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, team_config, tool_schemas
+from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, require_framework, team_config, tool_schemas
 from failforge.llm import AgentIdentity, TeamOracle
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, Handoff
@@ -144,6 +144,7 @@ class AutoGenTeam:
         return asyncio.run(self._run(client, model, instruction, toolbox))
 
     async def _run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
+        require_framework(NAME, "autogen_agentchat", "autogen")
         from autogen_agentchat.agents import AssistantAgent
         from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
         from autogen_agentchat.teams import SelectorGroupChat

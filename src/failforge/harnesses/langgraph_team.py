@@ -22,7 +22,17 @@ from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, team_config, team_roster, tool_schemas
+from failforge.harnesses._frameworks import (
+    Answer,
+    FrameworkTeamConfig,
+    TeamPolicy,
+    function_call,
+    need_workers,
+    require_framework,
+    team_config,
+    team_roster,
+    tool_schemas,
+)
 from failforge.harnesses._team import member_client
 from failforge.llm import TeamOracle
 from failforge.plugins import harnesses
@@ -77,6 +87,7 @@ class LangGraphTeam:
         return self.scripted_policy(calls, final).oracle(NAME)
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
+        require_framework(NAME, "langgraph_supervisor", "langgraph")
         from langchain_core.tools import StructuredTool
         from langchain_openai import ChatOpenAI
         from langgraph.prebuilt import create_react_agent

@@ -25,7 +25,17 @@ from typing import Any, Literal
 import openai
 from pydantic import Field
 
-from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, team_config, team_roster, tool_schemas
+from failforge.harnesses._frameworks import (
+    Answer,
+    FrameworkTeamConfig,
+    TeamPolicy,
+    function_call,
+    need_workers,
+    require_framework,
+    team_config,
+    team_roster,
+    tool_schemas,
+)
 from failforge.llm import TeamOracle
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, Handoff
@@ -107,6 +117,7 @@ class OpenAIAgentsTeam:
         return asyncio.run(self._run(client, model, instruction, toolbox))
 
     async def _run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
+        require_framework(NAME, "agents", "openai-agents")
         from agents import Agent, FunctionTool, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
 
         set_tracing_disabled(True)

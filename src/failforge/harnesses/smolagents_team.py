@@ -18,7 +18,18 @@ from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, team_config, team_roster, text_of, tool_schemas
+from failforge.harnesses._frameworks import (
+    Answer,
+    FrameworkTeamConfig,
+    TeamPolicy,
+    function_call,
+    need_workers,
+    require_framework,
+    team_config,
+    team_roster,
+    text_of,
+    tool_schemas,
+)
 from failforge.harnesses._team import member_client
 from failforge.llm import TeamOracle
 from failforge.plugins import harnesses
@@ -90,6 +101,7 @@ class SmolagentsTeam:
         return self.scripted_policy(calls, final).oracle(NAME)
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
+        require_framework(NAME, "smolagents", "smolagents")
         from smolagents import OpenAIModel, Tool, ToolCallingAgent
 
         cfg = self.config
