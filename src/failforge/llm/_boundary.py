@@ -313,9 +313,10 @@ def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
     return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
 
 
-def refusal_reply(exc: FailforgeError, status: int = 400) -> Reply:
-    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error."""
-    payload = {"error": {"message": explained(exc), "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
+def refusal_reply(exc: FailforgeError, status: int = 400, *, note: str = "") -> Reply:
+    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error (``note``: more to say)."""
+    message = explained(exc) + (f"\n{note}" if note else "")
+    payload = {"error": {"message": message, "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
     return Reply(status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
 
 

@@ -11,6 +11,7 @@ fingerprints that state and, in replay, checks the step against the seed like an
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import json
 import threading
 import uuid
@@ -22,7 +23,8 @@ from failforge import __version__
 from failforge.canonical import canonical_hash
 from failforge.environments._base import assert_tool_step
 from failforge.errors import ConfigError, EnvironmentDrift, FailforgeError, PromptDrift
-from failforge.llm import ModelBoundary, Reply, Responder, chat_response
+from failforge.llm import ModelBoundary, Reply, Responder, canonical_request, chat_response
+from failforge.llm._boundary import refusal_reply
 from failforge.llm._identity import AgentIdentity, RequestLike, valid_name
 from failforge.roster import AgentProfile
 from failforge.runlog import RunLog
@@ -146,9 +148,27 @@ class ProxyRun:
         self._open()
         before = self.boundary.failure
         reply = self.boundary.answer(request, raw, explicit=None)
-        if before is None and isinstance(self.boundary.failure, ConfigError):
+        failure = self.boundary.failure
+        if before is None and isinstance(failure, ConfigError):
             self.boundary.failure = None
+        elif before is None and isinstance(failure, PromptDrift):
+            reply = refusal_reply(failure, note=self.nearest(raw))
         return reply
+
+    def nearest(self, raw: bytes, limit: int = 3) -> str:
+        """The recorded requests closest to a request that matched none (by canonical text), for a miss."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return ""
+        text = json.dumps(canonical_request(body), sort_keys=True)
+        scored = []
+        for step in self.log.expected:
+            if step.kind == "agent" and step.model_call is not None:
+                recorded = json.dumps(canonical_request(step.model_call.request), sort_keys=True)
+                scored.append((difflib.SequenceMatcher(None, text, recorded, autojunk=False).quick_ratio(), step.index, step.agent))
+        best = sorted(scored, key=lambda x: (-x[0], x[1]))[:limit]
+        return "nearest recorded requests: " + ", ".join(f"step {i} of {agent!r} ({score:.0%} similar)" for score, i, agent in best) if best else ""
 
     # --- tool calls -----------------------------------------------------------------------------
 
