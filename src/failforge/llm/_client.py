@@ -73,7 +73,7 @@ class BoundaryClient(openai.OpenAI):
             super().__init__(**options)
             boundary, identity = http.boundary, http.identity
         else:
-            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_BoundaryHTTP(boundary, identity))  # type: ignore[arg-type]  # legacy httpx, accepted at runtime
+            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_BoundaryHTTP(boundary, identity))  # type: ignore[arg-type]  # openai types its own HTTP client; an httpx.Client is accepted
         self.boundary = boundary
         self.identity = identity
         self._agent_clients: list[BoundaryClient] = []

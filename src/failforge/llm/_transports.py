@@ -30,8 +30,7 @@ class AgentTransport(httpx.BaseTransport):
         self.identity = identity
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        reply = self.boundary.answer(request, request.read(), explicit=self.identity)
-        return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
+        return self.boundary.handle(request, explicit=self.identity)
 
 
 class AsyncAgentTransport(httpx.AsyncBaseTransport):
