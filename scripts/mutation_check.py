@@ -173,7 +173,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _m("bd.request_hash.always_strict", "llm/_boundary.py", "ModelBoundary._serve_recorded (strict)",
        "            if self.strict:\n                raise err", "            if True:\n                raise err", BOUNDARY_TESTS),
     _m("bd.response_hash.off", "llm/_boundary.py", "ModelBoundary._serve_recorded (response hash)",
-       "if recorded.response_hash is not None and canonical_hash(recorded.response) != recorded.response_hash:", "if False:", BOUNDARY_TESTS),
+       "if recorded.response_hash is not None and served_hash != recorded.response_hash:", "if False:", BOUNDARY_TESTS),
     _m("bd.agent.off", "llm/_boundary.py", "ModelBoundary._check_agent (agent)",
        "if identity.agent != expected.agent or identity.agent != recorded.stream:", "if False:", BOUNDARY_TESTS),
     _m("bd.agent.stream_only", "llm/_boundary.py", "ModelBoundary._check_agent (agent)",

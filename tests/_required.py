@@ -65,6 +65,10 @@ def _llama() -> str | None:
 
 
 CHECKS = {
+    "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
+    "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
+    "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
+    "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
     "local_sandbox": (lambda: _sandbox("local"), "bash scripts/install_sandbox.sh"),

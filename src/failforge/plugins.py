@@ -184,6 +184,10 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.agentdojo_pipeline",
         "failforge.harnesses.orchestrator_workers",
         "failforge.harnesses.plan_execute_verify",
+        "failforge.harnesses.smolagents_team",
+        "failforge.harnesses.openai_agents_team",
+        "failforge.harnesses.langgraph_team",
+        "failforge.harnesses.autogen_team",
     ),
 )
 filters: Registry[Any] = Registry(

@@ -1,10 +1,12 @@
 """The model boundary: OpenAI-compatible clients, the recording/replaying transport, the local model."""
 
-from failforge.llm._boundary import ModelBoundary, agent_step_from_response
-from failforge.llm._client import BOUNDARY_BASE_URL, BoundaryClient, ModelEndpoint, boundary_client, surface_boundary_error
+from failforge.llm._boundary import ModelBoundary, Reply, UnsupportedAPI, agent_step_from_response
+from failforge.llm._client import BOUNDARY_BASE_URL, AsyncBoundaryClient, BoundaryClient, ModelEndpoint, boundary_client, surface_boundary_error
 from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route
 from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, local_model_path
 from failforge.llm._request import canonical_request, request_hash
+from failforge.llm._stream import completion_chunks, completion_from_chunks, sse_body
+from failforge.llm._transports import AgentTransport, AsyncAgentTransport, httpx2_async_transport, httpx2_transport
 from failforge.llm._upstream import (
     AgentScript,
     BoundedResponder,
@@ -18,6 +20,16 @@ from failforge.llm._upstream import (
 )
 
 __all__ = [
+    "AgentTransport",
+    "AsyncAgentTransport",
+    "AsyncBoundaryClient",
+    "Reply",
+    "UnsupportedAPI",
+    "completion_chunks",
+    "completion_from_chunks",
+    "httpx2_async_transport",
+    "httpx2_transport",
+    "sse_body",
     "AGENT_HEADER",
     "BOUNDARY_BASE_URL",
     "PURPOSE_HEADER",

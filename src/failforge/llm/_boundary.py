@@ -15,27 +15,53 @@ step and both agents.
 A failforge error at the boundary (a drift, an exhausted recording, the end of a prefix, a live call
 that failed) is kept in ``failure`` (the first one wins) so the caller can re-raise the typed error,
 and the harness gets :func:`refusal`: an HTTP answer no client retries.
+
+:meth:`ModelBoundary.answer` is the one entry point every carrier uses (sync and async transports for
+httpx and httpx2 in :mod:`failforge.llm._transports`, the stand-alone proxy): a ``stream=True``
+request is answered as server-sent events cut from the same completion (:mod:`failforge.llm._stream`),
+and a request to any API but chat completions (the Responses API) is refused with
+:class:`UnsupportedAPI`, which says how to switch the framework over.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from failforge.canonical import canonical_hash, readable_diff
 from failforge.errors import AgentDrift, ConfigError, FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted, SeedIntegrityError
-from failforge.llm._identity import AgentIdentity, AgentResolver, resolve_identity, route_of
+from failforge.llm._identity import AgentIdentity, AgentResolver, RequestLike, resolve_identity, route_of
 from failforge.llm._request import canonical_request, request_hash
+from failforge.llm._stream import SSE_CONTENT_TYPE, sse_body, wants_stream, wants_usage
 from failforge.llm._upstream import Responder
 from failforge.roster import AgentProfile
 from failforge.runlog import RunLog
 from failforge.trajectory import ModelCallRef, Step, ToolCall
 
 Injector = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class UnsupportedAPI(ConfigError):
+    """A request to an API the boundary does not serve (the Responses API, embeddings): refused with an
+    explanation of how to switch the framework to chat completions, never answered wrongly."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer independent of the HTTP library that will carry it."""
+
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 def agent_step_from_response(index: int, agent: str, response: dict[str, Any], ref: ModelCallRef, phase: str) -> Step:
@@ -87,6 +113,7 @@ class ModelBoundary(httpx.BaseTransport):
         self.divergences: list[PromptDrift] = []
         self.live_calls = 0
         self.calls_by_agent: Counter[str] = Counter()
+        self._lock = threading.RLock()
 
     # --- transport ------------------------------------------------------------------------------
 
@@ -95,17 +122,31 @@ class ModelBoundary(httpx.BaseTransport):
 
     def handle(self, request: httpx.Request, *, explicit: AgentIdentity | None) -> httpx.Response:
         """Serve one HTTP request; ``explicit`` is the identity of a per-agent client, if it came through one."""
+        reply = self.answer(request, request.read(), explicit=explicit)
+        return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
+
+    def answer(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None) -> Reply:
+        """The reply to one request, independent of the HTTP stack that carried it (httpx, httpx2, the
+        proxy's server): every transport, sync or async, and the proxy answer through here."""
         _, path = route_of(request.url.path)
-        if not path.rstrip("/").endswith("/chat/completions"):
-            return httpx.Response(404, json={"error": {"message": f"failforge boundary serves chat completions only, not {request.url.path}"}}, request=request)
         try:
+            if not path.rstrip("/").endswith("/chat/completions"):
+                raise UnsupportedAPI(unsupported_message(request.url.path))
             identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
-            body = json.loads(request.read() or b"{}")
-            return httpx.Response(200, json=self.complete(body, identity), request=request)
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError as exc:
+                raise ConfigError(f"the model request to {request.url.path} is not JSON: {exc}") from None
+            if not isinstance(body, dict):
+                raise ConfigError(f"the model request to {request.url.path} is not a JSON object")
+            response = self.complete(body, identity)
         except FailforgeError as exc:
             if self.failure is None:
                 self.failure = exc
-            return refusal(exc, request)
+            return refusal_reply(exc)
+        if wants_stream(body):
+            return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
+        return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
 
     def _default_agent(self) -> str | None:
         names = self.log.agent_names()
@@ -125,6 +166,12 @@ class ModelBoundary(httpx.BaseTransport):
     # --- one call -------------------------------------------------------------------------------
 
     def complete(self, body: dict[str, Any], identity: AgentIdentity | None = None) -> dict[str, Any]:
+        """One model call, under the boundary's lock: async transports and the proxy call from worker
+        threads, and a step's index, the agent's ordinal and the log append must stay one unit."""
+        with self._lock:
+            return self._complete(body, identity)
+
+    def _complete(self, body: dict[str, Any], identity: AgentIdentity | None) -> dict[str, Any]:
         identity = identity or AgentIdentity(self._default_agent() or "agent", None, "default")
         self._admit(identity)
         log = self.log
@@ -132,8 +179,10 @@ class ModelBoundary(httpx.BaseTransport):
         agent = identity.agent
         ordinal = self.calls_by_agent[agent]
         source = self.source
+        body_hash = request_hash(body)
+        response_hash: str | None = None
         if log.replaying(index):
-            response, source = self._serve_recorded(index, body, identity, ordinal)
+            response, source, response_hash = self._serve_recorded(index, body, body_hash, identity, ordinal)
             phase = "replayed"
         elif index == log.replay_until and index > 0 and self.injector is not None:
             self._check_agent(index, identity, ordinal, at_branch=True)
@@ -159,9 +208,9 @@ class ModelBoundary(httpx.BaseTransport):
             ordinal=ordinal,
             purpose=identity.purpose,
             request=_without_secrets(body),
-            request_hash=request_hash(body),
+            request_hash=body_hash,
             response=response,
-            response_hash=canonical_hash(response),
+            response_hash=response_hash or canonical_hash(response),
             source=source,  # type: ignore[arg-type]
         )
         log.append(agent_step_from_response(index, agent, response, ref, phase))
@@ -217,20 +266,21 @@ class ModelBoundary(httpx.BaseTransport):
                 return step.index
         return None
 
-    def _serve_recorded(self, index: int, body: dict[str, Any], identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str]:
+    def _serve_recorded(self, index: int, body: dict[str, Any], got: str, identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str, str]:
+        """The recorded response, its source and its (checked) hash; ``got`` is the request hash of ``body``."""
         expected = self._check_agent(index, identity, ordinal)
         assert expected is not None and expected.model_call is not None
         recorded = expected.model_call
-        if recorded.response_hash is not None and canonical_hash(recorded.response) != recorded.response_hash:
+        served_hash = canonical_hash(recorded.response)
+        if recorded.response_hash is not None and served_hash != recorded.response_hash:
             raise SeedIntegrityError(
                 f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash differs): the record was edited after it was made",
                 trajectory_id=self.log.trajectory_id,
                 step=index,
                 expected=recorded.response_hash,
-                actual=canonical_hash(recorded.response),
+                actual=served_hash,
             )
         want = request_hash(recorded.request)
-        got = request_hash(body)
         if want != got:
             err = PromptDrift(
                 f"the model request of agent {identity.agent!r} differs from the recorded one",
@@ -243,7 +293,7 @@ class ModelBoundary(httpx.BaseTransport):
             if self.strict:
                 raise err
             self.divergences.append(err)
-        return recorded.response, recorded.source
+        return recorded.response, recorded.source, served_hash
 
     def close(self) -> None:
         """Nothing to release: the upstream belongs to whoever created it and outlives this run."""
@@ -259,12 +309,38 @@ def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
     header whatever the status, so the error surfaces at once, after exactly one request; the typed
     error is in ``failure`` for the caller to re-raise.
     """
-    return httpx.Response(
-        400,
-        headers={"x-should-retry": "false"},
-        json={"error": {"message": str(exc), "type": "failforge_boundary", "code": type(exc).__name__}},
-        request=request,
-    )
+    reply = refusal_reply(exc)
+    return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
+
+
+def refusal_reply(exc: FailforgeError, status: int = 400, *, note: str = "") -> Reply:
+    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error (``note``: more to say)."""
+    message = explained(exc) + (f"\n{note}" if note else "")
+    payload = {"error": {"message": message, "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
+    return Reply(status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
+
+
+def explained(exc: FailforgeError, limit: int = 4000) -> str:
+    """The error's message plus what was expected and what came (a drift's diff against the recorded
+    request is the nearest recorded request), so a client that only sees the HTTP answer can act on it."""
+    text = str(exc)
+    expected, actual, diff = getattr(exc, "expected", None), getattr(exc, "actual", None), getattr(exc, "diff", "")
+    if expected is not None or actual is not None:
+        text += f" (expected: {expected}; got: {actual})"
+    if diff:
+        text += f"\n{diff}"
+    return text[:limit]
+
+
+def unsupported_message(path: str) -> str:
+    if path.rstrip("/").endswith("/responses"):
+        return (
+            f"failforge serves the chat-completions API only, and this request went to the Responses API ({path}): "
+            "switch the framework to chat completions (OpenAI Agents SDK: OpenAIChatCompletionsModel or "
+            "set_default_openai_api('chat_completions'); langchain-openai: use_responses_api=False; "
+            "pydantic-ai: an 'openai-chat:' model)"
+        )
+    return f"failforge serves POST .../chat/completions only, not {path}"
 
 
 def _without_secrets(body: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm._boundary import ModelBoundary
 from failforge.llm._identity import AgentIdentity, valid_name
+from failforge.llm._transports import AgentTransport, AsyncAgentTransport
 from failforge.llm._upstream import HttpUpstream
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
@@ -51,23 +52,12 @@ class ModelEndpoint(BaseModel):
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 
 
-class _AgentTransport(httpx.BaseTransport):
-    """The transport of an explicit per-agent client: the boundary, with the identity attached."""
-
-    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity) -> None:
-        self.boundary = boundary
-        self.identity = identity
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self.boundary.handle(request, explicit=self.identity)
-
-
 class _BoundaryHTTP(httpx.Client):
     """The HTTP client under a :class:`BoundaryClient`: carries the boundary and the identity, so a copy
     of the OpenAI client (``with_options``, which frameworks call) keeps both."""
 
     def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None) -> None:
-        super().__init__(transport=boundary if identity is None else _AgentTransport(boundary, identity))
+        super().__init__(transport=AgentTransport(boundary, identity))
         self.boundary = boundary
         self.identity = identity
 
@@ -87,6 +77,7 @@ class BoundaryClient(openai.OpenAI):
         self.boundary = boundary
         self.identity = identity
         self._agent_clients: list[BoundaryClient] = []
+        self._async_clients: list[AsyncBoundaryClient] = []
 
     def for_agent(self, agent: str, purpose: str | None = None) -> BoundaryClient:
         """A client whose calls belong to ``agent`` (with ``purpose`` when they are not its turn proper)."""
@@ -94,11 +85,53 @@ class BoundaryClient(openai.OpenAI):
         self._agent_clients.append(client)
         return client
 
+    def async_client(self, agent: str | None = None, purpose: str | None = None) -> AsyncBoundaryClient:
+        """An ``openai.AsyncOpenAI`` over the same boundary, for async frameworks: unattributed, or
+        explicitly ``agent``'s (default: this client's own identity)."""
+        identity = self.identity if agent is None else AgentIdentity(valid_name(agent), purpose, "explicit")
+        client = AsyncBoundaryClient(self.boundary, identity)
+        self._async_clients.append(client)
+        return client
+
     def close(self) -> None:
         for client in self._agent_clients:
             client.close()
         self._agent_clients.clear()
+        for async_client in self._async_clients:
+            async_client.close_sync()
+        self._async_clients.clear()
         super().close()
+
+
+class _AsyncBoundaryHTTP(httpx.AsyncClient):
+    """The async HTTP client under an :class:`AsyncBoundaryClient` (kept through ``with_options`` copies)."""
+
+    def __init__(self, boundary: ModelBoundary, identity: AgentIdentity | None) -> None:
+        super().__init__(transport=AsyncAgentTransport(boundary, identity))
+        self.boundary = boundary
+        self.identity = identity
+
+
+class AsyncBoundaryClient(openai.AsyncOpenAI):
+    """An async OpenAI client whose every call goes through a :class:`ModelBoundary` (off the event loop)."""
+
+    def __init__(self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any) -> None:
+        if boundary is None:
+            http = options.get("http_client")
+            if not isinstance(http, _AsyncBoundaryHTTP):
+                raise TypeError("an AsyncBoundaryClient is made from a ModelBoundary (or copied from another AsyncBoundaryClient)")
+            super().__init__(**options)
+            boundary, identity = http.boundary, http.identity
+        else:
+            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_AsyncBoundaryHTTP(boundary, identity))  # type: ignore[arg-type]  # legacy httpx, accepted at runtime
+        self.boundary = boundary
+        self.identity = identity
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> AsyncBoundaryClient:
+        return AsyncBoundaryClient(self.boundary, AgentIdentity(valid_name(agent), purpose, "explicit"))
+
+    def close_sync(self) -> None:
+        """Nothing to release but the transport object: the boundary holds no sockets."""
 
 
 def boundary_client(boundary: ModelBoundary, agent: str | None = None, purpose: str | None = None) -> BoundaryClient:

@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 from urllib.parse import unquote
-
-import httpx
 
 from failforge.errors import ConfigError
 
@@ -40,6 +39,16 @@ class AgentIdentity:
     purpose: str | None = None
     via: str = "explicit"
     """Which source named the agent: explicit, route, header, resolver or default (kept for error messages)."""
+
+
+class RequestLike(Protocol):
+    """What identity resolution and the boundary read of a request: an httpx or httpx2 request, or the proxy's own."""
+
+    @property
+    def url(self) -> Any: ...
+
+    @property
+    def headers(self) -> Any: ...
 
 
 #: Supplied by a framework adapter: the identity of the agent whose code is running now, or None.
@@ -69,7 +78,7 @@ def valid_name(agent: str) -> str:
 
 
 def resolve_identity(
-    request: httpx.Request,
+    request: RequestLike,
     *,
     explicit: AgentIdentity | None,
     resolver: AgentResolver | None,
@@ -107,4 +116,4 @@ def resolve_identity(
     )
 
 
-__all__ = ["AGENT_HEADER", "PURPOSE_HEADER", "AgentIdentity", "AgentResolver", "agent_route", "resolve_identity", "route_of"]
+__all__ = ["AGENT_HEADER", "PURPOSE_HEADER", "AgentIdentity", "AgentResolver", "RequestLike", "agent_route", "resolve_identity", "route_of"]

@@ -72,7 +72,8 @@ class HttpUpstream:
         once passed, so one attempt can never outlive its budget, even against a server that hangs.
         """
         payload = _compatible(body) if self.compat else dict(body)
-        payload.pop("stream", None)
+        payload.pop("stream", None)  # the boundary streams the whole completion itself (failforge.llm._stream)
+        payload.pop("stream_options", None)
         if self.model:
             payload["model"] = self.model
         url = f"{self.base_url}/chat/completions"

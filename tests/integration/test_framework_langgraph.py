@@ -1,0 +1,88 @@
+"""LangGraph (a langgraph-supervisor supervisor with ReAct workers, on langchain-openai) through failforge:
+seeds from a loopback team model and from the team oracle, replay identical (with stream_mode="messages",
+which streams every request, too), branches at a worker step (R.3) and at the supervisor's step (C.2, a
+wrong figure handed to the worker), gold under the framework's name."""
+
+from __future__ import annotations
+
+import pytest
+
+from _required import require
+
+require("langgraph")
+require("agentdojo")
+
+from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
+
+from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
+from failforge.llm import AsyncAgentTransport  # noqa: E402
+from failforge.seeds import env_spec, harness_for, oracle_seed  # noqa: E402
+from failforge.testing import LoopbackModelServer  # noqa: E402
+
+NAME = "langgraph"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackModelServer(policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def seed(server):
+    return model_seed(NAME, server)
+
+
+def test_model_seed_succeeds_with_every_agent_and_replays_identically(seed):
+    assert seed.outcome.success and not seed.oracle and seed.harness.name == NAME
+    agents = {s.agent for s in seed.agent_steps()}
+    assert "supervisor" in agents and "banking_worker" in agents
+    assert [s.tool_name for s in seed.steps if s.kind == "tool"] == ["get_most_recent_transactions", "send_money"]
+    assert all(r.get("parallel_tool_calls") is False for r in requests_of(seed) if r.get("tools"))
+    ids = [c.id for s in seed.agent_steps() for c in s.tool_calls]
+    assert len(ids) == len(set(ids)), "tool-call ids must be unique across the run"
+    identical, why = replayed_identically(seed)
+    assert identical, why
+
+
+def test_streaming_seed_is_streamed_and_replays_identically(server):
+    streamed = model_seed(NAME, server, streaming=True)
+    assert streamed.outcome.success and all(r.get("stream") is True and r["stream_options"]["include_usage"] for r in requests_of(streamed))
+    identical, why = replayed_identically(streamed)
+    assert identical, why
+
+
+def test_async_streaming_seed_goes_through_the_async_clients_and_replays_identically(server, monkeypatch):
+    served: list[str] = []
+    real = AsyncAgentTransport.handle_async_request
+
+    async def counted(self, request):  # the real async transport, counted
+        served.append(request.url.path)
+        return await real(self, request)
+
+    monkeypatch.setattr(AsyncAgentTransport, "handle_async_request", counted)
+    seed = model_seed(NAME, server, streaming=True, asynchronous=True)
+    assert seed.outcome.success and all(r.get("stream") is True for r in requests_of(seed))
+    assert len(served) == len(seed.agent_steps()), "every model call went through the async clients"
+    assert seed.harness.config["asynchronous"] is True
+    identical, why = replayed_identically(seed)
+    assert identical, why
+
+
+def test_oracle_seed_replays_identically():
+    seed = oracle_seed("agentdojo", TASK, harness=NAME)
+    assert seed.id.endswith(f"-{NAME}-oracle") and seed.outcome.success
+    identical, why = replayed_identically(seed)
+    assert identical, why
+
+
+def test_branches_at_a_worker_and_at_the_supervisor_keep_gold_named_after_the_framework(tmp_path, seed, server):
+    summary, gold = campaign(tmp_path, [seed], server, modes=("R.3", "C.2"))
+    assert summary.failed == 0, summary.failed_by
+    deciders = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
+    assert ("supervisor", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (deciders, dict(summary.rejected_by))
+    for record in gold:
+        t = record.label.decisive_step
+        assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
+        assert record.steps[t].phase == "injected" and record.outcome.success is False
+        assert record.harness.name == NAME and from_trajectory(record).framework == NAME
