@@ -223,9 +223,13 @@ def _recovering_policy(seed):
     def policy(body):
         if "realistic mistakes" in str(body["messages"][0].get("content")):
             return "Ask for only the last transaction.", None
-        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
-            return None, [{"id": "call_wrong", "type": "function", "function": {"name": "get_most_recent_transactions", "arguments": '{"n": 1}'}}]
         n = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
+            # a_t's own call with one argument wrong (A.2): fewer transactions read at t=1, 1.0 paid at t=3
+            call = responses[n]["tool_calls"][0]["function"]
+            args = json.loads(call["arguments"])
+            key = "n" if "n" in args else "amount"
+            return None, [{"id": "call_wrong", "type": "function", "function": {"name": call["name"], "arguments": json.dumps({**args, key: 1})}}]
         if body.get("temperature") == 0.7:  # a decisiveness arm: the sampled agent gets it right
             message = responses[min(n, len(responses) - 1)]
             return message.get("content"), message.get("tool_calls")
@@ -252,7 +256,7 @@ def test_decisiveness_rejects_an_injection_the_agent_recovers_from(tmp_path, ban
     # At t=1 a wrong query is recovered from by the next (sampled) step: not decisive, rejected.
     (rejected,) = records["rejected.jsonl"]
     assert rejected["step"] == 1 and rejected["reasons"] == ["decisiveness: original arm succeeded 1.00, injected arm 1.00 over k=2 at T=0.7"]
-    # At t=3 the same wrong query replaces the payment itself: the sampled agent answers and the task fails.
+    # At t=3 the payment itself is wrong (1.0 paid): the sampled agent carries on and the task fails.
     (gold,) = records["gold.jsonl"]
     assert gold["label"]["decisive_step"] == 3
     assert gold["provenance"]["decisiveness"] == {"k": 2, "temperature": 0.7, "original_success_rate": 1.0, "injected_success_rate": 0.0}
