@@ -73,6 +73,32 @@ def _finished(ledger: Path) -> dict[str, str]:
         return {}
 
 
+def _group(pgid: int) -> list[str]:
+    """Live (not zombie) processes of process group ``pgid``, as "pid command"."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry} {command[:120]}")
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+
+
+def _left_in_group(pgid: int, patience_s: float = 60.0) -> list[str]:
+    """The group's processes still alive once they have had ``patience_s`` to end (none, when all is well)."""
+    deadline = time.monotonic() + patience_s
+    while (left := _group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
 def _lines(out: Path) -> dict[str, str]:
     """attempt id -> the file its one line is in (asserting it is in exactly one)."""
     where: dict[str, str] = {}
@@ -138,6 +164,12 @@ def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_res
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the driver and every worker get it
         code = proc.wait(timeout=300)
+        # The driver leaves at once; its worker processes (which ignore Ctrl-C) must not outlive it: an
+        # orphaned worker waits for work forever and holds this test's stderr pipe open.
+        left = _left_in_group(proc.pid)
+        for line in left:
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+        assert not left, f"processes of the interrupted campaign still running: {left}"
         err = proc.stderr.read() if proc.stderr else ""
         assert code == 130, err[-2000:]
         states = _finished(ledger)
