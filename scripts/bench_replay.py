@@ -64,11 +64,11 @@ class Arrivals:
     def __enter__(self) -> Arrivals:
         arrivals, real = self, self._real
 
-        def complete(boundary: ModelBoundary, body: dict[str, Any]) -> dict[str, Any]:
+        def complete(boundary: ModelBoundary, body: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
             index = boundary.log.next_index
             arrivals.count[index] += 1
             arrivals.at.setdefault(index, time.perf_counter())
-            return real(boundary, body)
+            return real(boundary, body, *args, **kwargs)
 
         ModelBoundary.complete = complete  # type: ignore[method-assign]
         return self
