@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
+from failforge.campaign import CampaignConfig, PlanConfig, ResolvedModels, run_campaign
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import Trajectory, write_jsonl
@@ -116,7 +116,7 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
     with LoopbackModelServer(latency=0.3) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30)
         resolved = ResolvedModels(agent=endpoint, guide=endpoint)
-        plan = {"steps_per_seed": 2, "modes_per_step": 2}
+        plan = PlanConfig(steps_per_seed=2, modes_per_step=2)
         local = CampaignConfig(seeds=[str(seeds)], output=str(tmp_path / "local"), executor="local", concurrency=2, plan=plan)
         run_campaign(local, resolved)
         killed: list[int] = []
