@@ -122,6 +122,8 @@ _WORKER_MODELS: Models | None = None
 
 #: Seconds a worker told to stop (SIGTERM) has to unwind its attempt and close its environments.
 _WORKER_STOP_GRACE_S = 20.0
+#: Set in a worker once it has been told to stop: the attempt it was running ends it on the way out.
+_STOPPING = False
 
 
 def _process_init(resolved_json: str) -> None:
@@ -151,6 +153,8 @@ def _process_init(resolved_json: str) -> None:
 def _worker_stop(signum: int, frame: object) -> None:
     import threading
 
+    global _STOPPING
+    _STOPPING = True
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once is enough; a second one must not cut the unwinding short
     deadline = threading.Timer(_WORKER_STOP_GRACE_S, _exit_now, args=(128 + signum,))
     deadline.daemon = True
@@ -184,8 +188,14 @@ def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenanc
     from failforge.campaign._config import CampaignConfig as _Config
 
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
-    # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
-    return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+    try:
+        # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
+        return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+    finally:
+        # Told to stop during the attempt: the pool's worker loop would take the SystemExit for the attempt's
+        # result and wait for more work; leave now that the attempt has unwound (its environments closed).
+        if _STOPPING:
+            _exit_now(128 + signal.SIGTERM)
 
 
 @executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
