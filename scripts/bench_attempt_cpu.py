@@ -23,7 +23,8 @@ medians in milliseconds of:
 source tree. Each tree is measured in its own process with its ``src`` first on ``PYTHONPATH``; the
 trees take turns ``--rounds`` times and each number is the median over rounds, so a burst of load on
 a shared machine does not land on one side only. The ratio is after / before (below 1: faster now;
-for attempts/min above 1 is better). The seeds are recorded once, by this tree, and replayed by both.
+for attempts/min above 1 is better). The seeds are recorded once, by the oldest tree measured (the
+``--before`` one when given: a newer tree reads older trajectories, not the reverse), and replayed by both.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def _instrument(timings: _Timings) -> None:
     import failforge.episode as episode_module
 
     real_environment = episode_module.environment
-    episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[assignment]
-    attempt_module.run_filters = timings.timed("filters", attempt_module.run_filters)  # type: ignore[assignment]
+    episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[assignment,return-value]
+    attempt_module.run_filters = timings.timed("filters", attempt_module.run_filters)
 
 
 def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[str, float]]:
@@ -192,10 +193,21 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         write_jsonl(directory / f"{env}.jsonl", [seed])
 
 
+def _tree_env(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""), "FAILFORGE_NO_REEXEC": "1", "PYTHONHASHSEED": "0"}
+
+
+def _record_in_tree(src: Path, seeds: Path, envs: list[str]) -> None:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--record", str(seeds), "--envs", *envs]
+    done = subprocess.run(argv, env=_tree_env(src), capture_output=True, text=True, check=False)
+    sys.stderr.write(done.stderr if done.returncode == 0 else "")
+    if done.returncode != 0:
+        raise SystemExit(f"recording seeds with {src} failed:\n{done.stderr[-3000:]}")
+
+
 def _measure_tree(src: Path, seeds: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""), "FAILFORGE_NO_REEXEC": "1", "PYTHONHASHSEED": "0"}
     argv = [sys.executable, str(Path(__file__).resolve()), "--measure", str(seeds), "--attempts", str(args.attempts), "--envs", *args.envs]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, env=_tree_env(src), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"measuring {src} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -228,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
     parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
     parser.add_argument("--measure", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--record", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.record:
+        record_seeds(Path(args.record), args.envs)
+        return 0
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.envs, args.attempts)))
         return 0
@@ -238,10 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     seeds = Path(tempfile.mkdtemp(prefix="failforge-bench-attempt-"))
     cleanups.append(lambda: shutil.rmtree(seeds, ignore_errors=True))
     try:
-        record_seeds(seeds, args.envs)
         trees = {"after": HERE / "src"}
         if args.before:
             trees = {"before": _source_of(args.before, cleanups), **trees}
+        _record_in_tree(next(iter(trees.values())), seeds, args.envs)
         runs: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in trees}
         for _ in range(args.rounds):
             for name, src in trees.items():

@@ -35,7 +35,7 @@ from typing import Any
 from failforge.environments.agentdojo_env import env_spec
 from failforge.errors import PromptDrift
 from failforge.fidelity import replay
-from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelBoundary, ModelEndpoint
+from failforge.llm import LOCAL_MODEL_NAME, AgentIdentity, LocalModelServer, ModelBoundary, ModelEndpoint
 from failforge.seeds import harness_for, record
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -64,17 +64,17 @@ class Arrivals:
     def __enter__(self) -> Arrivals:
         arrivals, real = self, self._real
 
-        def complete(boundary: ModelBoundary, body: dict[str, Any]) -> dict[str, Any]:
+        def complete(boundary: ModelBoundary, body: dict[str, Any], identity: AgentIdentity | None = None) -> dict[str, Any]:
             index = boundary.log.next_index
             arrivals.count[index] += 1
             arrivals.at.setdefault(index, time.perf_counter())
-            return real(boundary, body)
+            return real(boundary, body, identity)
 
-        ModelBoundary.complete = complete  # type: ignore[method-assign]
+        ModelBoundary.complete = complete
         return self
 
     def __exit__(self, *exc: object) -> None:
-        ModelBoundary.complete = self._real  # type: ignore[method-assign]
+        ModelBoundary.complete = self._real
 
 
 def _tokens(steps: list[Any]) -> int:
@@ -103,7 +103,7 @@ def bench_harness(harness_name: str, endpoint: ModelEndpoint, suite: str, task: 
         prefix_times.append(arrivals.at[t] - started)
     drifted = Trajectory.model_validate_json(seed.model_dump_json())
     target = in_prefix[-1].index
-    drifted.steps[target].model_call.request["messages"][0]["content"] += " (edited)"  # type: ignore[union-attr]
+    drifted.steps[target].model_call.request["messages"][0]["content"] += " (edited)"
     surface, requests = [], []
     for _ in range(repeats):
         with Arrivals() as arrivals:

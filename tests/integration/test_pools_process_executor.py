@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
+from failforge.campaign import CampaignConfig, PlanConfig, ResolvedModels, run_campaign
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import Trajectory, write_jsonl
@@ -73,6 +73,32 @@ def _finished(ledger: Path) -> dict[str, str]:
         return {}
 
 
+def _group(pgid: int) -> list[str]:
+    """Live (not zombie) processes of process group ``pgid``, as "pid command"."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry} {command[:120]}")
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+
+
+def _left_in_group(pgid: int, patience_s: float = 60.0) -> list[str]:
+    """The group's processes still alive once they have had ``patience_s`` to end (none, when all is well)."""
+    deadline = time.monotonic() + patience_s
+    while (left := _group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
 def _lines(out: Path) -> dict[str, str]:
     """attempt id -> the file its one line is in (asserting it is in exactly one)."""
     where: dict[str, str] = {}
@@ -90,7 +116,7 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
     with LoopbackModelServer(latency=0.3) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30)
         resolved = ResolvedModels(agent=endpoint, guide=endpoint)
-        plan = {"steps_per_seed": 2, "modes_per_step": 2}
+        plan = PlanConfig(steps_per_seed=2, modes_per_step=2)
         local = CampaignConfig(seeds=[str(seeds)], output=str(tmp_path / "local"), executor="local", concurrency=2, plan=plan)
         run_campaign(local, resolved)
         killed: list[int] = []
@@ -138,6 +164,12 @@ def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_res
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the driver and every worker get it
         code = proc.wait(timeout=300)
+        # The driver leaves at once; its worker processes (which ignore Ctrl-C) must not outlive it: an
+        # orphaned worker waits for work forever and holds this test's stderr pipe open.
+        left = _left_in_group(proc.pid)
+        for line in left:
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+        assert not left, f"processes of the interrupted campaign still running: {left}"
         err = proc.stderr.read() if proc.stderr else ""
         assert code == 130, err[-2000:]
         states = _finished(ledger)

@@ -10,6 +10,7 @@ them when it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -119,20 +120,62 @@ def run_local(
 _WORKER_MODELS: Models | None = None
 
 
+#: Seconds a worker told to stop (SIGTERM) has to unwind its attempt and close its environments.
+_WORKER_STOP_GRACE_S = 20.0
+#: Set in a worker once it has been told to stop: the attempt it was running ends it on the way out.
+_STOPPING = False
+
+
 def _process_init(resolved_json: str) -> None:
-    """Once per worker process: its model clients; Ctrl-C left to the driver; its warm environments closed at its end.
+    """Once per worker process: its model clients; Ctrl-C left to the driver; SIGTERM ends it cleanly; its
+    warm environments closed at its end.
 
     A terminal's Ctrl-C reaches the whole process group. A worker that took it would die, break
     the pool, and turn the attempts in flight into failures; ignored here, the driver alone stops
-    the campaign and puts them back in the queue, as with the thread pool. Worker processes end
-    without running ``atexit``; a multiprocessing finaliser closes their pooled sandboxes instead.
+    the campaign and puts them back in the queue, as with the thread pool. An interrupted driver
+    then leaves at once (``os._exit``: threads may be inside abandoned attempts), without the
+    stop messages a process pool sends its idle workers, and a worker holds both ends of its own
+    work queue: it would wait for work forever, and keep the forkserver alive with it. So the
+    driver sends its workers SIGTERM (:func:`_stop_workers`), which ends a worker as an exception
+    (its attempt's environments closed on the way out) and, whatever the attempt does with it,
+    by ``os._exit`` after a grace period. Worker processes end without running ``atexit``; a
+    multiprocessing finaliser closes their pooled sandboxes instead.
     """
     import multiprocessing.util
 
     global _WORKER_MODELS
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_stop)
     _WORKER_MODELS = Models(ResolvedModels.model_validate_json(resolved_json))
     multiprocessing.util.Finalize(None, close_pooled_sandboxes, exitpriority=10)
+
+
+def _worker_stop(signum: int, frame: object) -> None:
+    import threading
+
+    global _STOPPING
+    _STOPPING = True
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once is enough; a second one must not cut the unwinding short
+    deadline = threading.Timer(_WORKER_STOP_GRACE_S, _exit_now, args=(128 + signum,))
+    deadline.daemon = True
+    deadline.start()
+    raise SystemExit(128 + signum)
+
+
+def _exit_now(code: int) -> None:
+    """The grace period is over (the attempt swallowed the SystemExit, or is stuck): close the idle pools, leave."""
+    with contextlib.suppress(Exception):
+        close_pooled_sandboxes()
+    os._exit(code)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM to the pool's live worker processes (their pids, taken from the pool before it forgets them)."""
+    processes = dict(getattr(pool, "_processes", None) or {})
+    for process in processes.values():
+        if process.is_alive():
+            with contextlib.suppress(OSError, ValueError):
+                process.terminate()
 
 
 @functools.lru_cache(maxsize=64)
@@ -145,8 +188,14 @@ def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenanc
     from failforge.campaign._config import CampaignConfig as _Config
 
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
-    # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
-    return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+    try:
+        # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
+        return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+    finally:
+        # Told to stop during the attempt: the pool's worker loop would take the SystemExit for the attempt's
+        # result and wait for more work; leave now that the attempt has unwound (its environments closed).
+        if _STOPPING:
+            _exit_now(128 + signal.SIGTERM)
 
 
 @executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
@@ -194,6 +243,10 @@ def run_processes(
 
     try:
         yield from _drive(work, submit, config.concurrency, provenance, on_start, should_stop, resubmit)
+    except BaseException:  # interrupted (KeyboardInterrupt, or the consumer closed us): the driver may leave at once
+        for pool in pools:
+            _stop_workers(pool)
+        raise
     finally:
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -224,10 +277,11 @@ def run_ray(
     started_here = not ray.is_initialized()
     if started_here:
         env_vars = {k: os.environ[k] for k in ("PYTHONHASHSEED",) if k in os.environ}
+        cpus: dict[str, Any] = {} if config.ray_address else {"num_cpus": max(config.concurrency, os.cpu_count() or 1)}
         ray.init(
             address=config.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False,
             runtime_env={"env_vars": env_vars} if env_vars else None,
-            **({} if config.ray_address else {"num_cpus": max(config.concurrency, os.cpu_count() or 1)}),  # type: ignore[arg-type]
+            **cpus,
         )
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
     try:
@@ -256,7 +310,7 @@ def run_ray(
                 try:
                     status, payload = ray.get(ref)
                     record = Trajectory.model_validate_json(payload) if status == "gold" else Rejection.model_validate_json(payload)
-                    yield AttemptResult(status, record)  # type: ignore[arg-type]
+                    yield AttemptResult(status, record)
                 except Exception as exc:
                     yield _crashed(spec, seed, exc, provenance)
             top_up()
