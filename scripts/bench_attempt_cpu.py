@@ -109,8 +109,14 @@ class _TimedPlugin:
 
 def _instrument(timings: _Timings) -> None:
     """Time the episode's open / evaluator / close and the filters through the names the code looks them up by."""
+    import importlib
+
     import failforge.campaign._attempt as attempt_module
-    import failforge.episode as episode_module
+
+    try:  # the runner's home since it became failforge.replay; a --before tree may still have failforge.episode
+        episode_module = importlib.import_module("failforge.replay._episode")
+    except ImportError:
+        episode_module = importlib.import_module("failforge.episode")
 
     real_environment = episode_module.environment
     episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[assignment,return-value]
@@ -121,9 +127,9 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
     from failforge.campaign import CampaignConfig, ResolvedModels
     from failforge.campaign._attempt import run_attempt
     from failforge.campaign._models import Models
-    from failforge.fidelity import replay
     from failforge.injection import plan_attempts
     from failforge.llm import ModelEndpoint
+    from failforge.replay import replay
     from failforge.testing import LoopbackModelServer
     from failforge.trajectory import load_jsonl
 

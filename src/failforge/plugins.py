@@ -188,6 +188,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.openai_agents_team",
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
+        "failforge.harnesses.external",
     ),
 )
 filters: Registry[Any] = Registry(

@@ -1,12 +1,20 @@
-"""RunLog: the ordered steps one run produces, shared by the model boundary and the tool boundary.
+"""RunLog and Plan: the ordered steps one run produces, and what the run does with each of them.
 
-The harness never sees it. Both boundaries append to the same log, so steps land in the order the
+The harness never sees either. Both boundaries append to the same log, so steps land in the order the
 events happened whatever agent loop is driving them, and in replay both boundaries read the seed's
 step at the same index to know what they must reproduce. One RunLog per run; nothing global.
 
+The run's :class:`Plan` is the only place the run mode is spelled (as vcrpy's cassette holds the record
+mode): ``record`` (every call live), ``replay`` (the whole seed, or a prefix of it that ends at a model
+call), ``branch`` (replay up to step t, a change or the live model at t, live after) and ``resume``
+(serve what is recorded, then go live: a judge session that was interrupted). The boundaries ask the
+plan what to do at an index (:meth:`Plan.action`) and nothing else decides it.
+
 The log also knows the run's roster (who the agents are): as each step is appended it is addressed
 (recipient) and placed in its round by :class:`failforge.roster.StepAddresser`, the same rule a
-record's reader applies, so replay can check those fields like any other.
+record's reader applies, so replay can check those fields like any other. And it holds the run's
+first failure, whichever boundary met it (a drift, an exhausted recording, a dead endpoint): the first
+one wins and is what the runner raises, so a framework that swallows an error cannot hide it.
 """
 
 from __future__ import annotations
@@ -14,35 +22,129 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from failforge.canonical import readable_diff
-from failforge.errors import SeedIntegrityError
+from failforge.errors import FailforgeError, SeedIntegrityError
 from failforge.roster import AgentProfile, StepAddresser, single_agent_roster
 from failforge.trajectory import Phase, Step
+
+Mode = Literal["record", "replay", "branch", "resume"]
+MODES: tuple[Mode, ...] = ("record", "replay", "branch", "resume")
+#: What a boundary does with the event at one index: serve the recording, serve the branch's change,
+#: end the run there (a prefix replay reached its end), call the live model, or refuse (nothing left).
+Action = Literal["replay", "change", "stop", "live", "exhausted"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run does at each step index; build one with :meth:`record`, :meth:`replay`, :meth:`branch`
+    or :meth:`resume`.
+
+    ``until``: steps with a lower index are served from the recording and checked. ``stop``: the model
+    call at ``until`` ends the run (a prefix replay) instead of being answered. ``changed``: step
+    ``until`` of a branch is answered by the branch's change (an injected note, a fixed response)
+    rather than by the live model.
+    """
+
+    mode: Mode = "record"
+    until: int = 0
+    stop: bool = False
+    changed: bool = False
+
+    @classmethod
+    def record(cls) -> Plan:
+        return cls("record")
+
+    @classmethod
+    def replay(cls, length: int, until: int | None = None) -> Plan:
+        """The whole recording of ``length`` steps, or its prefix of ``until`` steps (ending at a model call)."""
+        end = length if until is None else until
+        return cls("replay", end, stop=end < length)
+
+    @classmethod
+    def branch(cls, t: int, *, changed: bool = True) -> Plan:
+        return cls("branch", t, changed=changed)
+
+    @classmethod
+    def resume(cls, recorded: int) -> Plan:
+        return cls("resume", recorded)
+
+    @property
+    def live_allowed(self) -> bool:
+        """Whether any call of this run may reach a live model."""
+        return self.mode != "replay"
+
+    @property
+    def record_phase(self) -> Phase:
+        """The phase of a step made live: ``live`` after a branch point, ``recorded`` otherwise."""
+        return "live" if self.mode == "branch" else "recorded"
+
+    def replaying(self, index: int) -> bool:
+        return index < self.until
+
+    def action(self, index: int) -> Action:
+        if index < self.until:
+            return "replay"
+        if index == self.until and self.stop:
+            return "stop"
+        if index == self.until and self.mode == "branch" and self.changed:
+            return "change"
+        return "live" if self.live_allowed else "exhausted"
+
+    def phase_for(self, index: int) -> Phase:
+        return "replayed" if index < self.until else self.record_phase
+
+    def describe(self) -> dict[str, object]:
+        """The plan as recorded in provenance."""
+        return {"mode": self.mode, "until": self.until, "stop": self.stop, "changed": self.changed}
 
 
 @dataclass
 class RunLog:
-    """Steps of one run plus, in replay, the seed steps it must reproduce.
+    """Steps of one run plus, in replay, the seed steps it must reproduce, and the run's plan.
 
-    ``replay_until``: steps with index < replay_until are replayed from ``expected`` and asserted;
-    the step at ``replay_until`` is the branch point (injected when an injector is set); later
-    steps are live. In record mode ``expected`` is empty and ``replay_until`` is 0.
+    ``seed_id``: the recording's own id, when the run replays one; an error at a replayed step is a
+    fact about that recording and names it, not the run that found it.
     """
 
     trajectory_id: str
     expected: Sequence[Step] = ()
-    replay_until: int = 0
-    record_phase: Phase = "recorded"
+    plan: Plan = field(default_factory=Plan.record)
+    seed_id: str | None = None
     steps: list[Step] = field(default_factory=list)
     drift_error: type[Exception] | None = None
-    """The environment's typed drift error (set by the episode), for boundaries that need to raise it."""
+    """The environment's typed drift error (set by the session), for boundaries that need to raise it."""
     roster: list[AgentProfile] = field(default_factory=single_agent_roster)
-    """The run's agents (set by the episode from the harness before the first step)."""
+    """The run's agents (set by the session from the harness before the first step)."""
     open_roster: bool = True
     """Whether agents the roster does not declare may join mid-run (a harness that declares none)."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    failure: FailforgeError | None = None
+    """The first error either boundary met; the runner raises it whatever the harness made of it."""
+    stopped: bool = False
+    """A prefix replay reached its end (a model call at ``plan.until``): the run ends there, not a failure."""
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _addresser: StepAddresser | None = field(default=None, repr=False)
+
+    @property
+    def replay_until(self) -> int:
+        return self.plan.until
+
+    @property
+    def record_phase(self) -> Phase:
+        return self.plan.record_phase
+
+    @property
+    def error_id(self) -> str:
+        """The id an error names: the recording's at a replayed step, else this run's."""
+        return self.seed_id if self.seed_id is not None and self.replaying() else self.trajectory_id
+
+    def fail(self, exc: FailforgeError) -> FailforgeError:
+        """Keep ``exc`` as the run's failure unless an earlier one is kept; returns the kept one."""
+        with self._lock:
+            if self.failure is None:
+                self.failure = exc
+            return self.failure
 
     def set_roster(self, profiles: list[AgentProfile], *, open_roster: bool) -> None:
         if self.steps:
@@ -66,16 +168,13 @@ class RunLog:
         return len(self.steps)
 
     def replaying(self, index: int | None = None) -> bool:
-        i = self.next_index if index is None else index
-        return i < self.replay_until
+        return self.plan.replaying(self.next_index if index is None else index)
 
     def expected_step(self, index: int) -> Step | None:
         return self.expected[index] if index < len(self.expected) else None
 
     def phase_for(self, index: int) -> Phase:
-        if index < self.replay_until:
-            return "replayed"
-        return self.record_phase
+        return self.plan.phase_for(index)
 
     def append(self, step: Step) -> Step:
         """Append ``step``; in replay, first check that it equals the seed's step field by field."""
@@ -84,7 +183,7 @@ class RunLog:
                 self._addresser = StepAddresser(self.roster)
             recipient, round_, position = self._addresser.address(step)
             step = step.model_copy(update={"index": len(self.steps), "recipient": recipient, "round": round_, "position": position})
-            if step.index < self.replay_until:
+            if self.plan.replaying(step.index):
                 self._check_integrity(step)
             self.steps.append(step)
             return step
@@ -103,7 +202,7 @@ class RunLog:
         raise SeedIntegrityError(
             f"the seed's step {step.index} ({expected.kind}) differs in {', '.join(fields)} from what replaying its own "
             "recording produced: the record was edited after it was made",
-            trajectory_id=self.trajectory_id,
+            trajectory_id=self.error_id,
             step=step.index,
             expected={k: want[k] for k in fields},
             actual={k: got.get(k) for k in fields},
@@ -118,7 +217,10 @@ def addressed(steps: Sequence[Step], trajectory_id: str = "addressed") -> list[S
     (judge call stores, schema-v1 records) are addressed this way on read so that replaying them checks
     only what was really recorded.
     """
-    log = RunLog(trajectory_id=trajectory_id, record_phase="recorded")
+    log = RunLog(trajectory_id=trajectory_id)
     for step in steps:
         log.append(step)
     return [s.model_copy(update={"phase": original.phase}) for s, original in zip(log.steps, steps, strict=True)]
+
+
+__all__ = ["MODES", "Action", "Mode", "Plan", "RunLog", "addressed"]

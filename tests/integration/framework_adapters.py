@@ -19,9 +19,9 @@ from typing import Any
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
 from failforge.environments import environment
-from failforge.fidelity import replay
 from failforge.injection import NOTE_PREFIX
 from failforge.llm import HttpUpstream, ModelEndpoint
+from failforge.replay import replay
 from failforge.seeds import env_spec, harness_for, record
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import ComponentSpec, Trajectory, load_jsonl, write_jsonl
@@ -72,14 +72,18 @@ def slipped(answer: tuple[str | None, list[dict[str, Any]] | None]) -> tuple[str
 
 
 class LoopbackTeam:
-    """The adapter's scripted policy behind a loopback server, plus the guide and the mistake under a note."""
+    """The adapter's scripted policy behind a loopback server, plus the guide and the mistake under a note.
+
+    Served as the server's ``agent_policy``: the calling agent comes from the request's route or the
+    ``X-Failforge-Agent`` header failforge's boundary sends upstream; the guide's calls name no agent.
+    """
 
     def __init__(self, harness: Any, task: str = TASK) -> None:
         spec = env_spec("agentdojo", task)
         calls, final = environment("agentdojo").ground_truth(spec)
         self.policy = harness.scripted_policy(calls, final)
 
-    def __call__(self, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         messages = body.get("messages") or []
         system = str((messages[0] or {}).get("content") or "") if messages else ""
         if "realistic mistakes" in system:
@@ -87,13 +91,15 @@ class LoopbackTeam:
             return NOTES.get(mode.group(1) if mode else "", NOTES[MODE]), None
         if system.startswith("You check the labels"):
             return judge(str(messages[1].get("content") or "")), None
+        if agent is None:
+            raise AssertionError("a team member's call reached the loopback team without naming its agent")
         last = messages[-1] if messages else {}
         if last.get("role") in ("system", "developer") and str(last.get("content") or "").startswith(NOTE_PREFIX):
             unsteered = {**body, "messages": messages[:-1]}
             if NOTES["A.5"] in str(last.get("content")):
-                return self.policy.stop_early(unsteered)
-            return slipped(self.policy(unsteered))
-        return self.policy(body)
+                return self.policy.stop_early(agent, unsteered)
+            return slipped(self.policy.respond(agent, unsteered))
+        return self.policy.respond(agent, body)
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -24,7 +24,7 @@ NAME = "langgraph"
 
 @pytest.fixture(scope="module")
 def server():
-    with LoopbackModelServer(policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
+    with LoopbackModelServer(agent_policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
         yield running
 
 

@@ -26,7 +26,7 @@ NAME = "openai-agents"
 
 @pytest.fixture(scope="module")
 def server():
-    with LoopbackModelServer(policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
+    with LoopbackModelServer(agent_policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
         yield running
 
 
@@ -88,7 +88,7 @@ def test_branches_at_a_worker_and_at_the_manager_keep_gold_named_after_the_frame
 
 def test_handoffs_record_replay_and_branch_at_the_manager_and_a_worker(tmp_path):
     harness = harness_for(NAME, env_spec("agentdojo", TASK), delegation="handoffs")
-    with LoopbackModelServer(policy=LoopbackTeam(harness)) as handoff_server:
+    with LoopbackModelServer(agent_policy=LoopbackTeam(harness)) as handoff_server:
         seed = model_seed(NAME, handoff_server, delegation="handoffs")
         assert seed.outcome.success and seed.harness.config["delegation"] == "handoffs"
         transfers = [c.name for s in seed.agent_steps() for c in s.tool_calls if c.name.startswith("transfer_to_")]

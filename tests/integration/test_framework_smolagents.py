@@ -22,7 +22,7 @@ NAME = "smolagents"
 
 @pytest.fixture(scope="module")
 def server():
-    with LoopbackModelServer(policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
+    with LoopbackModelServer(agent_policy=LoopbackTeam(harness_for(NAME, env_spec("agentdojo", TASK)))) as running:
         yield running
 
 

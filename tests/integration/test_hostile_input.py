@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from failforge.errors import SeedIntegrityError
-from failforge.fidelity import replay
+from failforge.replay import replay
 from failforge.testing import FaultPlan, LoopbackModelServer
 from failforge.trajectory import Trajectory, write_jsonl
 

@@ -21,13 +21,12 @@ import pytest
 
 from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, env_spec, problem
 from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
-from failforge.episode import run_episode
 from failforge.errors import DriftError, InfrastructureError, SandboxDrift
-from failforge.fidelity import replay
 from failforge.harnesses import harness_from_spec
 from failforge.injection import branch
 from failforge.llm import OracleResponder
-from failforge.runlog import RunLog
+from failforge.replay import replay, run_episode
+from failforge.runlog import Plan
 from failforge.seeds import default_harness, oracle_seed, record
 from failforge.trajectory import ComponentSpec, Trajectory
 
@@ -190,8 +189,7 @@ def _kill_container(sandbox: Any) -> None:
 
 
 def _replay_with(seed: Trajectory, harness: Any) -> None:
-    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=len(seed.steps))
-    run_episode(env_spec=seed.environment, harness=harness, model=seed.model.name, log=log, upstream=None)
+    run_episode(env_spec=seed.environment, harness=harness, model=seed.model.name, plan=Plan.replay(len(seed.steps)), expected=list(seed.steps), seed_id=seed.id)
 
 
 def test_file_changed_behind_the_sandboxs_back_stops_replay_naming_the_file(backend):

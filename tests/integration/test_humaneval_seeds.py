@@ -23,7 +23,7 @@ from failforge.environments.humaneval import (
 )
 from failforge.environments.sandbox import NORMALISER_VERSION
 from failforge.errors import ConfigError
-from failforge.fidelity import replay
+from failforge.replay import replay
 from failforge.seeds import oracle_seed, oracle_seeds
 from failforge.trajectory import ComponentSpec, Trajectory
 

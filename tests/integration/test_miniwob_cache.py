@@ -12,8 +12,8 @@ from failforge.cache import ToolCache  # noqa: E402
 from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402
 from failforge.environments.miniwob._network import CACHE_VERSION, TOOL_NAME  # noqa: E402
 from failforge.errors import CacheMiss  # noqa: E402
-from failforge.fidelity import replay  # noqa: E402
-from failforge.runlog import RunLog, addressed  # noqa: E402
+from failforge.replay import replay  # noqa: E402
+from failforge.runlog import Plan, RunLog, addressed  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Step, Trajectory  # noqa: E402
 
@@ -54,7 +54,7 @@ def _replaying_log(trajectory_id: str, steps: int) -> RunLog:
     """A RunLog that is replaying (expects `steps` steps), with the task step already appended."""
     expected = [Step(index=0, kind="task", agent="user", role="user", content="x")]
     expected += [Step(index=i, kind="tool", agent="environment", role="tool", content="?", tool_name="goto") for i in range(1, steps)]
-    log = RunLog(trajectory_id=trajectory_id, expected=addressed(expected), replay_until=steps)  # as a RunLog writes them
+    log = RunLog(trajectory_id=trajectory_id, expected=addressed(expected), plan=Plan.replay(steps))  # as a RunLog writes them
     log.append(expected[0])
     return log
 

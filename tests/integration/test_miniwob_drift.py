@@ -9,7 +9,7 @@ from _required import require
 require("chromium")
 
 from failforge.errors import DomDrift  # noqa: E402
-from failforge.fidelity import replay  # noqa: E402
+from failforge.replay import replay  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 

@@ -13,7 +13,7 @@ require("chromium")
 
 from failforge.environments.miniwob import MiniWoBEpisode  # noqa: E402
 from failforge.errors import ConfigError, DriftError, InfrastructureError  # noqa: E402
-from failforge.fidelity import replay  # noqa: E402
+from failforge.replay import replay  # noqa: E402
 from failforge.runlog import RunLog  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import Step  # noqa: E402

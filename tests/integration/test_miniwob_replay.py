@@ -18,9 +18,9 @@ require("chromium")
 
 from failforge.environments import open_environment  # noqa: E402
 from failforge.environments.miniwob import DEMO_TASKS, MiniWoBEpisode  # noqa: E402
-from failforge.fidelity import replay  # noqa: E402
 from failforge.injection import branch  # noqa: E402
 from failforge.llm import OracleResponder  # noqa: E402
+from failforge.replay import replay  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.trajectory import ComponentSpec, Trajectory, load_jsonl, write_jsonl  # noqa: E402
 

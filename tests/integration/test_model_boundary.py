@@ -8,9 +8,9 @@ import pytest
 
 from failforge.environments.agentdojo_env import env_spec
 from failforge.errors import PromptDrift
-from failforge.fidelity import replay
 from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
 from failforge.llm import ModelBoundary, ModelEndpoint, boundary_client, canonical_request, request_hash
+from failforge.replay import replay
 from failforge.runlog import RunLog
 from failforge.seeds import record
 from failforge.trajectory import ComponentSpec, Trajectory

@@ -9,8 +9,8 @@ import pytest
 
 from failforge.environments.agentdojo_env import SUITES, list_user_tasks, tool_domains
 from failforge.errors import AgentDrift, ConfigError, PromptDrift, RosterError, SeedIntegrityError
-from failforge.fidelity import replay
 from failforge.harnesses import harness_from_spec
+from failforge.replay import replay
 from failforge.seeds import oracle_seed
 from failforge.trajectory import Trajectory
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from failforge.errors import SandboxDrift
-from failforge.fidelity import replay
+from failforge.replay import replay
 from failforge.seeds import oracle_seed, oracle_seeds
 from failforge.trajectory import Trajectory
 

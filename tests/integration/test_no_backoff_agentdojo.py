@@ -16,10 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from failforge.errors import PrefixComplete, PromptDrift, RecordingExhausted
-from failforge.fidelity import replay
+from failforge.errors import PromptDrift, RecordingExhausted
 from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
 from failforge.llm import AgentIdentity, ModelBoundary
+from failforge.llm import _boundary as boundary_module
+from failforge.replay import replay
 from failforge.trajectory import Trajectory
 
 pytestmark = pytest.mark.timeout(300)
@@ -82,15 +83,17 @@ def test_the_end_of_the_recording_gets_exactly_one_request(seed: Trajectory, req
 
 
 def test_the_branch_point_of_a_prefix_replay_gets_exactly_one_request(seed: Trajectory, requests_per_step: Counter[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefix ends at the model call at t: that call is answered once with ``prefix_complete`` (no
+    exception steers the run) and the harness, which no client retries past, stops there."""
     t = seed.agent_steps()[-1].index
-    ends: list[str] = []
-    real = PrefixComplete.__init__
+    ends: list[int] = []
+    real = boundary_module.stop_reply
 
-    def noted(self: PrefixComplete, *args: Any, **kwargs: Any) -> None:
-        ends.append(str(args[0]) if args else "")
-        real(self, *args, **kwargs)
+    def noted(log: Any) -> Any:
+        ends.append(log.next_index)
+        return real(log)
 
-    monkeypatch.setattr(PrefixComplete, "__init__", noted)
+    monkeypatch.setattr(boundary_module, "stop_reply", noted)
     report = replay(seed, until=t)
     assert report.identical and report.steps_replayed == t
-    assert requests_per_step[t] == 1 and len(ends) == 1
+    assert requests_per_step[t] == 1 and ends == [t]

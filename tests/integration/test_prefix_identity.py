@@ -17,9 +17,9 @@ import pytest
 from _required import require
 from failforge.environments import environment
 from failforge.errors import PromptDrift, RecordingExhausted, SeedIntegrityError
-from failforge.fidelity import replay
 from failforge.injection import branch
 from failforge.llm import HttpUpstream
+from failforge.replay import replay
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import ComponentSpec, Trajectory
 

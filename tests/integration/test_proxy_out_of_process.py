@@ -83,7 +83,7 @@ def _policy() -> SmolagentsPolicy:
 
 @pytest.fixture(scope="module")
 def proxy():
-    with LoopbackModelServer(policy=_policy()) as model:
+    with LoopbackModelServer(agent_policy=_policy().respond) as model:
         upstream = HttpUpstream(model.base_url, api_key_env=None, max_attempts=1)
         with ProxyServer(Proxy(upstream=upstream)) as server:
             yield server, model

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from failforge.errors import EnvStateDrift, PromptDrift, RecordingExhausted
-from failforge.fidelity import replay
+from failforge.replay import replay
 from failforge.trajectory import Trajectory
 
 # AgentDojo 0.1.35's own GroundTruthPipeline fails this v1 task's utility check too: rescheduling moves
@@ -106,7 +106,7 @@ def test_unpinned_hash_seed_across_processes_is_caught_as_drift(tmp_path):
     script.write_text(
         "import sys, json\n"
         "from failforge.seeds import oracle_seed\n"
-        "from failforge.fidelity import replay\n"
+        "from failforge.replay import replay\n"
         "from failforge.trajectory import Trajectory\n"
         "if sys.argv[1] == 'record':\n"
         "    open(sys.argv[2], 'w').write(oracle_seed('agentdojo', 'workspace/user_task_9').model_dump_json())\n"

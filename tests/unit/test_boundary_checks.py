@@ -16,7 +16,7 @@ import pytest
 from failforge.errors import AgentDrift, ConfigError, PromptDrift
 from failforge.llm import AgentIdentity, ModelBoundary, TeamOracle, boundary_client, surface_boundary_error
 from failforge.roster import AgentProfile, Handoff
-from failforge.runlog import RunLog
+from failforge.runlog import Plan, RunLog
 from failforge.trajectory import Step
 
 ROSTER = [
@@ -64,7 +64,7 @@ def _recorded() -> list[Step]:
 
 
 def _replaying(seed: list[Step], strict: bool = True) -> tuple[ModelBoundary, RunLog]:
-    log = _log(expected=seed, replay_until=len(seed))
+    log = _log(expected=seed, plan=Plan.replay(len(seed)))
     return ModelBoundary(log, upstream=None, strict=strict), log
 
 
@@ -124,7 +124,7 @@ def test_a_body_carrying_a_key_replays_against_its_recording_whatever_the_key():
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "api_key": CANARY}
     log = _log()
     ModelBoundary(log, upstream=_oracle()).complete(dict(body), LEAD)
-    replay_log = _log(expected=list(log.steps), replay_until=len(log.steps))
+    replay_log = _log(expected=list(log.steps), plan=Plan.replay(len(log.steps)))
     ModelBoundary(replay_log, upstream=None).complete({**body, "api_key": "another-key-0123456789"}, LEAD)
     assert replay_log.steps[1].content == "lead answer #0"
 

@@ -27,7 +27,7 @@ from failforge.llm import (
     oracle_tool_call,
 )
 from failforge.roster import AgentProfile
-from failforge.runlog import RunLog
+from failforge.runlog import Plan, RunLog
 from failforge.testing.model_servers import LoopbackModelServer
 from failforge.trajectory import Step
 
@@ -45,7 +45,7 @@ def _script(agent: str):
 
 
 def _log(expected: list[Step] | None = None) -> RunLog:
-    log = RunLog(trajectory_id="t", expected=expected or (), replay_until=len(expected or ()))
+    log = RunLog(trajectory_id="t", expected=expected or (), plan=Plan.replay(len(expected or ())) if expected else Plan.record())
     log.set_roster(ROSTER, open_roster=False)
     log.append(Step(index=0, kind="task", agent="user", role="user", content="do it"))
     return log

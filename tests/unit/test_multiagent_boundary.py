@@ -15,7 +15,7 @@ import pytest
 from failforge.errors import AgentDrift, ConfigError, PromptDrift, SeedIntegrityError
 from failforge.llm import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, ModelBoundary, TeamOracle, agent_route, boundary_client, surface_boundary_error
 from failforge.roster import AgentProfile, Handoff
-from failforge.runlog import RunLog
+from failforge.runlog import Plan, RunLog
 from failforge.trajectory import Step
 
 ROSTER = [
@@ -112,7 +112,7 @@ def test_replay_serves_each_agent_its_own_responses_and_records_streams():
     assert [(s.agent, s.model_call.ordinal) for s in seed[1:]] == [("lead", 0), ("lead", 1), ("helper", 0), ("lead", 2)]
     assert [s.recipient for s in seed] == ["lead", "lead", "user", "lead", "user"]  # plan: a note to itself; helper reports to lead
     assert [s.coordinate for s in seed] == ["0.0", "1.0", "2.0", "2.1", "3.0"]  # the helper's call sits in the lead's round
-    log = _log(expected=seed, replay_until=len(seed))
+    log = _log(expected=seed, plan=Plan.replay(len(seed)))
     boundary = ModelBoundary(log, upstream=None)
     client = boundary_client(boundary)
     assert _ask(client.for_agent("lead", "plan"), "plan it") == "lead answer #0 (plan)"
@@ -125,7 +125,7 @@ def test_replay_serves_each_agent_its_own_responses_and_records_streams():
 
 def test_a_call_from_another_agent_than_recorded_names_the_step_and_both_agents():
     seed = _recorded()
-    log = _log(expected=seed, replay_until=len(seed))
+    log = _log(expected=seed, plan=Plan.replay(len(seed)))
     boundary = ModelBoundary(log, upstream=None)
     client = boundary_client(boundary)
     _ask(client.for_agent("lead", "plan"), "plan it")
@@ -138,7 +138,7 @@ def test_a_call_from_another_agent_than_recorded_names_the_step_and_both_agents(
 
 def test_a_call_with_another_purpose_than_recorded_is_agent_drift():
     seed = _recorded()
-    boundary = ModelBoundary(_log(expected=seed, replay_until=len(seed)), upstream=None)
+    boundary = ModelBoundary(_log(expected=seed, plan=Plan.replay(len(seed))), upstream=None)
     err = _typed(boundary, lambda: _ask(boundary_client(boundary, "lead"), "plan it"))  # recorded with purpose "plan"
     assert isinstance(err, AgentDrift) and err.step == 1 and (err.expected, err.actual) == ("plan", None)
 
@@ -146,7 +146,7 @@ def test_a_call_with_another_purpose_than_recorded_is_agent_drift():
 def test_a_tampered_ordinal_is_caught_as_out_of_order():
     seed = [s.model_copy(deep=True) for s in _recorded()]
     seed[4].model_call.ordinal = 5
-    boundary = ModelBoundary(_log(expected=seed, replay_until=len(seed)), upstream=None)
+    boundary = ModelBoundary(_log(expected=seed, plan=Plan.replay(len(seed))), upstream=None)
     client = boundary_client(boundary)
     for agent, purpose, text in (("lead", "plan", "plan it"), ("lead", None, "first turn"), ("helper", None, "work")):
         _ask(client.for_agent(agent, purpose), text)
@@ -157,7 +157,7 @@ def test_a_tampered_ordinal_is_caught_as_out_of_order():
 def test_an_edited_response_is_refused_at_its_own_step_and_an_edited_request_is_prompt_drift():
     seed = [s.model_copy(deep=True) for s in _recorded()]
     seed[3].model_call.response["choices"][0]["message"]["content"] = "helper answer: nothing found"
-    boundary = ModelBoundary(_log(expected=seed, replay_until=len(seed)), upstream=None)
+    boundary = ModelBoundary(_log(expected=seed, plan=Plan.replay(len(seed))), upstream=None)
     client = boundary_client(boundary)
     _ask(client.for_agent("lead", "plan"), "plan it")
     _ask(client.for_agent("lead"), "first turn")
@@ -165,7 +165,7 @@ def test_an_edited_response_is_refused_at_its_own_step_and_an_edited_request_is_
     assert isinstance(err, SeedIntegrityError) and err.step == 3 and "'helper'" in str(err)
     seed = [s.model_copy(deep=True) for s in _recorded()]
     seed[2].model_call.request["messages"][0]["content"] = "first turn, edited"
-    boundary = ModelBoundary(_log(expected=seed, replay_until=len(seed)), upstream=None)
+    boundary = ModelBoundary(_log(expected=seed, plan=Plan.replay(len(seed))), upstream=None)
     client = boundary_client(boundary)
     _ask(client.for_agent("lead", "plan"), "plan it")
     err = _typed(boundary, lambda: _ask(client.for_agent("lead"), "first turn"))
@@ -180,7 +180,7 @@ def test_the_injector_answers_only_the_agent_recorded_at_the_branch_point():
         served.append(body)
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "injected"}, "finish_reason": "stop"}]}
 
-    log = _log(expected=seed, replay_until=3)
+    log = _log(expected=seed, plan=Plan.branch(3))
     boundary = ModelBoundary(log, upstream=None, injector=injector)
     client = boundary_client(boundary)
     _ask(client.for_agent("lead", "plan"), "plan it")
@@ -189,7 +189,7 @@ def test_the_injector_answers_only_the_agent_recorded_at_the_branch_point():
     step = log.steps[3]
     assert (step.agent, step.phase, step.model_call.stream, step.model_call.ordinal) == ("helper", "injected", "helper", 0)
     assert json.dumps(served[0]).count("work") == 1
-    wrong = ModelBoundary(_log(expected=seed, replay_until=3), upstream=None, injector=injector)
+    wrong = ModelBoundary(_log(expected=seed, plan=Plan.branch(3)), upstream=None, injector=injector)
     c2 = boundary_client(wrong)
     _ask(c2.for_agent("lead", "plan"), "plan it")
     _ask(c2.for_agent("lead"), "first turn")

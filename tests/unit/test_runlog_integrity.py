@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from failforge.errors import SeedIntegrityError
-from failforge.runlog import RunLog
+from failforge.runlog import Plan, RunLog
 from failforge.trajectory import Trajectory, load_jsonl
 
 BUNDLED = Path(__file__).resolve().parents[2] / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
@@ -28,7 +28,7 @@ def seed() -> Trajectory:
 
 
 def _replay(seed: Trajectory, steps) -> RunLog:
-    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=len(seed.steps))
+    log = RunLog(trajectory_id=seed.id, expected=seed.steps, plan=Plan.replay(len(seed.steps)))
     for step in steps:
         log.append(step.model_copy(update={"phase": "replayed"}))
     return log
@@ -67,7 +67,7 @@ def test_an_edited_tool_argument_is_refused(seed):
 
 def test_steps_after_the_branch_point_are_not_compared(seed):
     t = len(seed.steps) - 1
-    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=t)
+    log = RunLog(trajectory_id=seed.id, expected=seed.steps, plan=Plan.branch(t, changed=False))
     for step in seed.steps[:t]:
         log.append(step.model_copy(update={"phase": "replayed"}))
     different = seed.steps[t].model_copy(update={"content": "A different, live answer.", "phase": "live"})

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from failforge.llm import ModelBoundary, Responder, boundary_client, surface_boundary_error
-from failforge.runlog import RunLog, addressed
+from failforge.llm import Responder, surface_boundary_error
+from failforge.replay import Plan, Session
+from failforge.roster import AgentProfile
+from failforge.runlog import addressed
 from failforge.trajectory import Step
 
 OnCall = Callable[[str, Step], None]
@@ -33,9 +35,13 @@ class JudgeSession:
         self.model = model
         self.max_tokens = max_tokens
         self.seed = seed
-        self.log = RunLog(trajectory_id=session_id, expected=addressed(recorded, session_id), replay_until=len(recorded), record_phase="recorded")
-        self.boundary = ModelBoundary(self.log, upstream=upstream, source="model")
-        self.client = boundary_client(self.boundary, agent="judge")
+        # Resume: the recorded calls are served (hash-checked), then live; with no upstream a call past
+        # the recording is RecordingExhausted, never a silent live call.
+        self.session = Session(Plan.resume(len(recorded)), run_id=session_id, expected=addressed(recorded, session_id), upstream=upstream,
+                               roster=[AgentProfile(name="judge")])
+        self.log = self.session.log
+        self.boundary = self.session.models
+        self.client = self.session.client("judge")
         self.on_call = on_call
         self.replies: list[str] = []
         self.prompt_tokens = 0

@@ -79,7 +79,7 @@ def decisiveness(seed: Trajectory, t: int, injected: dict[str, Any], models: Mod
         wins = 0
         for i in range(cfg.k):
             agent = models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
-            run = branch(seed, t, response=response, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-{arm}-{i}")
+            run = branch(seed, t, response=response, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-{arm}-{i}", deadline=deadline)
             wins += bool(run.trajectory.outcome and run.trajectory.outcome.success)
         rates[f"{arm}_success_rate"] = wins / cfg.k
     return rates
@@ -132,7 +132,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     try:
         result = branch(
             seed, spec.step, note=guide.note, agent=models.agent(deadline=deadline), agent_model=models.agent_spec,
-            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}", pin_tool=guide.pin_tool if config.pin_tool else None,
+            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}", pin_tool=guide.pin_tool if config.pin_tool else None, deadline=deadline,
         )
     except DriftError as exc:
         return failed("replay", exc.of_seed(seed.id), guide.note)

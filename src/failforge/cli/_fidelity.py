@@ -43,7 +43,7 @@ def replay(
     report: Annotated[Optional[Path], typer.Option(help="write the per-seed report as JSON")] = None,
 ) -> None:
     """Replay seeds with no live model and report fidelity per seed (exit 1 unless every seed replays identically)."""
-    from failforge.fidelity import replay as replay_seed
+    from failforge.replay import replay as replay_seed
 
     good, bad = load_seed_files([seeds])
     rows = []

@@ -1,9 +1,10 @@
-"""``failforge proxy``: serve the record/replay/branch proxy on loopback until interrupted."""
+"""``failforge proxy``: serve the run API and model routes on loopback until interrupted."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -18,14 +19,15 @@ def proxy(
     api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="environment variable holding the upstream's key (never stored)")] = "OPENAI_API_KEY",
     model: Annotated[Optional[str], typer.Option("--model", help="model name sent upstream (default: the request's)")] = None,
     seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed file(s) that replay and branch runs name by seed_id")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="append every finished run's trajectory to this JSONL file")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="append each finished run here the moment it finishes (failed runs: OUTPUT.failed.jsonl)")] = None,
     max_body_mb: Annotated[float, typer.Option("--max-body-mb", help="largest request body accepted")] = 8.0,
 ) -> None:
     """An OpenAI-compatible proxy on loopback: record, replay and branch runs of any framework in any process."""
     from failforge.errors import ConfigError
     from failforge.llm import HttpUpstream
-    from failforge.proxy import Proxy, ProxyServer
-    from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
+    from failforge.proxy import Proxy, ProxyServer, failed_path
+    from failforge.secrets import Redactor
+    from failforge.trajectory import Trajectory, load_jsonl
 
     loaded: list[Trajectory] = []
     for path in seeds or ():
@@ -33,16 +35,28 @@ def proxy(
         if bad:
             raise ConfigError(str(bad[0]))
         loaded.extend(good)
+    if output is not None and output.is_dir():
+        raise ConfigError(f"--output {output} is a directory; give a JSONL file path")
     live = HttpUpstream(upstream, api_key_env=api_key_env, model=model) if upstream else None
-    the_proxy = Proxy(upstream=live, seeds=loaded, max_body=int(max_body_mb * 1024 * 1024))
+    redactor = Redactor.for_run([api_key_env], [upstream] if upstream else [])
+    the_proxy = Proxy(upstream=live, seeds=loaded, max_body=int(max_body_mb * 1024 * 1024), output=output, redactor=redactor)
+    for problem in the_proxy.store.problems:
+        out.print(f"[yellow]skipped a malformed earlier run[/] {problem}")
     server = ProxyServer(the_proxy, host=host, port=port)
-    out.print(f"failforge proxy on {server.base_url} ({len(loaded)} seeds; upstream: {live.name if live else 'none (replay only)'}); Ctrl-C stops it")
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: the server closes; finished runs are already on disk
     try:
-        server.serve_forever()
+        with server:
+            where = f"; finished runs go to {output} (failed: {failed_path(output)})" if output is not None else "; finished runs are kept in memory only (no --output)"
+            known = len(the_proxy.store.trajectories)
+            out.print(f"failforge proxy on {server.base_url} ({len(loaded)} seeds, {known} earlier runs; upstream: {live.name if live else 'none (replay only)'}){where}; Ctrl-C stops it")
+            the_proxy.gateway.wait()
     except KeyboardInterrupt:
         pass
     finally:
-        server.__exit__(None, None, None)
-        if output is not None and the_proxy.finished:
-            append_jsonl(output, [Trajectory.model_validate(r["trajectory"]) for r in the_proxy.finished])
-            out.print(f"{len(the_proxy.finished)} finished runs appended to {output}")
+        if live is not None:
+            live.close()
+    out.print(f"{len(the_proxy.finished)} runs finished")
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

@@ -11,6 +11,7 @@ benchmark's evaluator judged successful. Both take ``--harness``: a multi-agent 
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -40,15 +41,53 @@ def select_tasks(all_tasks: list[str], wanted: list[str] | None) -> list[str]:
     return chosen
 
 
+def external_harness(kwargs: dict[str, Any], *, team_oracle: bool = False) -> Any:
+    """The external harness the options describe (``--harness external --agent-cmd ...``), or None.
+
+    ``team_oracle``: the seeds are the environment's oracle, which plays a single agent only."""
+    name = kwargs.get("harness")
+    command = kwargs.get("agent_cmd")
+    if name is None or harnesses.canonical(name) != "external":
+        if command is not None:
+            raise ConfigError("--agent-cmd goes with --harness external")
+        return None
+    if not command:
+        raise ConfigError("--harness external needs the agent's command: --agent-cmd 'python my_team.py'")
+    from failforge.harnesses.external import ExternalAgent
+    from failforge.roster import AgentProfile
+
+    roster: list[AgentProfile] = []
+    if kwargs.get("roster") is not None:
+        path: Path = kwargs["roster"]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            roster = [AgentProfile.model_validate(entry) for entry in data]
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigError(f"--roster {path}: expected a JSON list of agents ({{name, role, tools, reports_to, handoffs}}): {str(exc).splitlines()[0]}") from None
+    if team_oracle and len(roster) > 1:
+        raise ConfigError("the environment's oracle plays one agent; record a team's seeds with `failforge record ... --harness external --base-url <team policy>`")
+    return ExternalAgent.for_command(command, framework=kwargs.get("framework"), roster=roster)
+
+
+def _external_parameters() -> list[inspect.Parameter]:
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return [
+        inspect.Parameter("agent_cmd", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="--harness external: the agent's command, run once per episode (shell-quoted)")]),
+        inspect.Parameter("framework", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="--harness external: the framework's distribution name, or NAME==VERSION (recorded in the seeds)")]),
+        inspect.Parameter("roster", kw, default=None, annotation=Annotated[Optional[Path], typer.Option(help="--harness external: a JSON file listing the agents (name, role, tools, reports_to, handoffs)")]),
+    ]
+
+
 def _seeds_command(info: PluginInfo[Any]) -> Any:
     env = info.name
     options_model = info.obj.Options
 
     def command(**kwargs: Any) -> None:
-        from failforge.seeds import environment_options, oracle_seeds
+        from failforge.seeds import environment_options, oracle_seed
 
         options = environment_options(env, given_options(options_model, kwargs))
         harness = kwargs.get("harness")
+        external = external_harness(kwargs, team_oracle=True)
         if harness is not None:
             harness = harnesses.canonical(harness)
             if env not in harnesses.info(harness).meta.get("environments", (env,)):
@@ -59,13 +98,14 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
         suffix = f"_{harness}" if harness else ""
         output: Path = kwargs.get("output") or Path(f"{env}{suffix}_oracle_seeds.jsonl")
         label = f"{env} oracle seeds" + (f" ({harness})" if harness else "")
-        _write_seeds(output, label, tasks, lambda task: next(oracle_seeds(env, options, [task], model=kwargs["model"], harness=harness)))
+        _write_seeds(output, label, tasks, lambda task: oracle_seed(env, task, options, model=kwargs["model"], harness=external or harness))
 
     params = [
         inspect.Parameter("harness", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option(help="record through this harness (e.g. orchestrator-workers, plan-execute-verify; default: the environment's)")]),
         inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")]),
         inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s) (default: every task)")]),
         inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default="smollm2-135m-instruct", annotation=Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")]),
+        *_external_parameters(),
         *option_parameters(options_model),
     ]
     command.__doc__ = f"Oracle seeds of {env}: {info.description}. The environment's oracle plays the model (no model needed)."
@@ -117,6 +157,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
         harness_name = kwargs["harness"]
         if harness_name is not None and harnesses.canonical(harness_name) not in usable:
             raise ConfigError(f"--harness {harness_name!r} does not run in {env}; usable here: {', '.join(usable)}")
+        external = external_harness(kwargs)
         output: Path = kwargs["output"]
         kept = failed = 0
         with open_models(_endpoint(kwargs["base_url"], kwargs["model"], kwargs["api_key_env"]), None) as resolved:
@@ -124,7 +165,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
             for task_id in tasks:
                 try:
                     spec = env_spec(env, task_id, options)
-                    harness = harness_for(harness_name, spec)
+                    harness = external or harness_for(harness_name, spec)
                     traj = record(env_spec=spec, harness=harness, model=models.agent_spec, upstream=models.agent())
                 except FailforgeError as exc:
                     console.print(f"[red]{task_id}: {exc}[/]")
@@ -152,6 +193,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
         inspect.Parameter("api_key_env", kw, default="OPENAI_API_KEY", annotation=Annotated[Optional[str], typer.Option(help="environment variable holding the API key")]),
         inspect.Parameter("harness", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help=f"harness: {', '.join(usable + aliases)} (default: the environment's)")]),
         inspect.Parameter("keep_failures", kw, default=False, annotation=Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")]),
+        *_external_parameters(),
         *option_parameters(options_model),
     ]
     command.__doc__ = f"Record model seeds in {env}: {info.description}."

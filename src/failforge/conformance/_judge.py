@@ -14,8 +14,10 @@ import re
 from typing import Any
 
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
-from failforge.llm import AgentIdentity, ModelBoundary, Responder, agent_step_from_response
-from failforge.runlog import RunLog, addressed
+from failforge.llm import AgentIdentity, Responder, agent_step_from_response
+from failforge.replay import Plan, Session
+from failforge.roster import AgentProfile
+from failforge.runlog import addressed
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import ModelCallRef, Step, Trajectory
 
@@ -90,11 +92,14 @@ def _record(request: dict[str, Any], step: Step) -> JudgeRecord:
     return JudgeRecord(model=str(request.get("model", "")), exhibited=exhibited, rationale=rationale, raw=raw[:2000], call=step.model_call.model_dump(mode="json"))
 
 
+JUDGE = AgentIdentity("judge", None, "explicit")
+
+
 def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
-    """Ask the judge live, through the model boundary, and keep the recorded call."""
-    log = RunLog(trajectory_id=f"judge:{record_id}", record_phase="live")
-    ModelBoundary(log, upstream=responder).complete(request, AgentIdentity("judge", None, "explicit"))
-    return _record(request, log.steps[0])
+    """Ask the judge live, through a recording session, and keep the recorded call."""
+    session = Session(Plan.record(), run_id=f"judge:{record_id}", upstream=responder, roster=[AgentProfile(name="judge")])
+    session.models.complete(request, JUDGE)
+    return _record(request, session.steps[0])
 
 
 def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> JudgeRecord:
@@ -102,10 +107,10 @@ def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> 
     hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(record.call)
     recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
-    log = RunLog(trajectory_id="judge:replay", expected=recorded, replay_until=1)
+    session = Session(Plan.replay(1), run_id="judge:replay", expected=recorded, roster=[AgentProfile(name="judge")])
     body = call.request if request is None else request
-    ModelBoundary(log, upstream=None).complete(body, AgentIdentity("judge", None, "explicit"))
-    return _record(body, log.steps[0])
+    session.models.complete(body, JUDGE)
+    return _record(body, session.steps[0])
 
 
 def judged_verdict(record: JudgeRecord, mode: str) -> ConformanceVerdict:

@@ -3,7 +3,14 @@
 A stateful tool always runs live (record, replay and branch alike); what replay adds is the check:
 after the call, the observation and the environment's state fingerprint must equal the seed's at the
 same step, else the environment's drift error is raised with a readable diff. Environments supply
-only "run this call" and "fingerprint yourself"; the comparison lives here once.
+only "run this call" and "fingerprint yourself"; the comparison lives here once, and so does the
+keeping of the run's first failure (on the run log, shared with the model boundary).
+
+:class:`ToolBoundary` is what a harness is handed as its toolbox: the environment's own toolbox, every
+call observed, plus :meth:`ToolBoundary.refuse` (a call whose arguments do not fit the tool's schema is
+the agent's action: recorded, with the schema error as its observation, and never run) and the run's
+deadline. Tools served over MCP and tools an outside process reports (the proxy) go through the same
+:func:`observe_tool_call`.
 """
 
 from __future__ import annotations
@@ -15,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from failforge.canonical import readable_diff
-from failforge.errors import EnvironmentDrift
+from failforge.canonical import canonical_hash, readable_diff
+from failforge.errors import EnvironmentDrift, FailforgeError
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task
 
@@ -141,6 +148,12 @@ def parse_tool_arguments(arguments: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
+def fingerprint_of(state: dict[str, Any]) -> Fingerprint:
+    """A state given as parts (JSON values): one hash per part, and the digest of the parts."""
+    parts = {key: canonical_hash(value) for key, value in sorted(state.items())}
+    return Fingerprint(digest=canonical_hash(parts), parts=parts)
+
+
 def observe_tool_call(
     log: RunLog,
     *,
@@ -151,7 +164,29 @@ def observe_tool_call(
     fingerprint: Callable[[], Fingerprint],
     drift: type[EnvironmentDrift] = EnvironmentDrift,
 ) -> Step:
-    """Run one stateful tool call live, fingerprint the state, append the step, and assert it in replay."""
+    """Run one stateful tool call live, fingerprint the state, append the step, and assert it in replay.
+
+    A drift is kept as the run's failure before it is raised: a framework that catches the tool's
+    exception and carries on cannot hide it."""
+    try:
+        return _observe(log, name=name, arguments=arguments, call_id=call_id, run=run, fingerprint=fingerprint, drift=drift)
+    except FailforgeError as exc:
+        log.fail(exc)
+        raise
+
+
+def _observe(
+    log: RunLog,
+    *,
+    name: str,
+    arguments: dict[str, Any] | None,
+    call_id: str | None,
+    run: Callable[[], ToolResult],
+    fingerprint: Callable[[], Fingerprint],
+    drift: type[EnvironmentDrift],
+) -> Step:
+    if log.failure is not None:
+        raise log.failure
     index = log.next_index
     result = run()
     fp = fingerprint()
@@ -171,14 +206,13 @@ def observe_tool_call(
     )
     if log.replaying(index):
         assert_tool_step(log, step, drift)
-    log.append(step)
-    return step
+    return log.append(step)
 
 
 def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> None:
     index = step.index
     expected = log.expected_step(index)
-    where: dict[str, Any] = {"trajectory_id": log.trajectory_id, "step": index}
+    where: dict[str, Any] = {"trajectory_id": log.error_id, "step": index}
     if expected is None or expected.kind != "tool":
         what = "nothing" if expected is None else f"a {expected.kind} step"
         raise drift(f"the harness called tool {step.tool_name!r} where the seed has {what}", expected=what, actual=step.tool_name, **where)
@@ -211,3 +245,50 @@ def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> 
             diff="\n".join(f"  part {k}: recorded {(expected.state_parts or {}).get(k)} replayed {(step.state_parts or {}).get(k)}" for k in changed),
             **where,
         )
+
+
+class ToolBoundary:
+    """The tool side of one run, as a harness is handed it: the environment's toolbox with every call
+    observed, the agent's malformed calls recorded as its own actions, the run's first failure kept.
+
+    ``deadline`` (a ``time.monotonic()`` instant, or None) is when the run must be over: a harness
+    that waits on something outside (an agent process) bounds its wait by it.
+    """
+
+    def __init__(self, toolbox: Toolbox, log: RunLog, *, fingerprint: Callable[[], Fingerprint], drift: type[EnvironmentDrift] = EnvironmentDrift,
+                 deadline: float | None = None) -> None:
+        self.inner = toolbox
+        self.log = log
+        self.fingerprint = fingerprint
+        self.drift = drift
+        self.deadline = deadline
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.inner.schemas()
+
+    def call(self, name: str, arguments: str, call_id: str | None) -> str:
+        """One call through the environment's own toolbox (which observes it); a failforge error it meets
+        (a drift, a crashed browser) becomes the run's failure before it is raised."""
+        if self.log.failure is not None:
+            raise self.log.failure
+        try:
+            return self.inner.call(name, arguments, call_id)
+        except FailforgeError as exc:
+            self.log.fail(exc)
+            raise
+
+    def refuse(self, name: str, arguments: dict[str, Any] | None, call_id: str | None, error: str) -> Step:
+        """Record a call that was not run (its arguments do not fit the tool's schema): a tool step whose
+        observation is ``error`` and whose state is the environment's, unchanged, checked in replay."""
+        return observe_tool_call(self.log, name=name, arguments=arguments, call_id=call_id, run=lambda: ToolResult(content="", error=error),
+                                 fingerprint=self.fingerprint, drift=self.drift)
+
+    def last_step(self) -> Step | None:
+        return self.log.steps[-1] if self.log.steps else None
+
+    def __getattr__(self, name: str) -> Any:
+        # What an environment's toolbox offers beyond the protocol (AgentDojo's runtime() for its own
+        # pipeline) stays reachable; those calls go through observe_tool_call too.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

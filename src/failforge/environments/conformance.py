@@ -54,7 +54,7 @@ def check_environment(env: str, task_id: str, options: BaseModel | Mapping[str, 
     """Record the oracle seed of ``task_id`` and put replay in ``env`` through four checks."""
     from failforge.environments import environment
     from failforge.errors import DriftError, FailforgeError
-    from failforge.fidelity import replay
+    from failforge.replay import replay
     from failforge.seeds import env_spec, oracle_seed
 
     plugin = environment(env)

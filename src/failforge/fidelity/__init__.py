@@ -1,7 +1,6 @@
-"""Fidelity: replay seeds through both boundaries with no live model, and audit whole seed sets."""
+"""Fidelity: audit whole seed sets (replayed through :mod:`failforge.replay`) and check a harness against its seeds."""
 
 from failforge.fidelity._audit import AuditReport, EnvironmentAudit, audit
 from failforge.fidelity._harness_check import check_harness
-from failforge.fidelity._replay import ReplayReport, replay
 
-__all__ = ["AuditReport", "EnvironmentAudit", "ReplayReport", "audit", "check_harness", "replay"]
+__all__ = ["AuditReport", "EnvironmentAudit", "audit", "check_harness"]

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from failforge.errors import CacheMiss
-from failforge.fidelity._replay import ReplayReport, replay
+from failforge.replay import ReplayReport, replay
 from failforge.trajectory import Trajectory
 
 

@@ -18,8 +18,7 @@ from typing import Any
 
 from failforge.errors import EnvironmentDrift
 from failforge.harnesses import harness_from_spec, harness_roster
-from failforge.llm import ModelBoundary, boundary_client, surface_boundary_error
-from failforge.roster import single_agent_roster
+from failforge.replay import Plan, Session
 from failforge.runlog import RunLog
 from failforge.trajectory import Step, Trajectory
 
@@ -97,22 +96,21 @@ def check_harness(seed: Trajectory) -> int:
     differently from the recording.
     """
     harness = harness_from_spec(seed.harness)
-    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=len(seed.steps))
-    profiles = harness_roster(harness)  # as run_episode sets it: steps are addressed by the same roster
-    log.set_roster(profiles or single_agent_roster(), open_roster=profiles is None)
-    log.append(seed.steps[0].model_copy(update={"phase": "replayed"}))
-    boundary = ModelBoundary(log, upstream=None, strict=True)
-    client = boundary_client(boundary)
+    session = Session(Plan.replay(len(seed.steps)), run_id=seed.id, expected=seed.steps, seed_id=seed.id, roster=harness_roster(harness))
+    session.log.append(seed.steps[0].model_copy(update={"phase": "replayed"}))
+    client = session.client()
     try:
-        harness.run(client, seed.model.name, seed.steps[0].content or "", _RecordedToolbox(seed, log))
+        harness.run(client, seed.model.name, seed.steps[0].content or "", _RecordedToolbox(seed, session.log))
     except Exception as exc:
-        surfaced = surface_boundary_error(boundary, exc)
-        raise surfaced from exc
+        raised = session.settle(exc)
+        if raised is exc:
+            raise
+        if raised is not None:
+            raise raised from exc
     finally:
         client.close()
-    if boundary.failure is not None:
-        raise boundary.failure
-    return sum(1 for s in log.steps if s.kind == "agent")
+    session.end()
+    return sum(1 for s in session.steps if s.kind == "agent")
 
 
 __all__ = ["check_harness"]

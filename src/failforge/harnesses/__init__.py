@@ -59,7 +59,10 @@ def harness_roster(harness: Harness) -> list[AgentProfile] | None:
     declare = getattr(harness, "roster", None)
     if declare is None:
         return None
-    profiles = list(declare())
+    declared = declare()
+    if declared is None:  # a harness whose config may or may not name its agents (the external harness)
+        return None
+    profiles = list(declared)
     check_roster(profiles)
     return profiles
 

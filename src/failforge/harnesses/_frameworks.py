@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.errors import ConfigError
 from failforge.harnesses._team import Sampling, TeamMember, tool_list
-from failforge.llm import TeamOracle
+from failforge.llm import AgentScript, TeamOracle
 from failforge.roster import USER, AgentProfile, Handoff
 
 #: How a scripted lead phrases a subtask (the scripted worker reads it back).
@@ -128,8 +128,10 @@ Answer = tuple[str | None, list[dict[str, Any]] | None]
 class TeamPolicy:
     """A deterministic team for one task: the lead hands out the ground-truth calls one by one, each to
     the worker that owns the tool, and answers ``final``; a worker makes the call it was told to make
-    and reports what the tool returned. A pure function of each request (framework-specific spelling
-    in the subclasses), so recording, replay and a live continuation all see the same behaviour.
+    and reports what the tool returned. A pure function of (calling agent, request) — framework-specific
+    spelling in the subclasses — so recording, replay and a live continuation all see the same behaviour.
+    Served by a loopback server it is told the agent by route or header (``respond``); as a team oracle
+    the boundary names it.
     """
 
     def __init__(self, config: FrameworkTeamConfig, calls: list[tuple[str, dict[str, Any]]], final: str) -> None:
@@ -143,15 +145,6 @@ class TeamPolicy:
         self.workers = {w.name for w in config.workers}
 
     # --- the framework's spelling (subclasses) ---------------------------------------------------
-
-    def agent_of(self, body: dict[str, Any]) -> str:
-        """Which agent sent ``body``: the lead is offered the workers (or handoffs to them), a worker its own tools."""
-        offered = {str((t.get("function") or {}).get("name", "")) for t in body.get("tools") or []}
-        if any(any(w in name for w in self.workers) for name in offered):
-            return self.config.lead.name
-        overlap = {w.name: len(offered & set(w.tools)) for w in self.config.workers}
-        best = max(overlap, key=lambda name: overlap[name], default=None)
-        return best if best is not None and overlap[best] > 0 else self.config.lead.name
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
         raise NotImplementedError
@@ -172,9 +165,10 @@ class TeamPolicy:
 
     # --- the policy ------------------------------------------------------------------------------
 
-    def __call__(self, body: dict[str, Any]) -> Answer:
+    def respond(self, agent: str, body: dict[str, Any]) -> Answer:
+        """``agent``'s answer to ``body``. The agent is the one the caller names (the client it was
+        handed, its route, the boundary's header to the upstream), never guessed from the request."""
         messages = list(body.get("messages") or [])
-        agent = self.agent_of(body)
         if agent not in self.workers:
             k = self.delegations_done(messages)
             if k < len(self.steps):
@@ -191,17 +185,22 @@ class TeamPolicy:
         cut = result if len(result) <= 1500 else result[:1500] + " [...]"
         return self.answer(agent, messages, f"{instruction.group(1)} returned: {cut}")
 
-    def stop_early(self, body: dict[str, Any]) -> Answer:
+    def stop_early(self, agent: str, body: dict[str, Any]) -> Answer:
         """Premature termination, as this framework spells it: a confident final answer, no more work."""
         messages = list(body.get("messages") or [])
-        agent = self.agent_of(body)
         text = "All done: the task is complete." if agent not in self.workers else "Done; everything is in order."
         return self.answer(agent, messages, text)
 
+    def agents(self) -> list[str]:
+        return [self.config.lead.name, *self.workers]
+
     def oracle(self, name: str) -> TeamOracle:
-        """The policy as a team oracle (oracle seeds through the normal record path)."""
-        agents = [self.config.lead.name, *self.workers]
-        return TeamOracle({a: (lambda ordinal, body, purpose: self(body)) for a in agents}, name=f"{name}.oracle")
+        """The policy as a team oracle (oracle seeds through the normal record path): each agent's calls
+        are answered as that agent, which the model boundary names."""
+        def script(agent: str) -> AgentScript:
+            return lambda ordinal, body, purpose: self.respond(agent, body)
+
+        return TeamOracle({a: script(a) for a in self.agents()}, name=f"{name}.oracle")
 
 
 __all__ = [

@@ -52,19 +52,13 @@ class AutoGenPolicy(TeamPolicy):
     """The scripted team as this group chat spells it: the manager names the worker in its message, the
     selector picks the worker named (else the manager), workers call tools and report in text."""
 
-    def agent_of(self, body: dict[str, Any]) -> str:
-        messages = body.get("messages") or []
-        text = " ".join(str(m.get("content") or "") for m in messages[:1])
-        if "You are in a role play game" in " ".join(str(m.get("content") or "") for m in messages):
-            return SELECTOR
-        if text.startswith("You lead a team"):
-            return self.config.lead.name
-        return super().agent_of(body)
-
-    def __call__(self, body: dict[str, Any]) -> Answer:
-        if self.agent_of(body) == SELECTOR:
+    def respond(self, agent: str, body: dict[str, Any]) -> Answer:
+        if agent == SELECTOR:
             return self.select(body), None
-        return super().__call__(body)
+        return super().respond(agent, body)
+
+    def agents(self) -> list[str]:
+        return [self.config.lead.name, SELECTOR, *self.workers]
 
     def select(self, body: dict[str, Any]) -> str:
         prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
@@ -93,10 +87,6 @@ class AutoGenPolicy(TeamPolicy):
     def tool_result(self, messages: list[dict[str, Any]]) -> str | None:
         last = messages[-1] if messages else {}
         return str(last.get("content") or "") if last.get("role") == "tool" else None
-
-    def oracle(self, name: str) -> TeamOracle:
-        agents = [self.config.lead.name, SELECTOR, *self.workers]
-        return TeamOracle({a: (lambda ordinal, body, purpose: self(body)) for a in agents}, name=f"{name}.oracle")
 
 
 @harnesses.register(NAME, description="AutoGen AgentChat: a SelectorGroupChat of a manager and tool-using workers sharing one model client",

@@ -1,15 +1,12 @@
-"""Branch a seed at step t: replay the prefix, inject ã_t, continue live, evaluate."""
+"""Branch a seed at step t: replay the prefix, change step t, continue live, evaluate."""
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
 
-from failforge import __version__
-from failforge.episode import run_from_seed
 from failforge.injection._injector import GuideResult, StageTwo
 from failforge.llm import Responder
-from failforge.runlog import RunLog
+from failforge.replay import Plan, run_from_seed
 from failforge.trajectory import ComponentSpec, Trajectory
 
 
@@ -30,6 +27,7 @@ def branch(
     agent_model: ComponentSpec,
     branch_id: str,
     pin_tool: str | None = None,
+    deadline: float | None = None,
 ) -> Branch:
     """Replay ``seed`` exactly up to step ``t`` (drift raises), produce step t, continue live with
     ``agent`` to the end of the run.
@@ -42,28 +40,8 @@ def branch(
     if (note is None) == (response is None):
         raise ValueError("branch() needs exactly one of note= (inject) or response= (serve a fixed step t)")
     stage_two = StageTwo(agent=agent, note=note, pin_tool=pin_tool) if note is not None else _Fixed(response)  # type: ignore[arg-type]
-    log = RunLog(trajectory_id=branch_id, expected=seed.steps, replay_until=t, record_phase="live")
-    result = run_from_seed(seed, log=log, upstream=agent, injector=stage_two)
-    trajectory = Trajectory(
-        id=branch_id,
-        task=seed.task,
-        steps=result.steps,
-        outcome=result.outcome,
-        harness=seed.harness,
-        environment=seed.environment,
-        model=agent_model,
-        agents=seed.agents,
-        roster=seed.roster,
-        oracle=False,
-        parent_id=seed.id,
-        branch_step=t,
-        provenance={
-            "failforge_version": __version__,
-            "created_at": _dt.datetime.now(_dt.UTC).isoformat(),
-            "seconds": round(result.seconds, 3),
-            "live_model_calls": result.boundary.live_calls,
-        },
-    )
+    result = run_from_seed(seed, Plan.branch(t), upstream=agent, change=stage_two, run_id=branch_id, deadline=deadline)
+    trajectory = result.session.trajectory(task=seed.task, outcome=result.outcome, harness=seed.harness, environment=seed.environment, model=agent_model)
     return Branch(trajectory=trajectory, stage_two=stage_two, live_calls=result.boundary.live_calls)
 
 
@@ -77,6 +55,9 @@ class _Fixed(StageTwo):
     def __call__(self, body: dict) -> dict:
         self.sent = body
         return self.response
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> _Fixed:
+        return self  # a fixed response is nobody's model call
 
 
 __all__ = ["Branch", "GuideResult", "branch"]

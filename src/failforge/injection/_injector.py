@@ -146,8 +146,16 @@ class StageTwo:
     response: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._steer(self.agent, body)
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> Any:
+        """The injection as the decisive agent's own call: its own model (the upstream's view for that agent) answers."""
+        responder = self.agent.for_agent(agent, purpose) if hasattr(self.agent, "for_agent") else self.agent
+        return lambda body: self._steer(responder, body)
+
+    def _steer(self, responder: Responder, body: dict[str, Any]) -> dict[str, Any]:
         self.sent = steer_request(body, self.note, self.pin_tool)
-        self.response = self.agent(self.sent)
+        self.response = responder(self.sent)
         return self.response
 
 

@@ -1,9 +1,10 @@
 """The model boundary: an httpx transport that sits between any OpenAI-client harness and the model.
 
-Every agent step is one chat-completions call through this transport. Depending on where the run is
-relative to its branch point (see :class:`failforge.runlog.RunLog`) a call is served from the seed
-(after its request hash is checked), answered by the injector, or forwarded live. Running out of
-recorded responses while replaying is an error, never a silent live call.
+Every agent step is one chat-completions call through this transport. The run's plan
+(:class:`failforge.runlog.Plan`, on the run log) says what happens to the call at each index: served
+from the seed (after its request hash is checked), answered by the branch's change, the end of a
+prefix replay (the run stops there), or forwarded live. Running out of recorded responses while
+replaying is an error, never a silent live call. The boundary only routes; it never decides the mode.
 
 One boundary serves every agent of a run. Each call is attributed to an agent (and, when it is not
 that agent's turn proper, a purpose) by :mod:`failforge.llm._identity`; the agent's calls form its
@@ -12,9 +13,13 @@ own recorded responses in its own order, and the global order is checked too: th
 must come from the agent that made the recorded call at step t, else :class:`AgentDrift` names the
 step and both agents.
 
-A failforge error at the boundary (a drift, an exhausted recording, the end of a prefix, a live call
-that failed) is kept in ``failure`` (the first one wins) so the caller can re-raise the typed error,
-and the harness gets :func:`refusal`: an HTTP answer no client retries.
+A failforge error at the boundary (a drift, an exhausted recording, a live call that failed) is kept
+as the run log's ``failure`` (the first one wins, whichever boundary met it) so the runner can re-raise
+the typed error, and the harness gets :func:`refusal`: an HTTP answer no client retries. Every later
+call of a failed run is refused the same way, so nothing more is recorded or spent. The end of a
+prefix replay is not a failure: the log is marked ``stopped`` and the call refused with
+``prefix_complete``. A drift names the recording's id (not the run's), the step, the agent, and the
+recorded requests nearest to the one that matched none.
 
 :meth:`ModelBoundary.answer` is the one entry point every carrier uses (sync and async transports for
 httpx and httpx2 in :mod:`failforge.llm._transports`, the stand-alone proxy): a ``stream=True``
@@ -25,10 +30,11 @@ and a request to any API but chat completions (the Responses API) is refused wit
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,11 +115,20 @@ class ModelBoundary(httpx.BaseTransport):
         self.strict = strict
         self.source = source
         self.resolver = resolver
-        self.failure: FailforgeError | None = None
         self.divergences: list[PromptDrift] = []
         self.live_calls = 0
         self.calls_by_agent: Counter[str] = Counter()
         self._lock = threading.RLock()
+
+    @property
+    def failure(self) -> FailforgeError | None:
+        """The run's first failure (kept on the run log, shared with the tool boundary)."""
+        return self.log.failure
+
+    @property
+    def calls(self) -> int:
+        """Model calls answered so far (replayed, changed or live)."""
+        return sum(self.calls_by_agent.values())
 
     # --- transport ------------------------------------------------------------------------------
 
@@ -125,9 +140,14 @@ class ModelBoundary(httpx.BaseTransport):
         reply = self.answer(request, request.read(), explicit=explicit)
         return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
 
-    def answer(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None) -> Reply:
+    def answer(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True) -> Reply:
         """The reply to one request, independent of the HTTP stack that carried it (httpx, httpx2, the
-        proxy's server): every transport, sync or async, and the proxy answer through here."""
+        run gateway): every transport, sync or async, and every served route answer through here.
+
+        ``bad_requests_fail_run``: whether a request the run cannot place (another API, a body that is
+        not JSON, an agent outside a closed roster) fails the run. In process it does (the harness is
+        wrong); over HTTP (the gateway, the proxy) it is refused alone and nothing is kept of it.
+        """
         _, path = route_of(request.url.path)
         try:
             if not path.rstrip("/").endswith("/chat/completions"):
@@ -139,11 +159,26 @@ class ModelBoundary(httpx.BaseTransport):
                 raise ConfigError(f"the model request to {request.url.path} is not JSON: {exc}") from None
             if not isinstance(body, dict):
                 raise ConfigError(f"the model request to {request.url.path} is not a JSON object")
-            response = self.complete(body, identity)
-        except FailforgeError as exc:
-            if self.failure is None:
-                self.failure = exc
+        except ConfigError as exc:
+            if bad_requests_fail_run:
+                self.log.fail(exc)
             return refusal_reply(exc)
+        try:
+            with self._lock:
+                if self.log.failure is not None:
+                    return refusal_reply(self.log.failure)
+                if self.log.stopped or self.log.plan.action(self.log.next_index) == "stop":
+                    self._admit(identity)
+                    self._check_agent(self.log.next_index, identity, self.calls_by_agent[identity.agent], at_branch=True)
+                    self.log.stopped = True
+                    return stop_reply(self.log)
+                response = self.complete(body, identity)
+        except ConfigError as exc:
+            if bad_requests_fail_run:
+                self.log.fail(exc)
+            return refusal_reply(exc)
+        except FailforgeError as exc:
+            return refusal_reply(self.log.fail(exc))
         if wants_stream(body):
             return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
         return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
@@ -166,7 +201,7 @@ class ModelBoundary(httpx.BaseTransport):
     # --- one call -------------------------------------------------------------------------------
 
     def complete(self, body: dict[str, Any], identity: AgentIdentity | None = None) -> dict[str, Any]:
-        """One model call, under the boundary's lock: async transports and the proxy call from worker
+        """One model call, under the boundary's lock: async transports and served routes call from worker
         threads, and a step's index, the agent's ordinal and the log append must stay one unit."""
         with self._lock:
             return self._complete(body, identity)
@@ -181,21 +216,25 @@ class ModelBoundary(httpx.BaseTransport):
         source = self.source
         body_hash = request_hash(body)
         response_hash: str | None = None
-        if log.replaying(index):
+        action = log.plan.action(index)
+        if action == "replay":
             response, source, response_hash = self._serve_recorded(index, body, body_hash, identity, ordinal)
             phase = "replayed"
-        elif index == log.replay_until and index > 0 and self.injector is not None:
+        elif action == "change" and self.injector is not None:
             self._check_agent(index, identity, ordinal, at_branch=True)
-            response = self.injector(body)
+            # the change answers as the calling agent (a stage-2 injection asks that agent's own model)
+            change = self.injector.for_agent(agent, identity.purpose) if hasattr(self.injector, "for_agent") else self.injector
+            response = change(body)
             phase = "injected"
             self.live_calls += 1
-        elif self.upstream is None:
+        elif action in ("exhausted", "stop") or self.upstream is None:
             raise RecordingExhausted(
                 f"agent {agent!r} asked the model for another response but the recording has none and no live model is allowed",
-                trajectory_id=log.trajectory_id,
+                trajectory_id=log.seed_id or log.trajectory_id,
                 step=index,
                 expected=f"{len(log.expected)} recorded steps",
                 actual=f"model call #{ordinal} of {agent!r}",
+                agent=agent,
             )
         else:
             responder = self.upstream.for_agent(agent, identity.purpose) if hasattr(self.upstream, "for_agent") else self.upstream
@@ -226,13 +265,14 @@ class ModelBoundary(httpx.BaseTransport):
             what = "nothing" if expected is None else f"a {expected.kind} step"
             raise PromptDrift(
                 f"agent {identity.agent!r} called the model where the seed has {what}",
-                trajectory_id=log.trajectory_id,
+                trajectory_id=log.error_id,
                 step=index,
                 expected=what,
                 actual=f"model call from {identity.agent!r}",
+                agent=identity.agent,
             )
         recorded = expected.model_call
-        where: dict[str, Any] = {"trajectory_id": log.trajectory_id, "step": index}
+        where: dict[str, Any] = {"trajectory_id": log.error_id, "step": index, "agent": identity.agent}
         if identity.agent != expected.agent or identity.agent != recorded.stream:
             later = self._next_recorded(identity.agent, index)
             hint = f"; {identity.agent!r}'s next recorded call is step {later}" if later is not None else f"; {identity.agent!r} has no later recorded call"
@@ -275,20 +315,23 @@ class ModelBoundary(httpx.BaseTransport):
         if recorded.response_hash is not None and served_hash != recorded.response_hash:
             raise SeedIntegrityError(
                 f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash differs): the record was edited after it was made",
-                trajectory_id=self.log.trajectory_id,
+                trajectory_id=self.log.error_id,
                 step=index,
                 expected=recorded.response_hash,
                 actual=served_hash,
+                agent=identity.agent,
             )
         want = request_hash(recorded.request)
         if want != got:
             err = PromptDrift(
                 f"the model request of agent {identity.agent!r} differs from the recorded one",
-                trajectory_id=self.log.trajectory_id,
+                trajectory_id=self.log.error_id,
                 step=index,
                 expected=want,
                 actual=got,
                 diff=readable_diff(canonical_request(recorded.request), canonical_request(body)),
+                agent=identity.agent,
+                nearest=nearest_requests(self.log.expected, body),
             )
             if self.strict:
                 raise err
@@ -321,15 +364,45 @@ def refusal_reply(exc: FailforgeError, status: int = 400, *, note: str = "") -> 
 
 
 def explained(exc: FailforgeError, limit: int = 4000) -> str:
-    """The error's message plus what was expected and what came (a drift's diff against the recorded
-    request is the nearest recorded request), so a client that only sees the HTTP answer can act on it."""
+    """The error's message (a drift's already carries its diff and the nearest recorded requests) plus
+    what was expected and what came, so a client that only sees the HTTP answer can act on it."""
     text = str(exc)
     expected, actual, diff = getattr(exc, "expected", None), getattr(exc, "actual", None), getattr(exc, "diff", "")
     if expected is not None or actual is not None:
-        text += f" (expected: {expected}; got: {actual})"
-    if diff:
+        head, sep, rest = text.partition("\n")
+        text = f"{head} (expected: {_short(expected)}; got: {_short(actual)}){sep}{rest}"
+    if diff and diff not in text:
         text += f"\n{diff}"
     return text[:limit]
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def stop_reply(log: RunLog) -> Reply:
+    """The answer to the model call that ends a prefix replay: not a failure, and never retried."""
+    message = f"failforge: the replay of {log.seed_id or log.trajectory_id} ends before step {log.plan.until}; this run is complete and takes no more calls"
+    payload = {"error": {"message": message, "type": "failforge_boundary", "code": "prefix_complete", "param": None}}
+    return Reply(400, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
+
+
+def nearest_requests(expected: Sequence[Step], body: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
+    """The recorded requests closest to ``body``, for a request that matched none: ``[{"step", "agent",
+    "similarity"}]``, most similar first. Similarity is the share of the canonical request's lines
+    (one JSON value per line) two requests have in common, so one changed value costs one line."""
+    lines = _lines(body)
+    scored = []
+    for step in expected:
+        if step.kind == "agent" and step.model_call is not None:
+            ratio = difflib.SequenceMatcher(None, lines, _lines(step.model_call.request), autojunk=False).ratio()
+            scored.append((-round(ratio, 4), step.index, step.agent))
+    return [{"step": i, "agent": agent, "similarity": -score} for score, i, agent in sorted(scored)[:limit]]
+
+
+def _lines(body: dict[str, Any]) -> list[str]:
+    return json.dumps(canonical_request(body), sort_keys=True, indent=0, ensure_ascii=False).splitlines()
 
 
 def unsupported_message(path: str) -> str:

@@ -65,7 +65,13 @@ class HttpUpstream:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
-    def __call__(self, body: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+    def for_agent(self, agent: str, purpose: str | None = None) -> _AgentUpstream:
+        """This endpoint, with the calling agent (and purpose) named by the ``X-Failforge-Agent`` /
+        ``X-Failforge-Purpose`` headers: a loopback team policy answers as that agent, and any other
+        server ignores two unknown headers. The boundary knows who calls; the upstream never guesses."""
+        return _AgentUpstream(self, agent, purpose)
+
+    def __call__(self, body: dict[str, Any], *, deadline: float | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
         """POST the request; retry 429/5xx/timeouts/dropped connections with jittered backoff.
 
         ``deadline`` (a ``time.monotonic()`` instant) caps every request's timeout and stops retrying
@@ -87,7 +93,7 @@ class HttpUpstream:
                 raise AttemptDeadlineExceeded(f"the attempt's deadline passed before a call to {url} could complete")
             timeout = self.timeout if left is None else max(0.05, min(self.timeout, left))
             try:
-                response = self._client.post(url, json=payload, timeout=timeout)
+                response = self._client.post(url, json=payload, timeout=timeout, headers=headers)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
             if response.status_code in RETRY_STATUS:
@@ -125,6 +131,19 @@ class HttpUpstream:
 
     def close(self) -> None:
         self._client.close()
+
+
+class _AgentUpstream:
+    """One agent's view of an :class:`HttpUpstream` (see :meth:`HttpUpstream.for_agent`)."""
+
+    def __init__(self, inner: HttpUpstream, agent: str, purpose: str | None, deadline: float | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.deadline = deadline
+        self.headers = {"X-Failforge-Agent": agent, **({"X-Failforge-Purpose": purpose} if purpose else {})}
+
+    def __call__(self, body: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        return self.inner(body, deadline=self.deadline if deadline is None else deadline, headers=self.headers)
 
 
 def _compatible(body: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +291,19 @@ class BoundedResponder:
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._send(body, None)
+
+    def for_agent(self, agent: str, purpose: str | None = None) -> Responder:
+        """This attempt's view for one calling agent (named to the endpoint by header, see :meth:`HttpUpstream.for_agent`)."""
+        headers = {"X-Failforge-Agent": agent, **({"X-Failforge-Purpose": purpose} if purpose else {})}
+
+        def respond(body: dict[str, Any]) -> dict[str, Any]:
+            return self._send(body, headers)
+
+        respond.name = self.name  # type: ignore[attr-defined]
+        return respond  # type: ignore[return-value]
+
+    def _send(self, body: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
         if self.temperature is not None or self.seed is not None:
             body = dict(body)
             if self.temperature is not None:
@@ -279,4 +311,4 @@ class BoundedResponder:
             if self.seed is not None:
                 body["seed"] = self.seed
         self.calls += 1
-        return self.inner(body, deadline=self.deadline)
+        return self.inner(body, deadline=self.deadline, headers=headers)

@@ -1,91 +1,31 @@
-"""One run behind the proxy: a run log, a model boundary and the tool steps an outside process reports.
+"""One run behind the proxy's run API: a session whose tools run in the framework's own process.
 
-A proxy run is the out-of-process twin of :func:`failforge.episode.run_episode`: the agent loop runs in
-another process (any framework, any language) and talks to the model only through the proxy, so
-the proxy's :class:`~failforge.llm.ModelBoundary` records, replays or branches every model call
-exactly as the in-process boundary does. The environment is in the other process too, so it
-reports each tool call, its observation and a description of the state after it; the proxy
-fingerprints that state and, in replay, checks the step against the seed like any tool boundary.
+A proxy run is a :class:`failforge.replay.Session` like any other (the same plan, run log, model
+boundary and trajectory assembly as an in-process episode); what differs is only where its tools run:
+in the outside process, which reports each call, its observation and a description of the state after
+it (``POST /runs/{id}/tools``). The report goes through the same tool boundary function as an
+environment's own call (:func:`failforge.environments._base.observe_tool_call`): the reported state is
+fingerprinted per part and, in replay, the step is checked against the seed's.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import difflib
-import json
 import threading
 import uuid
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from failforge import __version__
-from failforge.canonical import canonical_hash
-from failforge.environments._base import assert_tool_step
-from failforge.errors import ConfigError, EnvironmentDrift, FailforgeError, PromptDrift
-from failforge.llm import ModelBoundary, Reply, Responder, canonical_request, chat_response
-from failforge.llm._boundary import refusal_reply
-from failforge.llm._identity import AgentIdentity, RequestLike, valid_name
+from failforge.environments._base import ToolResult, fingerprint_of, observe_tool_call
+from failforge.errors import ConfigError, DriftError, EnvironmentDrift, FailforgeError
+from failforge.gateway import ServedRun
+from failforge.llm import Responder, chat_response
+from failforge.llm._identity import valid_name
+from failforge.proxy._models import Failure, FinishRequest, Injection, RunRequest, RunResult, RunStatus, ToolReport
+from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
-from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
+from failforge.trajectory import ComponentSpec, Step, Task, Trajectory
 
-Mode = Literal["record", "replay", "branch"]
-
-
-class InjectedCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class Injection(BaseModel):
-    """The response served at the branch step instead of the recorded one (the mistake)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    content: str | None = None
-    tool_calls: list[InjectedCall] = Field(default_factory=list)
-
-
-class RunRequest(BaseModel):
-    """The body of ``POST /runs``: what run to open and in which mode."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    mode: Mode = "record"
-    run_id: str | None = Field(default=None, description="a name for the run (default: a fresh id)")
-    framework: str = Field(default="external", description="recorded in the trajectory's harness spec")
-    model: str = "external-model"
-    task: str | None = Field(default=None, description="the instruction (step 0); in replay it must equal the seed's")
-    benchmark: str = "external"
-    task_id: str = "task"
-    roster: list[AgentProfile] = Field(default_factory=list, description="the agents; empty: an open roster (agents join as they call)")
-    seed_id: str | None = Field(default=None, description="replay/branch: a seed the proxy was started with")
-    seed: dict[str, Any] | None = Field(default=None, description="replay/branch: the seed itself")
-    branch_at: int | None = Field(default=None, ge=1, description="branch: the step served by the injection (or live)")
-    injection: Injection | None = None
-
-
-class ToolReport(BaseModel):
-    """The body of ``POST /runs/{id}/tools``: one tool call the outside process ran, and what it saw."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] | None = None
-    tool_call_id: str | None = None
-    observation: str
-    error: str | None = None
-    state: dict[str, Any] = Field(default_factory=dict, description="the environment's state after the call, by part; fingerprinted here")
-
-
-class FinishRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    final_output: str | None = None
-    outcome: Outcome | None = None
+#: The harness name of a run recorded through the run API (its tools ran in the framework's process).
+PROXY_HARNESS = "proxy"
 
 
 def fresh_call_id() -> str:
@@ -95,163 +35,124 @@ def fresh_call_id() -> str:
 
 def injector_for(injection: Injection) -> Any:
     def inject(body: dict[str, Any]) -> dict[str, Any]:
+        import json
+
         calls = [{"id": fresh_call_id(), "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in injection.tool_calls]
         return chat_response(str(body.get("model", "injected")), injection.content, calls or None, response_id=f"chatcmpl-{uuid.uuid4().hex[:12]}", created=0)
 
     return inject
 
 
+def failure_of(exc: FailforgeError | None) -> Failure | None:
+    if exc is None:
+        return None
+    if isinstance(exc, DriftError):
+        return Failure(type=type(exc).__name__, message=str(exc), step=exc.step, agent=exc.agent, trajectory_id=exc.trajectory_id, nearest=exc.nearest)
+    return Failure(type=type(exc).__name__, message=str(exc))
+
+
+def plan_for(request: RunRequest, seed: Trajectory | None) -> Plan:
+    if request.mode == "record":
+        return Plan.record()
+    assert seed is not None
+    if request.mode == "replay":
+        return Plan.replay(len(seed.steps))
+    t = int(request.branch_at or 0)
+    if t >= len(seed.steps):
+        raise ConfigError(f"branch_at {t} is past the end of seed {seed.id!r} ({len(seed.steps)} steps)")
+    if seed.steps[t].kind != "agent":
+        raise ConfigError(f"branch_at {t}: step {t} of seed {seed.id!r} is a {seed.steps[t].kind} step, not a model call")
+    return Plan.branch(t, changed=request.injection is not None)
+
+
 class ProxyRun:
-    """A run the proxy serves; every method is safe to call from the server's request threads."""
+    """A run the proxy serves; every method is safe to call from the server's worker threads."""
 
     def __init__(self, request: RunRequest, *, seed: Trajectory | None, upstream: Responder | None) -> None:
         self.request = request
-        self.mode: Mode = request.mode
-        self.id = valid_name(request.run_id) if request.run_id else f"run-{uuid.uuid4().hex[:12]}"
         self.seed = seed
-        self._lock = threading.Lock()
-        self.finished = False
-        if self.mode != "record" and seed is None:
-            raise ConfigError(f"a {self.mode} run needs a seed (seed_id of a seed the proxy was started with, or the seed itself)")
-        if self.mode == "branch" and request.branch_at is None:
+        self.id = valid_name(request.run_id) if request.run_id else f"run-{uuid.uuid4().hex[:12]}"
+        if request.mode != "record" and seed is None:
+            raise ConfigError(f"a {request.mode} run needs a seed (seed_id of a seed the proxy was started with or a run it finished, or the seed itself)")
+        if request.mode == "branch" and request.branch_at is None:
             raise ConfigError("a branch run needs branch_at: the step where the recording stops being served")
-        if self.mode != "record" and upstream is None and self.mode == "branch" and request.injection is None:
+        if request.mode == "branch" and request.injection is None and upstream is None:
             raise ConfigError("a branch run without an injection continues live, and this proxy has no upstream (--upstream)")
+        if request.mode == "record" and request.task is None:
+            raise ConfigError("a record run needs the task: the instruction the agents are given")
+        plan = plan_for(request, seed)
         if seed is not None:
-            until = len(seed.steps) if self.mode == "replay" else int(request.branch_at or 0)
-            if until > len(seed.steps):
-                raise ConfigError(f"branch_at {until} is past the end of seed {seed.id!r} ({len(seed.steps)} steps)")
-            if self.mode == "branch" and seed.steps[until].kind != "agent":
-                raise ConfigError(f"branch_at {until}: step {until} of seed {seed.id!r} is a {seed.steps[until].kind} step, not a model call")
-            self.log = RunLog(trajectory_id=self.id, expected=list(seed.steps), replay_until=until, record_phase="live")
-            self.log.set_roster(list(seed.roster), open_roster=not seed.roster)
             instruction = str(seed.steps[0].content or "")
             if request.task is not None and request.task != instruction:
                 raise ConfigError(f"the task differs from seed {seed.id!r}'s instruction")
+            roster: list[AgentProfile] | None = list(seed.roster) or None
             self.task = seed.task
         else:
-            self.log = RunLog(trajectory_id=self.id)
-            self.log.set_roster(list(request.roster) or [AgentProfile(name="agent")], open_roster=not request.roster)
-            if request.task is None:
-                raise ConfigError("a record run needs the task: the instruction the agents are given")
-            instruction = request.task
+            instruction = str(request.task)
+            roster = list(request.roster) or None
             self.task = Task(benchmark=request.benchmark, task_id=request.task_id, instruction=instruction)
-        self.log.append(Step(index=0, kind="task", agent="user", role="user", content=instruction, phase=self.log.phase_for(0)))
-        injector = injector_for(request.injection) if self.mode == "branch" and request.injection is not None else None
-        self.boundary = ModelBoundary(self.log, upstream=None if self.mode == "replay" else upstream, injector=injector, source="model")
+        change = injector_for(request.injection) if request.mode == "branch" and request.injection is not None else None
+        self.session = Session(plan, run_id=self.id, expected=seed.steps if seed else (), seed_id=seed.id if seed else None,
+                               upstream=upstream, change=change, roster=roster)
+        self.session.begin(instruction)
+        self.served = ServedRun(self.id, self.session.models, None)
+        self.finished = False
+        self._lock = threading.Lock()
 
-    # --- model calls ----------------------------------------------------------------------------
-
-    def answer(self, request: RequestLike, raw: bytes) -> Reply:
-        """A model call. A call the run cannot place (an agent outside the roster, a bad body, another
-        API) is refused without touching the run; a drift or an exhausted recording fails the run."""
-        self._open()
-        before = self.boundary.failure
-        reply = self.boundary.answer(request, raw, explicit=None)
-        failure = self.boundary.failure
-        if before is None and isinstance(failure, ConfigError):
-            self.boundary.failure = None
-        elif before is None and isinstance(failure, PromptDrift):
-            reply = refusal_reply(failure, note=self.nearest(raw))
-        return reply
-
-    def nearest(self, raw: bytes, limit: int = 3) -> str:
-        """The recorded requests closest to a request that matched none (by canonical text), for a miss."""
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return ""
-        text = json.dumps(canonical_request(body), sort_keys=True)
-        scored = []
-        for step in self.log.expected:
-            if step.kind == "agent" and step.model_call is not None:
-                recorded = json.dumps(canonical_request(step.model_call.request), sort_keys=True)
-                scored.append((difflib.SequenceMatcher(None, text, recorded, autojunk=False).quick_ratio(), step.index, step.agent))
-        best = sorted(scored, key=lambda x: (-x[0], x[1]))[:limit]
-        return "nearest recorded requests: " + ", ".join(f"step {i} of {agent!r} ({score:.0%} similar)" for score, i, agent in best) if best else ""
+    @property
+    def mode(self) -> str:
+        return self.request.mode
 
     # --- tool calls -----------------------------------------------------------------------------
 
     def tool(self, report: ToolReport) -> Step:
+        """A tool call the outside process ran: recorded through the tool boundary, checked in replay."""
         with self._lock:
             self._open()
-            if self.boundary.failure is not None:
-                raise self.boundary.failure
-            log = self.log
-            index = log.next_index
-            parts = {k: canonical_hash(v) for k, v in sorted(report.state.items())}
-            step = Step(
-                index=index, kind="tool", agent="environment", role="tool", content=report.observation, tool_call_id=report.tool_call_id,
-                tool_name=report.name, tool_arguments=report.arguments, state_fingerprint=canonical_hash(parts), state_parts=parts,
-                error=report.error, phase=log.phase_for(index),
+            return observe_tool_call(
+                self.session.log, name=report.name, arguments=report.arguments, call_id=report.tool_call_id,
+                run=lambda: ToolResult(content=report.observation, error=report.error), fingerprint=lambda: fingerprint_of(report.state),
+                drift=EnvironmentDrift,
             )
-            if log.replaying(index):
-                try:
-                    assert_tool_step(log, step, EnvironmentDrift)
-                except FailforgeError as exc:
-                    self.boundary.failure = self.boundary.failure or exc
-                    raise
-            return log.append(step)
 
     # --- the end --------------------------------------------------------------------------------
 
-    def finish(self, request: FinishRequest) -> dict[str, Any]:
-        """Close the run: its trajectory, and whether it reproduced the seed (replay) or why it failed."""
+    def finish(self, request: FinishRequest) -> RunResult:
+        """Close the run: its trajectory, whether it reproduced the seed (replay), and its failure."""
         with self._lock:
             self._open()
             self.finished = True
-            failure = self.boundary.failure
-            log = self.log
-            if failure is None and log.next_index < log.replay_until:
-                failure = PromptDrift(
-                    f"the run ended after step {log.next_index - 1}, but the seed goes on to step {log.replay_until - 1}",
-                    trajectory_id=self.id, step=log.next_index, expected=f"{log.replay_until} steps", actual=f"{log.next_index} steps",
-                )
+            session = self.session
+            try:
+                session.end()
+            except FailforgeError:
+                pass  # kept as the session's failure, reported below
             trajectory = self.trajectory(request)
-            identical = None
-            if self.mode == "replay" and self.seed is not None:
-                identical = failure is None and [s.comparable() for s in trajectory.steps] == [s.comparable() for s in self.seed.steps]
-            return {
-                "trajectory": trajectory.model_dump(mode="json"),
-                "failure": None if failure is None else {"type": type(failure).__name__, "message": str(failure)},
-                "identical": identical,
-            }
+            identical = session.identical_to(self.seed) if self.request.mode == "replay" and self.seed is not None else None
+            failure = failure_of(session.failure)
+            return RunResult(run_id=self.id, status="failed" if failure is not None else "finished", trajectory=trajectory.model_dump(mode="json"),
+                             identical=identical, failure=failure)
 
     def trajectory(self, request: FinishRequest) -> Trajectory:
         seed = self.seed
         framework = self.request.framework if seed is None else str(seed.harness.config.get("framework", self.request.framework))
-        return Trajectory(
-            id=self.id,
+        return self.session.trajectory(
             task=self.task,
-            steps=list(self.log.steps),
             outcome=request.outcome,
-            harness=seed.harness if seed is not None else ComponentSpec(name="proxy", config={"framework": framework}),
+            harness=seed.harness if seed is not None else ComponentSpec(name=PROXY_HARNESS, config={"framework": framework}),
             environment=seed.environment if seed is not None else ComponentSpec(name=self.request.benchmark, config={"task_id": self.request.task_id}),
             model=seed.model if seed is not None else ComponentSpec(name=self.request.model, config={"role": "agent"}),
-            agents=self.log.agent_names(),
-            roster=list(self.log.roster),
-            parent_id=seed.id if seed is not None and self.mode == "branch" else None,
-            branch_step=self.request.branch_at if self.mode == "branch" else None,
-            provenance={
-                "failforge_version": __version__,
-                "recorded_at": _dt.datetime.now(_dt.UTC).isoformat(),
-                "via": "failforge proxy",
-                "mode": self.mode,
-                "upstream": getattr(self.boundary.upstream, "name", None),
-            },
+            provenance={"via": "failforge proxy", "mode": self.request.mode, "upstream": getattr(self.session.models.upstream, "name", None)},
         )
 
-    def status(self) -> dict[str, Any]:
-        failure = self.boundary.failure
-        return {
-            "run_id": self.id, "mode": self.mode, "steps": self.log.next_index, "replay_until": self.log.replay_until,
-            "agents": self.log.agent_names(), "finished": self.finished,
-            "failure": None if failure is None else {"type": type(failure).__name__, "message": str(failure)},
-        }
+    def status(self) -> RunStatus:
+        log = self.session.log
+        return RunStatus(run_id=self.id, mode=self.request.mode, steps=log.next_index, replay_until=log.replay_until, agents=log.agent_names(),
+                         failure=failure_of(log.failure))
 
     def _open(self) -> None:
         if self.finished:
             raise ConfigError(f"run {self.id!r} is finished; open a new run (POST /runs)")
 
 
-__all__ = ["AgentIdentity", "FinishRequest", "Injection", "ProxyRun", "RunRequest", "ToolReport", "fresh_call_id"]
+__all__ = ["PROXY_HARNESS", "ProxyRun", "failure_of", "fresh_call_id", "injector_for"]

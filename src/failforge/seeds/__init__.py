@@ -21,21 +21,18 @@ record path, so these seeds carry each agent's recorded requests exactly as mode
 
 from __future__ import annotations
 
-import datetime as _dt
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from failforge import __version__
 from failforge.environments import environment
-from failforge.episode import run_episode
 from failforge.errors import ConfigError
 from failforge.harnesses import Harness, harness_from_spec, harness_spec
 from failforge.llm import Responder
 from failforge.plugins import harnesses
-from failforge.runlog import RunLog
+from failforge.replay import Plan, run_episode
 from failforge.trajectory import ComponentSpec, Trajectory
 
 DEFAULT_AGENT_MODEL = "smollm2-135m-instruct"
@@ -53,33 +50,36 @@ def record(
     upstream: Responder,
     oracle: bool = False,
     trajectory_id: str | None = None,
+    deadline: float | None = None,
 ) -> Trajectory:
     """Run live (or from an oracle) and return the recorded trajectory with its evaluator outcome.
 
     The stored environment spec is the plugin's ``stored_spec`` (e.g. a page cache recorded in this run
-    is replayed from, not fetched again, when the seed is replayed).
+    is replayed from, not fetched again, when the seed is replayed). A fresh id names the harness when
+    it is not the environment's default, so seeds of two harnesses never look alike.
     """
-    tid = trajectory_id or new_id("seed")
-    log = RunLog(trajectory_id=tid)
-    result = run_episode(env_spec=env_spec, harness=harness, model=model.name, log=log, upstream=upstream, source="oracle" if oracle else "model")
-    return Trajectory(
-        id=tid,
+    tid = trajectory_id or new_id(f"seed-{seed_label(harness)}" if not _is_default(harness, env_spec) else "seed")
+    result = run_episode(env_spec=env_spec, harness=harness, model=model.name, plan=Plan.record(), upstream=upstream, run_id=tid,
+                         source="oracle" if oracle else "model", deadline=deadline)
+    return result.session.trajectory(
         task=result.task,
-        steps=result.steps,
         outcome=result.outcome,
         harness=harness_spec(harness),
         environment=environment(env_spec.name).stored_spec(env_spec),
         model=model,
-        agents=[p.name for p in result.roster],
-        roster=result.roster,
         oracle=oracle,
-        provenance={
-            "failforge_version": __version__,
-            "recorded_at": _dt.datetime.now(_dt.UTC).isoformat(),
-            "upstream": getattr(upstream, "name", type(upstream).__name__),
-            "seconds": round(result.seconds, 3),
-        },
+        provenance={"recorded_at": result.session.created_at, "upstream": getattr(upstream, "name", type(upstream).__name__)},
     )
+
+
+def seed_label(harness: Harness) -> str:
+    """How a seed id names its harness: the harness's own ``label`` (an external agent names its framework), else its name."""
+    return str(getattr(harness, "label", None) or harness.name)
+
+
+def _is_default(harness: Harness, spec: ComponentSpec) -> bool:
+    default = environment(spec.name).default_harness(spec)
+    return harnesses.canonical(default.name) == harnesses.canonical(harness.name)
 
 
 def environment_options(env: str, options: BaseModel | Mapping[str, Any] | None = None) -> BaseModel:
@@ -162,10 +162,10 @@ def oracle_seed(
     spec = plugin.spec(task_id, environment_options(env, options))
     chosen = harness if harness is not None and not isinstance(harness, str) else harness_for(harness, spec)
     seed_id = plugin.seed_name(spec)
+    if not _is_default(chosen, spec):  # two harnesses never give the same id
+        seed_id = f"{seed_id.removesuffix('-oracle')}-{seed_label(chosen)}-oracle"
     oracle = scripted_team(chosen, env, spec)
-    if oracle is not None:
-        seed_id = f"{seed_id.removesuffix('-oracle')}-{chosen.name}-oracle"
-    else:
+    if oracle is None:
         oracle = plugin.oracle(spec)
     if oracle is None:
         raise ConfigError(f"environment {env!r} has no oracle to record seeds with; record model seeds with `failforge record`")
@@ -204,4 +204,5 @@ __all__ = [
     "oracle_seeds",
     "record",
     "scripted_team",
+    "seed_label",
 ]

@@ -57,12 +57,17 @@ class LoopbackModelServer:
         faults: FaultPlan | None = None,
         upstream: str | None = None,
         policy: Callable[[dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
+        agent_policy: Callable[[str | None, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
         echo_credentials: bool = False,
     ) -> None:
-        """``echo_credentials``: error bodies quote the request's Authorization header, as some real
-        providers quote a rejected key — the case a secret-scanning test needs."""
+        """``agent_policy``: a team policy, told which agent calls (``/agents/{name}/v1/...`` or the
+        ``X-Failforge-Agent`` header, which failforge's boundary sends upstream), never guessing it
+        from the request. ``echo_credentials``: error bodies quote the request's Authorization header,
+        as some real providers quote a rejected key — the case a secret-scanning test needs."""
         self.latency = latency
         self.policy = policy or canned_answer
+        self.agent_policy = agent_policy
+        self.agents_seen: list[str | None] = []
         self.faults = faults or FaultPlan()
         self.upstream = upstream.rstrip("/") if upstream else None
         self.echo_credentials = echo_credentials
@@ -75,6 +80,9 @@ class LoopbackModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body are written separately: with Nagle on, a keep-alive client's delayed ACK
+            # would hold every answer back ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -101,7 +109,8 @@ class LoopbackModelServer:
                     return
                 if server.latency:
                     time.sleep(server.latency)
-                self._send(200, server._answer(body))
+                route = self.path.split("/agents/", 1)[1].split("/", 1)[0] if "/agents/" in self.path else None
+                self._send(200, server._answer(body, route or self.headers.get("X-Failforge-Agent")))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -128,10 +137,12 @@ class LoopbackModelServer:
             self.counts[fate] += 1
             return fate
 
-    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, body: dict[str, Any], agent: str | None = None) -> dict[str, Any]:
         if self._proxy is not None:
             return self._proxy.post(f"{self.upstream}/chat/completions", json=body).json()
-        content, calls = self.policy(body)
+        with self._lock:
+            self.agents_seen.append(agent)
+        content, calls = self.agent_policy(agent, body) if self.agent_policy is not None else self.policy(body)
         return chat_response(str(body.get("model", "loopback")), content, calls)
 
     @property

@@ -1,9 +1,12 @@
-"""Replay seeds: exact re-execution of a seed (or its prefix) with fidelity assertions and no live model.
+"""Replay a seed (or a prefix of it) with fidelity assertions and no live model.
 
-``replay(seed)`` re-runs the seed's harness in a fresh environment with no live model at all: every
-model call is served from the seed after its request hash is checked, every tool runs live and its
-observation and state fingerprint are checked. Any divergence raises the typed drift error at the
-exact step; in report mode (``raise_on_drift=False``) it is returned instead, for audits.
+``replay(seed)`` re-runs the seed's harness in a fresh environment under ``Plan.replay``: every model
+call is served from the seed after its request hash is checked, every tool runs live and its
+observation and state fingerprint are checked, and the evaluator's verdict must be the recorded one.
+``replay(seed, until=t)`` replays the steps before ``t`` and ends the run at the model call at ``t``
+(the plan's stop: the boundary refuses that call as ``prefix_complete``, no exception steers it).
+Any divergence raises the typed drift error at the exact step; in report mode
+(``raise_on_drift=False``) it is returned instead, for audits.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from failforge.episode import check_outcome, run_from_seed
-from failforge.errors import ConfigError, DriftError, InfrastructureError, PrefixComplete
-from failforge.runlog import RunLog
+from failforge.errors import ConfigError, DriftError, InfrastructureError
+from failforge.replay._episode import check_outcome, run_from_seed
+from failforge.runlog import Plan
 from failforge.trajectory import Outcome, Trajectory
 
 
@@ -56,17 +59,17 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
     end = len(seed.steps) if until is None else until
     if until is not None and (until < 1 or until > len(seed.steps) or (until < len(seed.steps) and seed.steps[until].kind != "agent")):
         raise ConfigError(f"replay of {seed.id}: until={until} must be the index of an agent step (a model call) or the seed's length")
-    log = RunLog(trajectory_id=seed.id, expected=seed.steps, replay_until=end)
     started = time.perf_counter()
     drift: DriftError | None = None
     infra: str | None = None
     outcome: Outcome | None = None
+    replayed = 0
     try:
-        if until is None:
-            outcome = run_from_seed(seed, log=log, upstream=None, strict=strict).outcome
+        result = run_from_seed(seed, Plan.replay(len(seed.steps), until), strict=strict, evaluate=until is None or until == len(seed.steps))
+        replayed = len(result.steps)
+        if not result.stopped:
+            outcome = result.outcome
             check_outcome(seed, outcome)
-        else:
-            _replay_prefix(seed, log, strict)
     except DriftError as exc:
         if raise_on_drift:
             raise
@@ -79,7 +82,7 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
         trajectory_id=seed.id,
         environment=seed.environment.name,
         steps_expected=end,
-        steps_replayed=len(log.steps) if drift is None else (drift.step or 0),
+        steps_replayed=replayed if drift is None else (drift.step or 0),
         drift=drift,
         infrastructure=infra,
         outcome=outcome,
@@ -87,13 +90,4 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
     )
 
 
-def _replay_prefix(seed: Trajectory, log: RunLog, strict: bool) -> None:
-    """Replay steps < log.replay_until; the model call at the branch point ends the run, never goes live."""
-
-    def stop(body: dict[str, Any]) -> dict[str, Any]:
-        raise PrefixComplete(f"prefix of {seed.id} replayed up to step {log.replay_until}")
-
-    try:
-        run_from_seed(seed, log=log, upstream=None, injector=stop, strict=strict, evaluate=False)
-    except PrefixComplete:
-        return
+__all__ = ["ReplayReport", "replay"]

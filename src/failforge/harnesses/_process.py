@@ -1,0 +1,84 @@
+"""An agent command run in a process group of its own, and stopped with everything it started.
+
+The command starts in a new session (its own process group), so stopping it reaches every process it
+spawned: SIGTERM to the group, a short grace, then SIGKILL. :func:`group_alive` reads ``/proc`` to say
+whether any member of the group is still running (a zombie waiting for its reaper is not running).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from failforge.errors import InfrastructureError
+
+#: Seconds between SIGTERM and SIGKILL when a group is stopped.
+GRACE = 2.0
+
+
+def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    """Start ``command`` in a new process group with its output going to files; a missing or
+    unrunnable command is an :class:`InfrastructureError` naming it."""
+    try:
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            return subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+    except FileNotFoundError:
+        raise InfrastructureError(f"agent command not found: {command[0]!r} (from {' '.join(command)!r})") from None
+    except PermissionError:
+        raise InfrastructureError(f"agent command is not executable: {command[0]!r}") from None
+    except OSError as exc:
+        raise InfrastructureError(f"agent command {command[0]!r} could not start: {exc.strerror or exc}") from None
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still running (zombies excluded)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def stop_group(process: subprocess.Popen[bytes], grace: float = GRACE) -> None:
+    """Stop the command and every process of its group; returns once none of them runs."""
+    pgid = process.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while time.monotonic() < end and (process.poll() is None or group_alive(pgid)):
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+    end = time.monotonic() + 5
+    while group_alive(pgid) and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def last_line(path: Path, limit: int = 65536) -> str:
+    """The last non-empty line of a (possibly long) output file, for a one-line error."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+__all__ = ["GRACE", "group_alive", "last_line", "spawn", "stop_group"]
