@@ -131,3 +131,43 @@ def test_an_out_of_process_framework_records_replays_and_branches_through_the_pr
         phases = [s["phase"] for s in out["trajectory"]["steps"]]
         assert phases[t] == "injected" and set(phases[1:t]) == {"replayed"} and "live" in phases[t + 1:]
         assert out["trajectory"]["parent_id"] == seed["id"] and out["trajectory"]["branch_step"] == t
+
+
+def _start_proxy(tmp_path: Path, output: Path, upstream: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([sys.executable, "-m", "failforge", "proxy", "--port", "0", "--upstream", upstream, "--api-key-env", "NO_SUCH_KEY", "-o", str(output)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "failforge proxy on http://" in line, line
+    return process, line.split("failforge proxy on ", 1)[1].split()[0]
+
+
+def test_a_sigkilled_proxy_loses_no_finished_run_and_serves_it_after_a_restart(tmp_path):
+    output = tmp_path / "runs.jsonl"
+    with LoopbackModelServer(agent_policy=_policy().respond) as model:
+        process, base = _start_proxy(tmp_path, output, model.base_url)
+        try:
+            with httpx.Client(base_url=base, timeout=60) as http:
+                run = http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}).json()["run_id"]
+                recorded = _framework(tmp_path, _Proxied(base), run, stream=False)
+                done = http.post(f"/runs/{run}/finish", json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}}).json()
+                assert done["status"] == "finished"
+        finally:
+            process.kill()  # SIGKILL: no shutdown code runs
+            process.wait(timeout=30)
+        process, base = _start_proxy(tmp_path, output, model.base_url)
+        try:
+            with httpx.Client(base_url=base, timeout=60) as http:
+                assert http.get(f"/runs/{run}").json()["trajectory"]["id"] == run
+                replay = http.post("/runs", json={"mode": "replay", "seed_id": run}).json()["run_id"]
+                again = _framework(tmp_path, _Proxied(base), replay, stream=False)
+                result = http.post(f"/runs/{replay}/finish", json={"final_output": again["answer"]}).json()
+                assert result["identical"] is True and again == recorded
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+class _Proxied:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url

@@ -104,7 +104,15 @@ def judge_conformance(seed: Trajectory, trajectory: Trajectory, spec: AttemptSpe
         upstream.close()
 
 
+def with_agent_command(seed: Trajectory, command: list[str] | None) -> Trajectory:
+    """An external-harness seed run with another agent command (the campaign's ``agent_cmd``); other seeds unchanged."""
+    if not command or seed.harness.name != "external":
+        return seed
+    return seed.model_copy(update={"harness": seed.harness.model_copy(update={"config": {**seed.harness.config, "command": list(command)}})})
+
+
 def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
+    seed = with_agent_command(seed, config.agent_cmd)
     started = time.monotonic()
     deadline = started + config.attempt_deadline
     mode = get_mode(spec.mode)

@@ -105,6 +105,11 @@ class CampaignConfig(_Section):
         description="a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice in the stage-2 request; "
                     "the arguments stay the model's own (off by default: llama.cpp decodes a pinned call under a grammar, many times slower)",
     )
+    agent_cmd: list[str] | None = Field(
+        default=None,
+        description="seeds of the external harness: the agent command to run instead of the one they recorded (the script moved, another venv); "
+                    "the requests it sends must still be the recorded ones, or replay drifts",
+    )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
@@ -126,6 +131,13 @@ class CampaignConfig(_Section):
                 raise ValueError("give the guide kind once: either guide = \"...\" or guide_kind = \"...\"")
             data["guide_kind"] = data.pop("guide")
         return data
+
+    @field_validator("agent_cmd", mode="before")
+    @classmethod
+    def _argv(cls, value: Any) -> Any:
+        import shlex
+
+        return shlex.split(value) if isinstance(value, str) else value
 
     @field_validator("executor")
     @classmethod
@@ -150,6 +162,8 @@ class CampaignConfig(_Section):
         are kept (neither changes a record), with secrets masked (so a moved folder is the same campaign,
         and no key is hashed into provenance)."""
         data = self.model_dump(mode="json", exclude={"output", "pools"})
+        if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
+            data.pop("agent_cmd", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
 
 

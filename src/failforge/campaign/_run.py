@@ -83,6 +83,7 @@ def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Traje
     """The seeds a campaign branches; every one left out is reported with its reason."""
     from failforge.injection import candidate_points
     from failforge.plugins import environments, harnesses
+    from failforge.replay import PROXY_HARNESS
 
     seeds, errors = load_seeds(config.seeds)
     summary.bad_seeds = [str(e) for e in errors]
@@ -99,6 +100,8 @@ def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Traje
             summary.bad_seeds.append(f"{seed.id}: harness {seed.harness.name!r} is not the campaign's {config.harness!r}; skipped")
         elif seed.environment.name not in environments:
             summary.bad_seeds.append(f"{seed.id}: unknown environment {seed.environment.name!r} (known: {', '.join(environments.names())}); skipped")
+        elif seed.harness.name == PROXY_HARNESS:
+            summary.bad_seeds.append(f"{seed.id}: recorded through failforge proxy's run API (its tools ran in another process), so it cannot be branched here; skipped")
         elif seed.harness.name not in harnesses:
             summary.bad_seeds.append(f"{seed.id}: unknown harness {seed.harness.name!r} (known: {', '.join(harnesses.names())}); skipped")
         elif seed.outcome is None or not seed.outcome.success:

@@ -192,6 +192,7 @@ def generate(
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
     attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
     decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
+    agent_cmd: Annotated[Optional[str], typer.Option(help="seeds of --harness external: run this agent command instead of the recorded one (shell-quoted)")] = None,
     force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
     retry_failed: Annotated[bool, typer.Option(help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures")] = False,
 ) -> None:
@@ -222,7 +223,7 @@ def generate(
     for key, value in (("modes", mode), ("steps_per_seed", steps_per_seed), ("modes_per_step", modes_per_step), ("samples", samples), ("rng_seed", rng_seed), ("max_seeds", max_seeds)):
         if value is not None:
             plan[key] = value
-    for key, value in (("concurrency", concurrency), ("executor", executor), ("ray_address", ray_address), ("attempt_deadline", attempt_deadline)):
+    for key, value in (("concurrency", concurrency), ("executor", executor), ("ray_address", ray_address), ("attempt_deadline", attempt_deadline), ("agent_cmd", agent_cmd)):
         if value is not None:
             data[key] = value
     if decisiveness is not None:

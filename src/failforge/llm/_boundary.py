@@ -390,15 +390,28 @@ def stop_reply(log: RunLog) -> Reply:
 
 def nearest_requests(expected: Sequence[Step], body: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
     """The recorded requests closest to ``body``, for a request that matched none: ``[{"step", "agent",
-    "similarity"}]``, most similar first. Similarity is the share of the canonical request's lines
-    (one JSON value per line) two requests have in common, so one changed value costs one line."""
+    "similarity"}]``, most similar first (ties: the earlier step)."""
     lines = _lines(body)
     scored = []
     for step in expected:
         if step.kind == "agent" and step.model_call is not None:
-            ratio = difflib.SequenceMatcher(None, lines, _lines(step.model_call.request), autojunk=False).ratio()
-            scored.append((-round(ratio, 4), step.index, step.agent))
+            scored.append((-round(similarity(lines, _lines(step.model_call.request)), 4), step.index, step.agent))
     return [{"step": i, "agent": agent, "similarity": -score} for score, i, agent in sorted(scored)[:limit]]
+
+
+def similarity(a: list[str], b: list[str]) -> float:
+    """How alike two canonical requests are, by their lines (one JSON value per line), a changed line
+    counting by how much of its text changed: one edited word costs less than a rewritten message."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    same = 0.0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            same += 2 * (i2 - i1)
+        elif tag == "replace":
+            left, right = "\n".join(a[i1:i2]), "\n".join(b[j1:j2])
+            same += (i2 - i1 + j2 - j1) * difflib.SequenceMatcher(None, left[:4000], right[:4000], autojunk=False).ratio()
+    total = len(a) + len(b)
+    return same / total if total else 1.0
 
 
 def _lines(body: dict[str, Any]) -> list[str]:

@@ -20,12 +20,9 @@ from failforge.gateway import ServedRun
 from failforge.llm import Responder, chat_response
 from failforge.llm._identity import valid_name
 from failforge.proxy._models import Failure, FinishRequest, Injection, RunRequest, RunResult, RunStatus, ToolReport
-from failforge.replay import Plan, Session
+from failforge.replay import PROXY_HARNESS, Plan, Session
 from failforge.roster import AgentProfile
 from failforge.trajectory import ComponentSpec, Step, Task, Trajectory
-
-#: The harness name of a run recorded through the run API (its tools ran in the framework's process).
-PROXY_HARNESS = "proxy"
 
 
 def fresh_call_id() -> str:

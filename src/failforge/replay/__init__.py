@@ -8,19 +8,21 @@
 - :func:`replay` replays a seed (or its prefix) with no live model and reports fidelity.
 """
 
-from failforge.replay._episode import EpisodeResult, check_outcome, check_seed_roster, run_episode, run_from_seed
+from failforge.replay._episode import PROXY_HARNESS, EpisodeResult, check_outcome, check_runnable, check_seed_roster, run_episode, run_from_seed
 from failforge.replay._replay import ReplayReport, replay
 from failforge.replay._session import Session, new_run_id
 from failforge.runlog import MODES, Mode, Plan
 
 __all__ = [
     "MODES",
+    "PROXY_HARNESS",
     "EpisodeResult",
     "Mode",
     "Plan",
     "ReplayReport",
     "Session",
     "check_outcome",
+    "check_runnable",
     "check_seed_roster",
     "new_run_id",
     "replay",

@@ -131,6 +131,7 @@ def run_from_seed(
     deadline: float | None = None,
 ) -> EpisodeResult:
     """Rebuild the seed's harness and environment from what it recorded and run them under ``plan``."""
+    check_runnable(seed)
     harness = harness_from_spec(seed.harness)
     check_seed_roster(seed, harness)
     return run_episode(
@@ -148,6 +149,20 @@ def run_from_seed(
         expected_task=seed.task,
         deadline=deadline,
     )
+
+
+#: The harness name of a run recorded through the proxy's run API (its tools ran in the framework's process).
+PROXY_HARNESS = "proxy"
+
+
+def check_runnable(seed: Trajectory) -> None:
+    """A seed failforge can run itself; a proxy-recorded run cannot be (its tools live in another process)."""
+    if seed.harness.name == PROXY_HARNESS:
+        raise ConfigError(
+            f"seed {seed.id!r} was recorded through failforge proxy's run API: its tools ran in the framework's own process, "
+            "so failforge cannot run it; replay or branch it through the proxy (POST /runs with seed_id), or record the "
+            "framework with --harness external so failforge serves its tools over MCP"
+        )
 
 
 def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
@@ -205,4 +220,4 @@ def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
     )
 
 
-__all__ = ["EpisodeResult", "check_outcome", "check_seed_roster", "run_episode", "run_from_seed"]
+__all__ = ["PROXY_HARNESS", "EpisodeResult", "check_outcome", "check_runnable", "check_seed_roster", "run_episode", "run_from_seed"]

@@ -78,8 +78,12 @@ def seed_label(harness: Harness) -> str:
 
 
 def _is_default(harness: Harness, spec: ComponentSpec) -> bool:
-    default = environment(spec.name).default_harness(spec)
-    return harnesses.canonical(default.name) == harnesses.canonical(harness.name)
+    default = environment(spec.name).default_harness(spec).name
+
+    def canonical(name: str) -> str:
+        return harnesses.canonical(name) if name in harnesses else name
+
+    return canonical(default) == canonical(harness.name)
 
 
 def environment_options(env: str, options: BaseModel | Mapping[str, Any] | None = None) -> BaseModel:
