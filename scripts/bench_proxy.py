@@ -1,38 +1,73 @@
-"""Latency the failforge proxy adds per model call, over calling a loopback model server directly.
+"""Latency the failforge proxy adds per model call, over calling the model server directly.
 
-Three paths, each measured sequentially and at concurrency 16 (16 threads, each with its own run
-and its own keep-alive connection):
+Three processes, as in real use: the loopback model server (the upstream), ``failforge proxy`` (in record
+or replay), and this process's clients (one thread, or 16 threads each with its own run and keep-alive
+connection). Paths, each sequential and at concurrency 16:
 
-- direct: a client posts to the loopback model server (the baseline);
-- record: the same client posts to the proxy, which records the call and forwards it to that server;
-- replay: the proxy serves the recorded response (the upstream is not called).
+- direct: a client posts to the model server (the baseline);
+- record: the client posts to the proxy, which records the call and forwards it to the model server;
+- replay: the proxy serves the recorded response (the model server is not called).
 
-Printed per path: p50 and p99 of the per-call latency in ms, and the added latency (proxy p50/p99
-minus direct p50/p99). The target is <= 2 ms added at p50 in replay. Usage:
+Printed per path: p50 and p99 of the per-call latency in ms and the latency added over direct, and with
+``--before REV`` the same for that revision's proxy (a git revision, checked out into a temporary
+worktree) side by side, with the ratio of added latencies. Targets: record at concurrency 16 adds
+<= 5 ms at p50; sequential replay adds <= 2 ms at p50. Usage:
 
-    PYTHONPATH=src python3 scripts/bench_proxy.py [--calls 300] [--concurrency 16]
+    python3 scripts/bench_proxy.py [--calls 300] [--concurrency 16] [--before 8c674cd]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from failforge.llm import HttpUpstream
-from failforge.proxy import Proxy, ProxyServer
-from failforge.testing.model_servers import LoopbackModelServer
-
+HERE = Path(__file__).resolve().parents[1]
 BODY = {"model": "m", "messages": [{"role": "system", "content": "You are a helpful agent."}, {"role": "user", "content": "What is the weather in Paris?"}]}
+MODEL_SERVER = (
+    "import sys, time\n"
+    "from failforge.testing import LoopbackModelServer\n"
+    "with LoopbackModelServer() as server:\n"
+    "    print(server.base_url, flush=True)\n"
+    "    sys.stdin.read()\n"
+)
 
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+@contextmanager
+def process(args: list[str], src: Path, marker: str) -> Iterator[str]:
+    """A child process whose first line of output (after ``marker``) is its base URL; stopped on exit."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=src.parent)
+    assert child.stdout is not None
+    try:
+        line = ""
+        for line in child.stdout:
+            if marker in line:
+                break
+        else:
+            raise SystemExit(f"{' '.join(args)} did not start: {line}")
+        yield line.split(marker, 1)[1].split()[0] if marker else line.strip()
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
 
 
 def timed(calls: int, post: Callable[[], None]) -> list[float]:
@@ -44,23 +79,25 @@ def timed(calls: int, post: Callable[[], None]) -> list[float]:
     return out
 
 
-def direct(model: LoopbackModelServer, calls: int) -> Callable[[], list[float]]:
+def direct(model: str, calls: int) -> Callable[[], list[float]]:
     def run() -> list[float]:
         with httpx.Client() as http:
-            return timed(calls, lambda: http.post(f"{model.base_url}/chat/completions", json=BODY).raise_for_status())
+            return timed(calls, lambda: http.post(f"{model}/chat/completions", json=BODY).raise_for_status())
 
     return run
 
 
-def through_proxy(proxy: ProxyServer, calls: int, mode: str, seed: dict[str, Any] | None) -> Callable[[], list[float]]:
+def through_proxy(proxy: str, calls: int, mode: str, seed: dict[str, Any] | None, finished: list[dict[str, Any]]) -> Callable[[], list[float]]:
     def run() -> list[float]:
-        with httpx.Client(base_url=proxy.base_url) as http:
+        with httpx.Client(base_url=proxy, timeout=60) as http:
             opened = http.post("/runs", json={"mode": mode, "task": "bench", **({"seed": seed} if seed else {})})
             opened.raise_for_status()
             run_id = opened.json()["run_id"]
             url = f"/runs/{run_id}/agents/agent/v1/chat/completions"
             times = timed(calls, lambda: http.post(url, json=BODY).raise_for_status())
-            http.post(f"/runs/{run_id}/finish", json={}).raise_for_status()
+            done = http.post(f"/runs/{run_id}/finish", json={})
+            done.raise_for_status()
+            finished.append(done.json())
             return times
 
     return run
@@ -86,37 +123,64 @@ def concurrently(make: Callable[[], list[float]], threads: int) -> list[float]:
     return [x for r in results for x in r]
 
 
+def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[tuple[str, str], tuple[float, float]], bool]:
+    """(load, path) -> (p50, p99) in ms, for the proxy of the tree at ``src``; and whether every replay was identical."""
+    finished: list[dict[str, Any]] = []
+    rows: dict[tuple[str, str], tuple[float, float]] = {}
+    args = [sys.executable, "-m", "failforge", "proxy", "--port", "0", "--upstream", model, "--api-key-env", "NO_SUCH_KEY"]
+    with process(args, src / "src", "failforge proxy on ") as proxy:
+        through_proxy(proxy, calls, "record", None, finished)()  # one recording of `calls` calls, replayed by every replay client
+        seed = finished[-1]["trajectory"]
+        for label, threads in (("sequential", 1), (f"concurrency {concurrency}", concurrency)):
+            for name, make in (("direct", direct(model, calls)), ("record", through_proxy(proxy, calls, "record", None, finished)),
+                               ("replay", through_proxy(proxy, calls, "replay", seed, finished))):
+                values = concurrently(make, threads)
+                rows[(label, name)] = (percentile(values, 0.5), percentile(values, 0.99))
+    identical = all(r["identical"] for r in finished if r.get("identical") is not None)
+    return rows, identical
+
+
+def _worktree(revision: str, cleanups: list[Callable[[], None]]) -> Path:
+    tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-proxy-"))
+    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), revision], check=True, capture_output=True)
+    cleanups.append(lambda: subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], capture_output=True))
+    return tmp / "tree"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per client")
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--before", help="git revision whose proxy to measure side by side")
     args = parser.parse_args()
-    with LoopbackModelServer() as model:
-        # The loopback model server writes headers and body separately; with Nagle's algorithm on, every
-        # keep-alive call waits for a delayed ACK (~40 ms), which would swamp what is measured here.
-        model._httpd.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
-        upstream = HttpUpstream(model.base_url, api_key_env=None, max_attempts=1)
-        proxy_state = Proxy(upstream=upstream)
-        with ProxyServer(proxy_state) as proxy:
-            # one recording of `calls` calls, replayed by every replay client
-            through_proxy(proxy, args.calls, "record", None)()
-            seed = proxy_state.finished[-1]["trajectory"]
-            rows = []
-            for label, threads in (("sequential", 1), (f"concurrency {args.concurrency}", args.concurrency)):
-                base = concurrently(direct(model, args.calls), threads)
-                rec = concurrently(through_proxy(proxy, args.calls, "record", None), threads)
-                rep = concurrently(through_proxy(proxy, args.calls, "replay", seed), threads)
-                for name, values in (("direct", base), ("record", rec), ("replay", rep)):
-                    rows.append((label, name, len(values), percentile(values, 0.5), percentile(values, 0.99), percentile(base, 0.5), percentile(base, 0.99)))
-            identical = all(r["identical"] for r in proxy_state.finished if r["trajectory"]["provenance"]["mode"] == "replay")
-        upstream.close()
-    print(f"{'load':<16} {'path':<7} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10}")
-    for label, name, n, p50, p99, b50, b99 in rows:
-        added = ("", "") if name == "direct" else (f"{p50 - b50:+.3f}", f"{p99 - b99:+.3f}")
-        print(f"{label:<16} {name:<7} {n:>6} {p50:>8.3f} {p99:>8.3f} {added[0]:>10} {added[1]:>10}")
-    replay_seq = next(r for r in rows if r[0] == "sequential" and r[1] == "replay")
+    cleanups: list[Callable[[], None]] = []
+    try:
+        trees = {"now": HERE}
+        if args.before:
+            trees = {"before": _worktree(args.before, cleanups), **trees}
+        with process([sys.executable, "-c", MODEL_SERVER], HERE / "src", "") as model:
+            results = {name: measure(tree, model, args.calls, args.concurrency) for name, tree in trees.items()}
+    finally:
+        for cleanup in cleanups:
+            cleanup()
+    now, identical = results["now"]
+    print(f"{'load':<16} {'path':<7} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10}" + (f" {'before +p50':>12} {'before +p99':>12} {'ratio p50':>10}" if "before" in results else ""))
+    for (label, name), (p50, p99) in now.items():
+        b50, b99 = now[(label, "direct")]
+        line = f"{label:<16} {name:<7} {p50:>8.3f} {p99:>8.3f}"
+        if name != "direct":
+            line += f" {p50 - b50:>+10.3f} {p99 - b99:>+10.3f}"
+            if "before" in results:
+                old = results["before"][0]
+                o50, o99 = old[(label, name)]
+                d50, d99 = old[(label, "direct")]
+                added_before = o50 - d50
+                line += f" {added_before:>+12.3f} {o99 - d99:>+12.3f} {((p50 - b50) / added_before) if added_before > 0 else float('nan'):>10.2f}"
+        print(line)
     print(f"replay runs identical to the recording: {identical}")
-    print(f"target (replay, sequential): <= 2 ms added at p50 -> {replay_seq[3] - replay_seq[5]:+.3f} ms")
+    seq = now[("sequential", "replay")][0] - now[("sequential", "direct")][0]
+    conc = now[(f"concurrency {args.concurrency}", "record")][0] - now[(f"concurrency {args.concurrency}", "direct")][0]
+    print(f"target: sequential replay <= 2 ms added at p50 -> {seq:+.3f} ms; record at concurrency {args.concurrency} <= 5 ms added at p50 -> {conc:+.3f} ms")
 
 
 if __name__ == "__main__":

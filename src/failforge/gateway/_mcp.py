@@ -15,6 +15,7 @@ OpenTelemetry middleware is off: nothing leaves the machine.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import anyio
@@ -77,7 +78,10 @@ def mcp_server() -> Server[Any]:
         run = _run_of(ctx)
         arguments = dict(params.arguments or {})
         problem = schema_problem(run.schemas(), params.name, arguments)
-        text, is_error = await anyio.to_thread.run_sync(run.call_tool, params.name, arguments, problem, abandon_on_cancel=True)
+        if run.owner is not None:  # executed by the run's own thread while this request awaits it
+            text, is_error = await asyncio.wrap_future(run.submit_tool(params.name, arguments, problem))
+        else:
+            text, is_error = await anyio.to_thread.run_sync(run.call_tool, params.name, arguments, problem, abandon_on_cancel=True)
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
 
     server: Server[Any] = Server("failforge", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)

@@ -104,6 +104,8 @@ class ServedRun:
         self.owner = owner
         self.model_calls = 0
         self.first_call: float | None = None
+        self.last_activity: float | None = None
+        """``time.monotonic()`` of the first model call, and of the last answer to a model or tool call."""
         self._lock = threading.Lock()
 
     @property
@@ -119,7 +121,10 @@ class ServedRun:
             self.model_calls += 1
             if self.first_call is None:
                 self.first_call = time.monotonic()
-        return self.boundary.answer(RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False)
+        try:
+            return self.boundary.answer(RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False)
+        finally:
+            self.last_activity = time.monotonic()
 
     # --- tools ----------------------------------------------------------------------------------
 
@@ -127,12 +132,17 @@ class ServedRun:
         return [] if self.tools is None else self.tools.schemas()
 
     def call_tool(self, name: str, arguments: dict[str, Any], problem: str | None) -> tuple[str, bool]:
-        """Run one tool call on the run's own thread (or here); ``problem``: why the arguments do not fit
+        """Run one tool call here (a run with no owner thread); ``problem``: why the arguments do not fit
         the tool's schema, in which case the call is recorded as refused and never run."""
-        job = lambda: self._call(name, arguments, problem)  # noqa: E731
-        if self.owner is None:
-            return job()
-        return self.owner.submit(job).result()
+        try:
+            return self._call(name, arguments, problem)
+        finally:
+            self.last_activity = time.monotonic()
+
+    def submit_tool(self, name: str, arguments: dict[str, Any], problem: str | None) -> concurrent.futures.Future[tuple[str, bool]]:
+        """The tool call handed to the run's own thread (the caller awaits the future: one thread hop)."""
+        assert self.owner is not None
+        return self.owner.submit(lambda: self.call_tool(name, arguments, problem))
 
     def _call(self, name: str, arguments: dict[str, Any], problem: str | None) -> tuple[str, bool]:
         tools = self.tools

@@ -95,8 +95,11 @@ class ExternalAgent:
         if config is None:
             raise ConfigError("the external harness needs the agent command: --agent-cmd, or harness.config.command")
         self.config = config
-        self.last_process_start: float | None = None
-        """Seconds from spawning the command to its first model call in the last run (the process's start)."""
+        self.stats: dict[str, Any] = {}
+        """What the last run of the command cost outside failforge: ``process_start`` (seconds from spawning it
+        to its first model call: interpreter, imports, building the team), ``process_exit`` (from the last
+        answer it was given to its group being gone: its own shutdown) and ``exit_status``. The runner
+        copies it into the run's provenance (``harness_stats``)."""
 
     @property
     def label(self) -> str:
@@ -153,7 +156,12 @@ class ExternalAgent:
                 owner.pump(min(left, 0.25))
         finally:
             stop_group(process)
-        self.last_process_start = (served.first_call - started) if served.first_call is not None else None
+        ended = time.monotonic()
+        self.stats = {
+            "process_start": None if served.first_call is None else round(served.first_call - started, 4),
+            "process_exit": None if served.last_activity is None else round(ended - served.last_activity, 4),
+            "exit_status": process.returncode,
+        }
         if log.failure is not None or log.stopped:
             return None
         command = " ".join(shlex.quote(a) for a in cfg.command)

@@ -116,7 +116,8 @@ def run_episode(
             client.close()
         session.end()  # the failure (a harness may swallow the boundary's refusal and stop), or a run that ended early
         outcome = episode.evaluate(final, session.steps) if evaluate and not session.stopped else None
-        return EpisodeResult(session=session, final_output=final, outcome=outcome, task=task)
+        stats = getattr(harness, "stats", None)
+        return EpisodeResult(session=session, final_output=final, outcome=outcome, task=task, extra={"harness_stats": dict(stats)} if stats else {})
 
 
 def run_from_seed(

@@ -31,6 +31,8 @@ class ReplayReport:
     infrastructure: str | None
     outcome: Outcome | None
     seconds: float
+    harness_stats: dict[str, Any] | None = None
+    """What the harness reported of the run beyond the steps (an external agent's process start)."""
 
     @property
     def identical(self) -> bool:
@@ -64,9 +66,11 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
     infra: str | None = None
     outcome: Outcome | None = None
     replayed = 0
+    stats: dict[str, Any] | None = None
     try:
         result = run_from_seed(seed, Plan.replay(len(seed.steps), until), strict=strict, evaluate=until is None or until == len(seed.steps))
         replayed = len(result.steps)
+        stats = result.extra.get("harness_stats")
         if not result.stopped:
             outcome = result.outcome
             check_outcome(seed, outcome)
@@ -87,6 +91,7 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
         infrastructure=infra,
         outcome=outcome,
         seconds=time.perf_counter() - started,
+        harness_stats=stats,
     )
 
 

@@ -68,7 +68,7 @@ def record(
         environment=environment(env_spec.name).stored_spec(env_spec),
         model=model,
         oracle=oracle,
-        provenance={"recorded_at": result.session.created_at, "upstream": getattr(upstream, "name", type(upstream).__name__)},
+        provenance={"recorded_at": result.session.created_at, "upstream": getattr(upstream, "name", type(upstream).__name__), **result.extra},
     )
 
 
