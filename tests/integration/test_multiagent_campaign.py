@@ -44,35 +44,39 @@ def _call(name: str, args: dict[str, Any], n: int) -> list[dict[str, Any]]:
 
 
 class TeamPolicy:
-    """A deterministic model for every agent of both harnesses (and the guide) that follows steering notes."""
+    """A deterministic model for every agent of both harnesses (and the guide) that follows steering notes.
+
+    Served as the loopback server's ``agent_policy``: the calling agent comes from the header failforge's
+    boundary sends upstream (``X-Failforge-Agent``), never from the request's text; the guide's calls
+    name no agent."""
 
     def __init__(self, seeds: list[Trajectory]) -> None:
-        # What the scripted coordinators said, by (system prompt, task message) and ordinal.
+        # What the scripted coordinators said, by (agent, task message) and ordinal.
         self.recorded: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for seed in seeds:
             for step in seed.agent_steps():
                 messages = step.model_call.request["messages"]
-                key = (str(messages[0]["content"]), str(messages[1]["content"]))
-                self.recorded.setdefault(key, []).append(step.model_call.response["choices"][0]["message"])
+                self.recorded.setdefault((step.agent, str(messages[1]["content"])), []).append(step.model_call.response["choices"][0]["message"])
 
-    def __call__(self, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         messages = body["messages"]
-        system = str(messages[0]["content"])
-        if "realistic mistakes" in system:
+        if agent is None:  # not a team member: the guide, asked for a steering note
+            if "realistic mistakes" not in str(messages[0]["content"]):
+                raise AssertionError("a team member's call reached the loopback team without naming its agent")
             mode = re.search(r"Error mode (\S+) ", str(messages[1]["content"])).group(1)
             return NOTES.get(mode, "Stop here and say the task is finished."), None
         note = str(messages[-1]["content"]) if messages[-1]["role"] == "system" and str(messages[-1]["content"]).startswith(NOTE_PREFIX) else None
         if note is not None:
             messages = messages[:-1]
-        content, calls = self.normal(system, messages, body.get("tools") or [])
-        return (content, calls) if note is None else self.mistake(note, system, messages, body.get("tools") or [], content, calls)
+        content, calls = self.normal(agent, messages, body.get("tools") or [])
+        return (content, calls) if note is None else self.mistake(note, messages, body.get("tools") or [], content, calls)
 
     # -- doing the job -------------------------------------------------------------------------
 
-    def normal(self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def normal(self, agent: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]] | None]:
         n = sum(1 for m in messages if m["role"] == "assistant")
         offered = {t["function"]["name"] for t in tools}
-        if ", a worker in a team" in system:
+        if agent.endswith("_worker"):
             last = messages[-1]
             if last["role"] == "tool":
                 return f"Done; the tool said: {str(last['content'])[:300]}", None
@@ -82,25 +86,25 @@ class TeamPolicy:
             if match.group(1) not in offered:
                 return f"I have no tool called {match.group(1)}.", None
             return None, _call(match.group(1), json.loads(match.group(2)), n)
-        if system.startswith("You are the executor"):
+        if agent == "executor":
             plan = [m for m in (_PLAN_STEP.match(line.strip()) for line in str(messages[1]["content"]).splitlines()) if m]
             calls_made = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
             if messages[-1]["role"] != "tool" and n > 0:
                 return "Nothing more to do.", None
             if calls_made < len(plan):
                 return None, _call(plan[calls_made].group(1), json.loads(plan[calls_made].group(2)), n)
-            script = self.recorded.get((system, str(messages[1]["content"])))
+            script = self.recorded.get((agent, str(messages[1]["content"])))
             return (script[-1]["content"] if script else "Completed the plan."), None
-        if system.startswith("You are the verifier"):
+        if agent == "verifier":
             report = str(messages[1]["content"]).split("Executor's report:\n", 1)[-1]
             return report.split("Result: ", 1)[1] if "Result: " in report else report, None
-        script = self.recorded.get((system, str(messages[1]["content"])), [])  # orchestrator, planner
+        script = self.recorded.get((agent, str(messages[1]["content"])), [])  # orchestrator, planner
         message = script[min(n, len(script) - 1)] if script else {"content": "Done."}
         return message.get("content"), message.get("tool_calls")
 
     # -- the mistake the note asks for ---------------------------------------------------------
 
-    def mistake(self, note: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], content: str | None, calls: list[dict[str, Any]] | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def mistake(self, note: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], content: str | None, calls: list[dict[str, Any]] | None) -> tuple[str | None, list[dict[str, Any]] | None]:
         delegation = calls[0] if calls and calls[0]["function"]["name"] == "delegate" else None
         if NOTES["C.1"] in note:
             if delegation is not None:  # route the subtask to a worker whose tools do not fit
@@ -150,7 +154,7 @@ def campaign(tmp_path_factory, team_seeds):
     out = tmp_path_factory.mktemp("ma-campaign")
     seeds_path = out / "seeds.jsonl"
     write_jsonl(seeds_path, team_seeds)
-    with LoopbackModelServer(policy=TeamPolicy(team_seeds)) as server:
+    with LoopbackModelServer(agent_policy=TeamPolicy(team_seeds)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0)
         config = CampaignConfig(
             seeds=[str(seeds_path)], output=str(out / "out"), concurrency=2,
@@ -214,7 +218,7 @@ def test_cli_seeds_and_model_recorded_seeds_with_a_team_harness(tmp_path, team_s
     assert not errors and [s.id for s in seeds] == ["agentdojo-banking-user_task_3-plan-execute-verify-oracle", "agentdojo-slack-user_task_2-plan-execute-verify-oracle"]
     assert all(s.harness.name == "plan-execute-verify" and s.agents == ["planner", "executor", "verifier"] for s in seeds)
     # model-recorded: the team policy plays every agent through a loopback endpoint; the seed replays with no model
-    with LoopbackModelServer(policy=TeamPolicy(team_seeds)) as server:
+    with LoopbackModelServer(agent_policy=TeamPolicy(team_seeds)) as server:
         recorded = _cli(
             "record", "agentdojo", "--task", "banking/user_task_3", "--harness", "orchestrator-workers",
             "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "NO_KEY_NEEDED", "-o", "rec.jsonl", cwd=tmp_path,
@@ -236,7 +240,7 @@ def test_bad_rosters_are_reported_with_seed_step_and_agent_and_the_campaign_goes
     unknown_role["harness"]["config"]["planner"]["role"] = "oracle"  # the harness spec names an unknown role
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join([good.model_dump_json(), json.dumps(unknown_agent), json.dumps(unknown_role)]) + "\n")
-    with LoopbackModelServer(policy=TeamPolicy(team_seeds)) as server:
+    with LoopbackModelServer(agent_policy=TeamPolicy(team_seeds)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0)
         config = CampaignConfig(seeds=[str(path)], output=str(tmp_path / "out"), plan={"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 2, "modes_per_step": 1})
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))

@@ -5,10 +5,11 @@ orchestrator) that hands one subtask at a time to a worker per tool domain, each
 own subset of the environment's tools. The framework is imported inside ``run()`` only, so a missing
 framework never breaks the harness registry; everything here is plain failforge.
 
-The scripted policy is a deterministic model for such a team: a pure function of the request, so
+The scripted policy is a deterministic model for such a team: a pure function of (calling agent, request), so
 the same policy plays the team when served by a loopback OpenAI-compatible server (model-recorded
 seeds), inside failforge as a team oracle (oracle seeds), and continues a branch live. Each adapter
-only says how its framework spells a delegation, a tool call, a final answer and a tool result.
+only says how its framework spells a delegation, a tool call, a final answer and a tool result; the
+class every adapter subclasses, and the one schema->tool bridge, are in :mod:`failforge.harnesses._adapter`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,16 +70,27 @@ def team_config(domains: dict[str, list[str]], *, lead_name: str, lead_role: str
     return FrameworkTeamConfig.model_validate(data)
 
 
-def team_roster(config: FrameworkTeamConfig, *, handoff_tool: str | None = None, report_tool: str | None = None) -> list[AgentProfile]:
-    """The lead (opens rounds; a handoff per worker: a tool named after it, or ``handoff_tool``) and its workers."""
+def team_roster(config: FrameworkTeamConfig, *, handoff_tool: str | None = None, report_tool: str | None = None, addressed_by: str | None = None,
+                hand_back: str | None = None, members: Sequence[AgentProfile] = ()) -> list[AgentProfile]:
+    """The lead (opens rounds), ``members`` (agents the framework adds), and the workers.
+
+    The lead's handoffs: a tool per worker, named after it or ``handoff_tool`` with ``{worker}``; or,
+    with ``addressed_by``, the one tool ``handoff_tool`` whose argument of that name picks the worker.
+    ``report_tool``: the tool a final answer is (the lead's goes to the user, a worker's to the lead);
+    ``hand_back``: the tool (``{lead}`` for the lead's name) a worker transfers the conversation back with.
+    """
     lead = config.lead
-    handoffs = [Handoff(tool=handoff_tool.format(worker=w.name), to=w.name) if handoff_tool else Handoff(tool=w.name, to=w.name) for w in config.workers]
+    if addressed_by:
+        handoffs = [Handoff(tool=str(handoff_tool), to_argument=addressed_by)]
+    else:
+        handoffs = [Handoff(tool=handoff_tool.format(worker=w.name), to=w.name) if handoff_tool else Handoff(tool=w.name, to=w.name) for w in config.workers]
     if report_tool:  # the lead's final answer is a tool call too: it goes to the user
         handoffs.append(Handoff(tool=report_tool, to=USER))
     profiles = [AgentProfile(name=lead.name, role=lead.role, description=lead.description, tools=[], reports_to="user", handoffs=handoffs, opens_rounds=True)]
+    profiles += members
+    back = [Handoff(tool=report_tool, to=lead.name)] if report_tool else [Handoff(tool=hand_back.format(lead=lead.name), to=lead.name)] if hand_back else []
     for w in config.workers:
-        back = [Handoff(tool=report_tool, to=lead.name)] if report_tool else []
-        profiles.append(AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=lead.name, handoffs=back, opens_rounds=False))
+        profiles.append(AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=lead.name, handoffs=list(back), opens_rounds=False))
     return profiles
 
 

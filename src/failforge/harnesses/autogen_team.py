@@ -20,16 +20,16 @@ calls, made by the group chat manager, are attributed to the ``selector`` with p
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call, need_workers, require_framework, team_config, tool_schemas
-from failforge.llm import AgentIdentity, TeamOracle
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._frameworks import Answer, TeamPolicy, function_call
+from failforge.llm import AgentIdentity
 from failforge.plugins import harnesses
-from failforge.roster import AgentProfile, Handoff
+from failforge.roster import AgentProfile
 
 NAME = "autogen"
 SELECTOR = "selector"
@@ -91,24 +91,15 @@ class AutoGenPolicy(TeamPolicy):
 
 @harnesses.register(NAME, description="AutoGen AgentChat: a SelectorGroupChat of a manager and tool-using workers sharing one model client",
                     requires=("autogen-agentchat", "autogen-ext"))
-class AutoGenTeam:
+class AutoGenTeam(FrameworkAdapter):
     name = NAME
-    Config = FrameworkTeamConfig
+    Policy = AutoGenPolicy
+    framework = "autogen_agentchat"
+    extra = "autogen"
+    spelling = Spelling(delegation=ASSIGN, addressed_by="worker")  # assign(worker, instruction); answers are text ending in TERMINATE
 
-    def __init__(self, config: FrameworkTeamConfig | None = None) -> None:
-        self.config = config or FrameworkTeamConfig()
-
-    def roster(self) -> list[AgentProfile]:
-        cfg = self.config
-        lead = cfg.lead
-        profiles = [
-            AgentProfile(name=lead.name, role=lead.role, description=lead.description, tools=[], reports_to="user",
-                         handoffs=[Handoff(tool=ASSIGN, to_argument="worker")], opens_rounds=True),
-            AgentProfile(name=SELECTOR, role="selector", description="the group chat's speaker selection", reports_to=lead.name, opens_rounds=False),
-        ]
-        profiles += [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=lead.name, opens_rounds=False)
-                     for w in cfg.workers]
-        return profiles
+    def members(self) -> list[AgentProfile]:
+        return [AgentProfile(name=SELECTOR, role="selector", description="the group chat's speaker selection", reports_to=self.config.lead.name, opens_rounds=False)]
 
     def agent_resolver(self) -> AgentIdentity | None:
         """Which agent's handler is running now, from AutoGen's message context (None outside a handler)."""
@@ -120,21 +111,29 @@ class AutoGenTeam:
             return None
         return agent_of_handler(str(agent_id.type))
 
-    @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> AutoGenTeam:
-        return cls(team_config(domains, lead_name="manager", lead_role="manager", budget=budget, max_tokens=max_tokens, overrides=overrides))
+    def worker_tools(self, tools: list[BoundaryTool]) -> Any:
+        """A workbench whose tools are the worker's environment tools, every call through failforge's tool boundary."""
+        from autogen_core.tools import StaticWorkbench, TextResultContent, ToolResult
 
-    def scripted_policy(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> AutoGenPolicy:
-        return AutoGenPolicy(self.config, calls, final)
+        by_name = {t.name: t for t in tools}
 
-    def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> TeamOracle:
-        return self.scripted_policy(calls, final).oracle(NAME)
+        class BoundaryWorkbench(StaticWorkbench):
+            async def list_tools(self) -> list[Any]:
+                return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
 
-    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        return asyncio.run(self._run(client, model, instruction, toolbox))
+            async def call_tool(self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None) -> Any:
+                tool = by_name.get(name)
+                if tool is None:  # AssistantAgent only calls listed tools; as StaticWorkbench answers otherwise
+                    return ToolResult(name=name, result=[TextResultContent(content=f"Tool {name} not found.")], is_error=True)
+                text = await tool.acall(dict(arguments or {}), call_id)
+                return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=text.startswith("Error:"))
 
-    async def _run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        require_framework(NAME, "autogen_agentchat", "autogen")
+        return BoundaryWorkbench(tools=[])
+
+    def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        return asyncio.run(self._run_team(client, model, instruction, tools))
+
+    async def _run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         from autogen_agentchat.agents import AssistantAgent
         from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
         from autogen_agentchat.teams import SelectorGroupChat
@@ -142,7 +141,6 @@ class AutoGenTeam:
         from autogen_ext.models.openai import OpenAIChatCompletionClient
 
         cfg = self.config
-        need_workers(NAME, cfg)
         sampling = cfg.sampling
         if not hasattr(client, "async_client"):
             raise TypeError(f"{NAME} shares one client among its agents and needs failforge's boundary client to tell them apart")
@@ -153,9 +151,8 @@ class AutoGenTeam:
             temperature=sampling.temperature, max_tokens=sampling.max_tokens, seed=sampling.seed, parallel_tool_calls=False, **options,
         )
         workers = [
-            AssistantAgent(w.name, model_client=shared, workbench=_workbench(toolbox, tool_schemas(toolbox, w.tools, w.name)),
-                           description=w.description or w.name, system_message=w.system_prompt, reflect_on_tool_use=True,
-                           model_client_stream=cfg.streaming, max_tool_iterations=cfg.worker_max_steps)
+            AssistantAgent(w.name, model_client=shared, workbench=tools[w.name], description=w.description or w.name, system_message=w.system_prompt,
+                           reflect_on_tool_use=True, model_client_stream=cfg.streaming, max_tool_iterations=cfg.worker_max_steps)
             for w in cfg.workers
         ]
         lead = cfg.lead
@@ -176,23 +173,6 @@ class AutoGenTeam:
         final = next((m for m in reversed(result.messages) if getattr(m, "source", None) == lead.name), None)
         text = getattr(final, "content", None)
         return None if not isinstance(text, str) else text.replace(DONE, "").strip()
-
-
-def _workbench(toolbox: Any, schemas: list[dict[str, Any]]) -> Any:
-    """A workbench whose tools are the environment's, every call going through failforge's tool boundary."""
-    from autogen_core.tools import StaticWorkbench, TextResultContent, ToolResult
-
-    class BoundaryWorkbench(StaticWorkbench):
-        async def list_tools(self) -> list[Any]:
-            return [{"name": s["function"]["name"], "description": str(s["function"].get("description") or ""),
-                     "parameters": s["function"].get("parameters") or {"type": "object", "properties": {}}} for s in schemas]
-
-        async def call_tool(self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None) -> Any:
-            result = await asyncio.to_thread(toolbox.call, name, json.dumps(dict(arguments or {})), call_id)
-            text = str(result)
-            return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=text.startswith("Error:"))
-
-    return BoundaryWorkbench(tools=[])
 
 
 __all__ = ["NAME", "SELECTION", "SELECTOR", "AutoGenPolicy", "AutoGenTeam", "agent_of_handler"]

@@ -17,26 +17,14 @@ request hash renames tool-call ids by first appearance, so they never reach it.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import (
-    Answer,
-    FrameworkTeamConfig,
-    TeamPolicy,
-    function_call,
-    need_workers,
-    require_framework,
-    team_config,
-    team_roster,
-    tool_schemas,
-)
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._frameworks import Answer, TeamPolicy, function_call
 from failforge.harnesses._team import member_client
-from failforge.llm import TeamOracle
 from failforge.plugins import harnesses
-from failforge.roster import AgentProfile
 
 NAME = "langgraph"
 HANDOFF = "transfer_to_{worker}"
@@ -66,35 +54,29 @@ class LangGraphPolicy(TeamPolicy):
 
 @harnesses.register(NAME, description="LangGraph: a langgraph-supervisor supervisor with a ReAct worker per tool domain, on langchain-openai",
                     requires=("langgraph", "langchain-openai", "langgraph-supervisor"))
-class LangGraphTeam:
+class LangGraphTeam(FrameworkAdapter):
     name = NAME
-    Config = FrameworkTeamConfig
+    Policy = LangGraphPolicy
+    framework = "langgraph_supervisor"
+    extra = "langgraph"
+    lead_name = "supervisor"
+    lead_role = "supervisor"
+    spelling = Spelling(delegation=HANDOFF)  # the supervisor hands the conversation back itself: no worker tool for it
 
-    def __init__(self, config: FrameworkTeamConfig | None = None) -> None:
-        self.config = config or FrameworkTeamConfig()
-
-    def roster(self) -> list[AgentProfile]:
-        return team_roster(self.config, handoff_tool=HANDOFF)
-
-    @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> LangGraphTeam:
-        return cls(team_config(domains, lead_name="supervisor", lead_role="supervisor", budget=budget, max_tokens=max_tokens, overrides=overrides))
-
-    def scripted_policy(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> LangGraphPolicy:
-        return LangGraphPolicy(self.config, calls, final)
-
-    def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> TeamOracle:
-        return self.scripted_policy(calls, final).oracle(NAME)
-
-    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        require_framework(NAME, "langgraph_supervisor", "langgraph")
+    def tool(self, tool: BoundaryTool) -> Any:
         from langchain_core.tools import StructuredTool
+
+        def call(**kwargs: Any) -> str:
+            return tool.call(kwargs)
+
+        return StructuredTool.from_function(func=call, name=tool.name, description=tool.description, args_schema=tool.parameters)
+
+    def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         from langchain_openai import ChatOpenAI
         from langgraph.prebuilt import create_react_agent
         from langgraph_supervisor import create_supervisor
 
         cfg = self.config
-        need_workers(NAME, cfg)
         sampling = cfg.sampling
 
         def chat(name: str, own_model: str | None) -> Any:
@@ -107,20 +89,10 @@ class LangGraphTeam:
                 **{"api_key": "failforge", "max_tokens": sampling.max_tokens, **extra},
             )
 
-        def bridge(schema: dict[str, Any]) -> Any:
-            function = schema["function"]
-
-            def call(**kwargs: Any) -> str:
-                return str(toolbox.call(function["name"], json.dumps(kwargs), None))
-
-            return StructuredTool.from_function(func=call, name=function["name"], description=str(function.get("description") or function["name"]),
-                                                args_schema=function.get("parameters") or {"type": "object", "properties": {}})
-
         workers: list[Any] = []
         for w in cfg.workers:
-            tools = [bridge(s) for s in tool_schemas(toolbox, w.tools, w.name)]
-            bound = chat(w.name, w.model).bind_tools(tools, parallel_tool_calls=False)
-            workers.append(create_react_agent(bound, tools, name=w.name, prompt=w.system_prompt))
+            bound = chat(w.name, w.model).bind_tools(tools[w.name], parallel_tool_calls=False)
+            workers.append(create_react_agent(bound, tools[w.name], name=w.name, prompt=w.system_prompt))
         lead = cfg.lead
         graph: Any = create_supervisor(workers, model=chat(lead.name, lead.model), prompt=lead.system_prompt, supervisor_name=lead.name,
                                        parallel_tool_calls=False, output_mode="last_message").compile()

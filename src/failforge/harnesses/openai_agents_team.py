@@ -20,25 +20,14 @@ ids are unique per conversation, and injected or live responses mint fresh ones.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import openai
 from pydantic import Field
 
-from failforge.harnesses._frameworks import (
-    Answer,
-    FrameworkTeamConfig,
-    TeamPolicy,
-    function_call,
-    need_workers,
-    require_framework,
-    team_config,
-    team_roster,
-    tool_schemas,
-)
-from failforge.llm import TeamOracle
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call
 from failforge.plugins import harnesses
-from failforge.roster import AgentProfile, Handoff
 
 NAME = "openai-agents"
 HANDOFF = "transfer_to_{agent}"
@@ -87,42 +76,35 @@ class OpenAIAgentsPolicy(TeamPolicy):
 
 
 @harnesses.register(NAME, description="OpenAI Agents SDK: a manager with worker agents as tools, over chat completions", requires=("openai-agents",))
-class OpenAIAgentsTeam:
+class OpenAIAgentsTeam(FrameworkAdapter):
     name = NAME
     Config = OpenAIAgentsConfig
+    Policy = OpenAIAgentsPolicy
+    framework = "agents"
+    extra = "openai-agents"
+    spelling = Spelling(delegation="{worker}")  # agents as tools: a worker is a tool named after it
+    handoffs_spelling: ClassVar[Spelling] = Spelling(delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}"))
+    config: OpenAIAgentsConfig
 
-    def __init__(self, config: OpenAIAgentsConfig | None = None) -> None:
-        self.config = config or OpenAIAgentsConfig()
+    def spelled(self) -> Spelling:
+        return self.handoffs_spelling if self.config.delegation == "handoffs" else self.spelling
 
-    def roster(self) -> list[AgentProfile]:
-        if self.config.delegation == "handoffs":
-            profiles = team_roster(self.config, handoff_tool=HANDOFF.replace("{agent}", "{worker}"))
-            back = [Handoff(tool=HANDOFF.format(agent=self.config.lead.name), to=self.config.lead.name)]
-            return [profiles[0], *(p.model_copy(update={"handoffs": back}) for p in profiles[1:])]
-        return team_roster(self.config)
+    def tool(self, tool: BoundaryTool) -> Any:
+        from agents import FunctionTool
 
-    @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> OpenAIAgentsTeam:
-        delegation = overrides.pop("delegation", "agents_as_tools")
-        base = team_config(domains, lead_name="manager", lead_role="manager", budget=budget, max_tokens=max_tokens, overrides=overrides)
-        return cls(OpenAIAgentsConfig.model_validate({**base.model_dump(), "delegation": delegation}))
+        async def invoke(_: Any, arguments: str) -> str:
+            return await tool.acall(arguments)  # the SDK's JSON text, verbatim
 
-    def scripted_policy(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> OpenAIAgentsPolicy:
-        return OpenAIAgentsPolicy(self.config, calls, final)
+        return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.parameters, on_invoke_tool=invoke, strict_json_schema=False)
 
-    def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> TeamOracle:
-        return self.scripted_policy(calls, final).oracle(NAME)
+    def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        return asyncio.run(self._run_team(client, model, instruction, tools))
 
-    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        return asyncio.run(self._run(client, model, instruction, toolbox))
-
-    async def _run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        require_framework(NAME, "agents", "openai-agents")
-        from agents import Agent, FunctionTool, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
+    async def _run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
 
         set_tracing_disabled(True)
         cfg = self.config
-        need_workers(NAME, cfg)
         sampling = cfg.sampling
         settings = ModelSettings(
             temperature=sampling.temperature, max_tokens=sampling.max_tokens, parallel_tool_calls=False, include_usage=cfg.streaming or None,
@@ -133,24 +115,10 @@ class OpenAIAgentsTeam:
             async_client = client.async_client(name) if hasattr(client, "async_client") else _async_twin(client, name)
             return OpenAIChatCompletionsModel(model=own_model or model, openai_client=async_client)
 
-        def bridge(schema: dict[str, Any]) -> Any:
-            function = schema["function"]
-
-            async def invoke(_: Any, arguments: str, tool: str = function["name"]) -> str:
-                return str(await asyncio.to_thread(toolbox.call, tool, arguments, None))
-
-            return FunctionTool(
-                name=function["name"], description=str(function.get("description") or function["name"]),
-                params_json_schema=function.get("parameters") or {"type": "object", "properties": {}}, on_invoke_tool=invoke, strict_json_schema=False,
-            )
-
         run_config = RunConfig(tracing_disabled=True, workflow_name=NAME, nest_handoff_history=False)
         lead = cfg.lead
-        workers = [
-            Agent(name=w.name, instructions=w.system_prompt, model=chat_model(w.name, w.model), model_settings=settings,
-                  tools=[bridge(s) for s in tool_schemas(toolbox, w.tools, w.name)])
-            for w in cfg.workers
-        ]
+        workers = [Agent(name=w.name, instructions=w.system_prompt, model=chat_model(w.name, w.model), model_settings=settings, tools=tools[w.name])
+                   for w in cfg.workers]
         if cfg.delegation == "handoffs":
             manager = Agent(name=lead.name, instructions=lead.system_prompt, model=chat_model(lead.name, lead.model), model_settings=settings, handoffs=list(workers))
             for worker in workers:

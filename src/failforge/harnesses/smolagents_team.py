@@ -18,22 +18,10 @@ from typing import Any
 
 import openai
 
-from failforge.harnesses._frameworks import (
-    Answer,
-    FrameworkTeamConfig,
-    TeamPolicy,
-    function_call,
-    need_workers,
-    require_framework,
-    team_config,
-    team_roster,
-    text_of,
-    tool_schemas,
-)
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._frameworks import Answer, TeamPolicy, function_call, text_of
 from failforge.harnesses._team import member_client
-from failforge.llm import TeamOracle
 from failforge.plugins import harnesses
-from failforge.roster import AgentProfile
 
 NAME = "smolagents"
 FINAL = "final_answer"
@@ -80,58 +68,40 @@ class SmolagentsPolicy(TeamPolicy):
 
 
 @harnesses.register(NAME, description="smolagents: a ToolCallingAgent manager with a managed ToolCallingAgent per tool domain", requires=("smolagents",))
-class SmolagentsTeam:
+class SmolagentsTeam(FrameworkAdapter):
     name = NAME
-    Config = FrameworkTeamConfig
+    Policy = SmolagentsPolicy
+    framework = "smolagents"
+    extra = "smolagents"
+    spelling = Spelling(delegation="{worker}", final_answer=FINAL)  # managed agents are tools named after them
 
-    def __init__(self, config: FrameworkTeamConfig | None = None) -> None:
-        self.config = config or FrameworkTeamConfig()
+    def tool(self, tool: BoundaryTool) -> Any:
+        from smolagents import Tool
 
-    def roster(self) -> list[AgentProfile]:
-        return team_roster(self.config, report_tool=FINAL)
+        class SmolagentsBoundaryTool(Tool):
+            name = tool.name
+            description = tool.description
+            inputs = smolagents_inputs({"parameters": tool.parameters})
+            output_type = "string"
+            skip_forward_signature_validation = True
 
-    @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> SmolagentsTeam:
-        return cls(team_config(domains, lead_name="manager", lead_role="manager", budget=budget, max_tokens=max_tokens, overrides=overrides))
+            def forward(self, **kwargs: Any) -> str:
+                return tool.call({k: v for k, v in kwargs.items() if v is not None})  # smolagents passes absent nullable inputs as None
 
-    def scripted_policy(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> SmolagentsPolicy:
-        return SmolagentsPolicy(self.config, calls, final)
+        return SmolagentsBoundaryTool()
 
-    def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> TeamOracle:
-        return self.scripted_policy(calls, final).oracle(NAME)
-
-    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        require_framework(NAME, "smolagents", "smolagents")
-        from smolagents import OpenAIModel, Tool, ToolCallingAgent
+    def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        from smolagents import OpenAIModel, ToolCallingAgent
 
         cfg = self.config
-        need_workers(NAME, cfg)
         sampling = cfg.sampling.extra()
 
         def model_for(name: str, own_model: str | None) -> Any:
             return OpenAIModel(own_model or model, client=member_client(client, name), retry=False, **sampling)
 
-        def bridge(schema: dict[str, Any]) -> Any:
-            function = schema["function"]
-
-            class BoundaryTool(Tool):
-                name = function["name"]
-                description = str(function.get("description") or function["name"])
-                inputs = smolagents_inputs(function)
-                output_type = "string"
-                skip_forward_signature_validation = True
-
-                def forward(self, **kwargs: Any) -> str:
-                    import json
-
-                    arguments = {k: v for k, v in kwargs.items() if v is not None}
-                    return str(toolbox.call(function["name"], json.dumps(arguments), None))
-
-            return BoundaryTool()
-
         workers = [
             ToolCallingAgent(
-                tools=[bridge(s) for s in tool_schemas(toolbox, w.tools, w.name)], model=model_for(w.name, w.model), name=w.name,
+                tools=tools[w.name], model=model_for(w.name, w.model), name=w.name,
                 description=w.description or w.name, instructions=w.system_prompt, max_steps=cfg.worker_max_steps, max_tool_threads=1,
                 stream_outputs=cfg.streaming, verbosity_level=-1,
             )
