@@ -80,10 +80,15 @@ def test_external_seeds_go_through_replay_audit_generate_report_and_export(tmp_p
     assert audited.returncode == 0, audited.stdout + audited.stderr
     assert json.loads((tmp_path / "audit.json").read_text())["environments"][0]["identical"] == 2
 
+    (tmp_path / "rules.toml").write_text('seeds = ["seeds.jsonl"]\noutput = "out-rules"\nguide = "rules"\n[plan]\nmodes = ["R.3"]\nsteps_per_seed = 3\nmodes_per_step = 1\n')
     with LoopbackModelServer(agent_policy=OneAgent()) as server:
         generated = _cli("generate", "--seeds", "seeds.jsonl", "-o", "out", "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "NO_KEY",
                          "--mode", "R.3", "--steps-per-seed", "3", "--modes-per-step", "1", cwd=tmp_path)
+        by_rules = _cli("generate", "rules.toml", "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "NO_KEY", cwd=tmp_path)
     assert generated.returncode == 0, generated.stdout + generated.stderr
+    assert by_rules.returncode == 0, by_rules.stdout + by_rules.stderr
+    ruled, _ = load_jsonl(tmp_path / "out-rules" / "gold.jsonl")
+    assert ruled and all(r.label.guide_model.startswith("failforge-rules") for r in ruled), by_rules.stdout
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
     assert not bad and gold, generated.stdout
     by_id = {s.id: s for s in seeds}
