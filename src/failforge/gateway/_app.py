@@ -121,6 +121,7 @@ class Gateway:
         self._runs: dict[str, ServedRun] = {}
         self._lock = threading.Lock()
         self._mcp = session_manager(mcp_server(), max_body=max_body)
+        self._mcp_started = False
         self.app = Starlette(routes=[*routes, *self._routes()], lifespan=self._lifespan)
         self._server: LoopbackServer | None = None
 
@@ -183,6 +184,9 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        if self._mcp_started:  # the SDK's session manager runs once: a restarted gateway gets a new one
+            self._mcp = session_manager(mcp_server(), max_body=self.max_body)
+        self._mcp_started = True
         async with self._mcp.run():
             yield
 
