@@ -19,6 +19,11 @@ retries anywhere (a refusal from failforge's boundary must surface, not be retri
 knowledge, planning, caching, date injection or context compaction (calls or content failforge could not
 see or replay). ``TEAM_PROMPT_SUFFIX`` (optional) is appended to the manager's backstory (its system
 prompt): how a test changes a system prompt.
+
+The roster's lead should declare crewAI's delegation as its handoff, one tool for every worker, the
+worker named by the call's ``coworker`` argument (the worker's role here is its roster name):
+``{"tool": "delegate_work_to_coworker", "to_argument": "coworker"}`` (and the same for
+``ask_question_to_coworker``), so failforge addresses each delegation to the worker it names.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from crewai.tools.mcp_native_tool import MCPNativeTool
 LEAD_GOAL = "Get the user's task done by your team and give the final answer."
 LEAD = "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the final answer."
 WORKER_GOAL = "Carry out the instruction you are given with your tools."
-WORKER = "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
+WORKER = "You are a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
 #: What every agent leaves off: each would make model calls or put content into a prompt that failforge
 #: cannot see or replay (retries, context summaries, deferred tool results in temp files, the date).
 AGENT_SETTINGS: dict[str, Any] = {
@@ -109,7 +114,7 @@ def build_crew(task: str) -> Crew:
     lead, members = roster[0], roster[1:]
     workers = []
     for member in members:
-        worker = Agent(role=member["name"], goal=WORKER_GOAL, backstory=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
+        worker = Agent(role=member["name"], goal=WORKER_GOAL, backstory=WORKER.format(tools=", ".join(member["tools"])),
                        llm=llm_for(member["name"]), allow_delegation=False, max_iter=8, **AGENT_SETTINGS)
         worker.tools = mcp_tools(worker, list(member["tools"]))
         workers.append(worker)
