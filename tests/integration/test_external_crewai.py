@@ -1,0 +1,105 @@
+"""crewAI, a framework failforge has no adapter for and whose pins (openai, pydantic, mcp<2) cannot share
+failforge's environment, as an external agent in its own process and venv.
+
+The crew (``examples/external/crewai_team.py``): crewAI's hierarchical process, the roster's lead as the
+crew's ``manager_agent`` delegating one subtask at a time with crewAI's own ``delegate_work_to_coworker``
+tool to one worker per tool domain, every agent on its own per-agent route, the workers' tools from
+failforge's MCP server through crewAI's MCP client. Seeds are recorded from the loopback team model
+(``external_crewai_policy``) on five AgentDojo tasks; they are ordinary seeds: they replay identically, a
+campaign keeps gold at a worker's step and at the manager's step, a changed system prompt is a
+PromptDrift naming the seed, the step, the agent and the nearest recorded requests, and a changed tool
+result is AgentDojo's state drift at that step.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _required import require
+
+require("agentdojo")
+require("venv_crewai")
+
+from external_crewai_policy import DELEGATE, CrewAIHierarchicalPolicy, crewai_roster  # noqa: E402
+from external_teams import TASKS, LoopbackTeams, external_team, record_seed, venv_python, with_command_env, with_tool_result  # noqa: E402
+from framework_adapters import campaign  # noqa: E402
+
+from failforge.errors import EnvStateDrift, PromptDrift  # noqa: E402
+from failforge.fidelity import audit  # noqa: E402
+from failforge.replay import replay  # noqa: E402
+from failforge.testing import LoopbackModelServer  # noqa: E402
+
+pytestmark = pytest.mark.timeout(900)
+FRAMEWORK = "crewai"
+SCRIPT = "examples/external/crewai_team.py"
+ROSTERS = {task: crewai_roster(task.split("/")[0]) for task in TASKS}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackModelServer(agent_policy=LoopbackTeams(CrewAIHierarchicalPolicy, ROSTERS)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def seeds(server):
+    return [record_seed(external_team(venv_python("crewai"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url) for task in TASKS]
+
+
+def test_seeds_on_five_tasks_are_ordinary_seeds_that_audit_identical(seeds):
+    for seed, task in zip(seeds, TASKS, strict=True):
+        assert seed.outcome.success, (task, seed.outcome)
+        assert seed.harness.name == "external" and seed.harness.config["framework"] == FRAMEWORK
+        assert seed.harness.config["framework_version"].startswith("1.15."), seed.harness.config["framework_version"]
+        assert seed.id.startswith("seed-external.crewai-")
+        agents = {s.agent for s in seed.agent_steps()}
+        assert "manager" in agents and any(a.endswith("_worker") for a in agents), agents
+        tools = [s for s in seed.steps if s.kind == "tool"]
+        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), "tool steps come through the tool boundary, matched to the model's call"
+        assert all(not str(s.content).startswith("Error") for s in tools), [s.content for s in tools]
+        delegations = [s for s in seed.agent_steps() if s.agent == "manager" and s.tool_calls]
+        assert delegations and all(s.tool_calls[0].name == DELEGATE for s in delegations)
+        # the recipient is the worker the delegation's ``coworker`` argument names, and that worker acts next
+        for step in delegations:
+            worker = json.loads(step.tool_calls[0].arguments)["coworker"]
+            assert step.recipient == worker and seed.steps[step.index + 1].agent == worker, (step.index, step.recipient, worker)
+        # each worker report reaches the manager as the result of its delegation
+        reports = [s for s in seed.agent_steps() if s.agent.endswith("_worker") and not s.tool_calls]
+        assert len(reports) == len(delegations) and all(s.recipient == "manager" for s in reports)
+    report = audit(seeds)
+    (env,) = report.environments
+    assert env.environment == "agentdojo" and env.identical == env.seeds == len(TASKS), report.seeds
+
+
+def test_a_campaign_keeps_gold_at_a_worker_step_and_at_the_managers_step(tmp_path, seeds, server):
+    summary, gold = campaign(tmp_path, seeds[:2], server, steps=12)
+    assert summary.failed == 0, summary.failed_by
+    deciders = {g.label.decisive_agent for g in gold}
+    assert "manager" in deciders and any(a.endswith("_worker") for a in deciders), (deciders, dict(summary.rejected_by))
+    by_id = {s.id: s for s in seeds}
+    for record in gold:
+        seed, t = by_id[record.label.seed_id], record.label.decisive_step
+        assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
+        assert record.steps[t].phase == "injected" and record.steps[t].agent == record.label.decisive_agent
+        assert record.outcome is not None and record.outcome.success is False and record.harness == seed.harness
+
+
+def test_a_changed_system_prompt_is_prompt_drift_naming_seed_step_agent_and_the_nearest_requests(seeds):
+    seed = seeds[1]
+    with pytest.raises(PromptDrift) as info:
+        replay(with_command_env(seed, TEAM_PROMPT_SUFFIX=" Be brief."))
+    drift = info.value
+    first = seed.agent_steps()[0]
+    assert (drift.trajectory_id, drift.step, drift.agent) == (seed.id, first.index, first.agent)
+    assert drift.nearest and drift.nearest[0]["step"] == first.index and drift.nearest[0]["agent"] == first.agent
+    assert "Be brief." in drift.diff and f"trajectory {seed.id} step {first.index} (agent 'manager')" in str(drift)
+
+
+def test_a_changed_tool_result_is_the_environments_drift_at_that_step(seeds):
+    seed = seeds[1]
+    tool = next(s for s in seed.steps if s.kind == "tool")
+    with pytest.raises(EnvStateDrift) as info:
+        replay(with_tool_result(seed, tool.index, "nothing here"))
+    assert (info.value.trajectory_id, info.value.step) == (seed.id, tool.index)
