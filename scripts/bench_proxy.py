@@ -10,7 +10,8 @@ connection). Paths, each sequential and at concurrency 16:
 
 Printed per path: p50 and p99 of the per-call latency in ms and the latency added over direct, and with
 ``--before REV`` the same for that revision's proxy (a git revision, checked out into a temporary
-worktree) side by side, with the ratio of added latencies. Targets: record at concurrency 16 adds
+worktree) side by side, with the ratio of added latencies; and the proxy process's CPU time per call
+(read from /proc), which decides what it adds once the cores are busy. Targets: record at concurrency 16 adds
 <= 5 ms at p50; sequential replay adds <= 2 ms at p50. Usage:
 
     python3 scripts/bench_proxy.py [--calls 300] [--concurrency 16] [--before 8c674cd]
@@ -48,11 +49,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process (all its threads) has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def process(args: list[str], src: Path, marker: str) -> Iterator[str]:
+def process(args: list[str], src: Path, marker: str, pids: list[int] | None = None) -> Iterator[str]:
     """A child process whose first line of output (after ``marker``) is its base URL; stopped on exit."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
     child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=src.parent)
+    if pids is not None:
+        pids.append(child.pid)
     assert child.stdout is not None
     try:
         line = ""
@@ -123,19 +132,23 @@ def concurrently(make: Callable[[], list[float]], threads: int) -> list[float]:
     return [x for r in results for x in r]
 
 
-def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[tuple[str, str], tuple[float, float]], bool]:
-    """(load, path) -> (p50, p99) in ms, for the proxy of the tree at ``src``; and whether every replay was identical."""
+def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[tuple[str, str], tuple[float, float, float]], bool]:
+    """(load, path) -> (p50, p99, proxy CPU per call) in ms, for the proxy of the tree at ``src``; and
+    whether every replay was identical."""
     finished: list[dict[str, Any]] = []
-    rows: dict[tuple[str, str], tuple[float, float]] = {}
+    rows: dict[tuple[str, str], tuple[float, float, float]] = {}
     args = [sys.executable, "-m", "failforge", "proxy", "--port", "0", "--upstream", model, "--api-key-env", "NO_SUCH_KEY"]
-    with process(args, src / "src", "failforge proxy on ") as proxy:
+    pids: list[int] = []
+    with process(args, src / "src", "failforge proxy on ", pids) as proxy:
         through_proxy(proxy, calls, "record", None, finished)()  # one recording of `calls` calls, replayed by every replay client
         seed = finished[-1]["trajectory"]
         for label, threads in (("sequential", 1), (f"concurrency {concurrency}", concurrency)):
             for name, make in (("direct", direct(model, calls)), ("record", through_proxy(proxy, calls, "record", None, finished)),
                                ("replay", through_proxy(proxy, calls, "replay", seed, finished))):
+                before = cpu_seconds(pids[0])
                 values = concurrently(make, threads)
-                rows[(label, name)] = (percentile(values, 0.5), percentile(values, 0.99))
+                cpu = (cpu_seconds(pids[0]) - before) * 1000 / len(values)
+                rows[(label, name)] = (percentile(values, 0.5), percentile(values, 0.99), cpu)
     identical = all(r["identical"] for r in finished if r.get("identical") is not None)
     return rows, identical
 
@@ -164,20 +177,22 @@ def main() -> None:
         for cleanup in cleanups:
             cleanup()
     now, identical = results["now"]
-    print(f"{'load':<16} {'path':<7} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10}" + (f" {'before +p50':>12} {'before +p99':>12} {'ratio p50':>10}" if "before" in results else ""))
-    for (label, name), (p50, p99) in now.items():
-        b50, b99 = now[(label, "direct")]
+    print(f"{'load':<16} {'path':<7} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'proxy cpu':>10}"
+          + (f" {'before +p50':>12} {'before +p99':>12} {'before cpu':>11} {'ratio p50':>10}" if "before" in results else ""))
+    for (label, name), (p50, p99, cpu) in now.items():
+        b50, b99, _ = now[(label, "direct")]
         line = f"{label:<16} {name:<7} {p50:>8.3f} {p99:>8.3f}"
         if name != "direct":
-            line += f" {p50 - b50:>+10.3f} {p99 - b99:>+10.3f}"
+            line += f" {p50 - b50:>+10.3f} {p99 - b99:>+10.3f} {cpu:>10.3f}"
             if "before" in results:
                 old = results["before"][0]
-                o50, o99 = old[(label, name)]
-                d50, d99 = old[(label, "direct")]
+                o50, o99, ocpu = old[(label, name)]
+                d50, d99, _ = old[(label, "direct")]
                 added_before = o50 - d50
-                line += f" {added_before:>+12.3f} {o99 - d99:>+12.3f} {((p50 - b50) / added_before) if added_before > 0 else float('nan'):>10.2f}"
+                line += f" {added_before:>+12.3f} {o99 - d99:>+12.3f} {ocpu:>11.3f} {((p50 - b50) / added_before) if added_before > 0 else float('nan'):>10.2f}"
         print(line)
     print(f"replay runs identical to the recording: {identical}")
+    print("proxy cpu: the proxy process's CPU time per call (ms, all its threads); on 2 cores at concurrency 16 it turns into queueing")
     seq = now[("sequential", "replay")][0] - now[("sequential", "direct")][0]
     conc = now[(f"concurrency {args.concurrency}", "record")][0] - now[(f"concurrency {args.concurrency}", "direct")][0]
     print(f"target: sequential replay <= 2 ms added at p50 -> {seq:+.3f} ms; record at concurrency {args.concurrency} <= 5 ms added at p50 -> {conc:+.3f} ms")

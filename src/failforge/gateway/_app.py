@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -214,7 +213,8 @@ class Gateway:
             raw = await read_body(request, self.max_body)
             agent = request.path_params.get("agent")
             path = f"/agents/{agent}/v1/{request.path_params['rest']}" if agent else f"/v1/{request.path_params['rest']}"
-            reply = await anyio.to_thread.run_sync(run.model_reply, path, request.headers, raw)
+            # a replayed call answered in place, a live one awaited on this loop (no thread), a change in a thread
+            reply = await run.model_reply_async(path, request.headers, raw)
         except HTTPRefusal as exc:
             reply = error_reply(exc.status, str(exc), exc.code)
         return response_of(reply)

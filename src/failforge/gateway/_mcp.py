@@ -49,17 +49,24 @@ def tool_of(schema: dict[str, Any]) -> types.Tool:
     return types.Tool(name=str(function.get("name", "")), description=str(function.get("description") or ""), input_schema=parameters)
 
 
-def schema_problem(schemas: list[dict[str, Any]], name: str, arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` do not fit tool ``name``'s input schema (or why there is no such tool), or None."""
-    by_name = {str((s.get("function") or {}).get("name")): s for s in schemas}
-    schema = by_name.get(name)
-    if schema is None:
-        return f"no tool named {name!r} (this run's tools: {', '.join(sorted(by_name)) or 'none'})"
-    parameters = (schema.get("function") or {}).get("parameters") or {"type": "object"}
+def schema_problem(schemas: list[dict[str, Any]], name: str, arguments: dict[str, Any], validators: dict[str, Any] | None = None) -> str | None:
+    """Why ``arguments`` do not fit tool ``name``'s input schema (or why there is no such tool), or None.
+    ``validators``: a cache of built validators by tool name (building one is the expensive part)."""
+    validators = {} if validators is None else validators
+    validator = validators.get(name)
+    if validator is None:
+        by_name = {str((s.get("function") or {}).get("name")): s for s in schemas}
+        schema = by_name.get(name)
+        if schema is None:
+            return f"no tool named {name!r} (this run's tools: {', '.join(sorted(by_name)) or 'none'})"
+        try:
+            validator = validators[name] = Draft202012Validator((schema.get("function") or {}).get("parameters") or {"type": "object"})
+        except SchemaError:
+            return None  # an environment schema the validator cannot read: let the environment judge the call
     try:
-        errors = sorted(Draft202012Validator(parameters).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     except SchemaError:
-        return None  # an environment schema the validator cannot read: let the environment judge the call
+        return None
     if not errors:
         return None
     first = errors[0]
@@ -77,7 +84,7 @@ def mcp_server() -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         run = _run_of(ctx)
         arguments = dict(params.arguments or {})
-        problem = schema_problem(run.schemas(), params.name, arguments)
+        problem = schema_problem(run.schemas(), params.name, arguments, run.validators)
         if run.owner is not None:  # executed by the run's own thread while this request awaits it
             text, is_error = await asyncio.wrap_future(run.submit_tool(params.name, arguments, problem))
         else:

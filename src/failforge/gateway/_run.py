@@ -103,6 +103,9 @@ class ServedRun:
         self.tools = tools
         self.owner = owner
         self.model_calls = 0
+        self._schemas: list[dict[str, Any]] | None = None
+        self.validators: dict[str, Any] = {}
+        """Per tool, its input schema's validator (built once per run, by the MCP server)."""
         self.first_call: float | None = None
         self.last_activity: float | None = None
         """``time.monotonic()`` of the first model call, and of the last answer to a model or tool call."""
@@ -114,22 +117,50 @@ class ServedRun:
 
     # --- models ---------------------------------------------------------------------------------
 
-    def model_reply(self, path: str, headers: Any, raw: bytes) -> Reply:
-        """One model call (in a worker thread: a live call blocks). A request the run cannot place is
-        refused alone; a drift fails the run, and every later call is refused with it."""
+    def model_reply(self, path: str, headers: Any, raw: bytes, *, quick: bool = False) -> Reply | None:
+        """One model call. A request the run cannot place is refused alone; a drift fails the run, and
+        every later call is refused with it. ``quick``: answer only if no model and no wait is needed
+        (a replayed call), else None — the caller then answers it in a worker thread (a live call blocks)."""
         with self._lock:
-            self.model_calls += 1
             if self.first_call is None:
                 self.first_call = time.monotonic()
+        request = RoutedRequest.of(path, headers)
         try:
-            return self.boundary.answer(RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False)
+            if quick:
+                reply = self.boundary.answer_if_quick(request, raw, explicit=None, bad_requests_fail_run=False)
+            else:
+                reply = self.boundary.answer(request, raw, explicit=None, bad_requests_fail_run=False)
+            if reply is not None:
+                with self._lock:
+                    self.model_calls += 1
+            return reply
         finally:
             self.last_activity = time.monotonic()
+
+    async def model_reply_async(self, path: str, headers: Any, raw: bytes) -> Reply:
+        """One model call on the gateway's event loop (see :meth:`ModelBoundary.answer_async`)."""
+        with self._lock:
+            if self.first_call is None:
+                self.first_call = time.monotonic()
+            self.model_calls += 1
+        try:
+            return await self.boundary.answer_async(RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False)
+        finally:
+            self.last_activity = time.monotonic()
+
+    def model_reply_blocking(self, path: str, headers: Any, raw: bytes) -> Reply:
+        reply = self.model_reply(path, headers, raw)
+        assert reply is not None
+        return reply
 
     # --- tools ----------------------------------------------------------------------------------
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [] if self.tools is None else self.tools.schemas()
+        """The run's tool schemas, read once: they do not change during a run, and an environment may
+        build them afresh on every request (AgentDojo generates each tool's JSON schema)."""
+        if self._schemas is None:
+            self._schemas = [] if self.tools is None else list(self.tools.schemas())
+        return self._schemas
 
     def call_tool(self, name: str, arguments: dict[str, Any], problem: str | None) -> tuple[str, bool]:
         """Run one tool call here (a run with no owner thread); ``problem``: why the arguments do not fit
@@ -161,16 +192,25 @@ class ServedRun:
         return text, bool(last is not None and last.kind == "tool" and last.error is not None)
 
 
-def pending_call_id(log: RunLog, name: str, arguments: dict[str, Any]) -> str | None:
+def pending_call_id(log: RunLog, name: str, arguments: dict[str, Any], lookback: int = 4) -> str | None:
     """The id of the model's tool call this MCP call carries out: the latest call of ``name`` with these
-    arguments that no tool step has answered yet (MCP does not carry the model's call id)."""
-    answered = {s.tool_call_id for s in log.steps if s.kind == "tool" and s.tool_call_id}
+    arguments that no tool step has answered yet, among the last ``lookback`` model calls that asked for
+    tools (MCP does not carry the model's call id; the call being run belongs to one of them)."""
+    answered: set[str] = set()
+    seen = 0
     for step in reversed(log.steps):
-        if step.kind != "agent":
+        if step.kind == "tool":
+            if step.tool_call_id:
+                answered.add(step.tool_call_id)
+            continue
+        if step.kind != "agent" or not step.tool_calls:
             continue
         for call in step.tool_calls:
             if call.name == name and call.id not in answered and call.parsed_arguments() == arguments:
                 return call.id
+        seen += 1
+        if seen >= lookback:
+            return None
     return None
 
 

@@ -48,7 +48,7 @@ class LoopbackServer:
             self._socket.close()
             raise ConfigError(f"failforge cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._socket.listen(2048)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, timeout_keep_alive=60, server_header=False,
+        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, timeout_keep_alive=60, server_header=False, proxy_headers=False,
                                 date_header=False, ws="none")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)

@@ -30,6 +30,7 @@ and a request to any API but chat completions (the Responses API) is refused wit
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 import threading
@@ -119,6 +120,7 @@ class ModelBoundary(httpx.BaseTransport):
         self.live_calls = 0
         self.calls_by_agent: Counter[str] = Counter()
         self._lock = threading.RLock()
+        self._alock: asyncio.Lock | None = None
 
     @property
     def failure(self) -> FailforgeError | None:
@@ -148,6 +150,17 @@ class ModelBoundary(httpx.BaseTransport):
         not JSON, an agent outside a closed roster) fails the run. In process it does (the harness is
         wrong); over HTTP (the gateway, the proxy) it is refused alone and nothing is kept of it.
         """
+        reply = self._answer(request, raw, explicit, bad_requests_fail_run, quick=False)
+        assert reply is not None
+        return reply
+
+    def answer_if_quick(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True) -> Reply | None:
+        """:meth:`answer`, but only if the answer needs no model and no wait (a replayed call, a refusal,
+        the end of a prefix); None when it would call a model or wait for another call of the run. An
+        event loop answers such calls in place instead of handing every one to a worker thread."""
+        return self._answer(request, raw, explicit, bad_requests_fail_run, quick=True)
+
+    def _answer(self, request: RequestLike, raw: bytes, explicit: AgentIdentity | None, bad_requests_fail_run: bool, *, quick: bool) -> Reply | None:
         _, path = route_of(request.url.path)
         try:
             if not path.rstrip("/").endswith("/chat/completions"):
@@ -163,22 +176,28 @@ class ModelBoundary(httpx.BaseTransport):
             if bad_requests_fail_run:
                 self.log.fail(exc)
             return refusal_reply(exc)
+        if not self._lock.acquire(blocking=not quick):
+            return None  # another call of this run holds the boundary (a live call): wait in a thread, not here
         try:
-            with self._lock:
-                if self.log.failure is not None:
-                    return refusal_reply(self.log.failure)
-                if self.log.stopped or self.log.plan.action(self.log.next_index) == "stop":
-                    self._admit(identity)
-                    self._check_agent(self.log.next_index, identity, self.calls_by_agent[identity.agent], at_branch=True)
-                    self.log.stopped = True
-                    return stop_reply(self.log)
-                response = self.complete(body, identity)
+            if self.log.failure is not None:
+                return refusal_reply(self.log.failure)
+            action = self.log.plan.action(self.log.next_index)
+            if self.log.stopped or action == "stop":
+                self._admit(identity)
+                self._check_agent(self.log.next_index, identity, self.calls_by_agent[identity.agent], at_branch=True)
+                self.log.stopped = True
+                return stop_reply(self.log)
+            if quick and action in ("live", "change"):
+                return None
+            response = self.complete(body, identity)
         except ConfigError as exc:
             if bad_requests_fail_run:
                 self.log.fail(exc)
             return refusal_reply(exc)
         except FailforgeError as exc:
             return refusal_reply(self.log.fail(exc))
+        finally:
+            self._lock.release()
         if wants_stream(body):
             return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
         return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
@@ -237,10 +256,20 @@ class ModelBoundary(httpx.BaseTransport):
                 agent=agent,
             )
         else:
-            responder = self.upstream.for_agent(agent, identity.purpose) if hasattr(self.upstream, "for_agent") else self.upstream
-            response = responder(body)
+            response = self._responder(identity)(body)
             phase = log.record_phase
             self.live_calls += 1
+        self._record(identity, ordinal, body, body_hash, response, response_hash, phase, source)
+        return response
+
+    def _responder(self, identity: AgentIdentity) -> Any:
+        upstream = self.upstream
+        assert upstream is not None
+        return upstream.for_agent(identity.agent, identity.purpose) if hasattr(upstream, "for_agent") else upstream
+
+    def _record(self, identity: AgentIdentity, ordinal: int, body: dict[str, Any], body_hash: str, response: dict[str, Any],
+                response_hash: str | None, phase: str, source: str) -> None:
+        agent = identity.agent
         self.calls_by_agent[agent] += 1
         ref = ModelCallRef(
             stream=agent,
@@ -252,8 +281,55 @@ class ModelBoundary(httpx.BaseTransport):
             response_hash=response_hash or canonical_hash(response),
             source=source,  # type: ignore[arg-type]
         )
-        log.append(agent_step_from_response(index, agent, response, ref, phase))
-        return response
+        self.log.append(agent_step_from_response(self.log.next_index, agent, response, ref, phase))
+
+    # --- the same, on an event loop ---------------------------------------------------------------
+
+    async def answer_async(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None = None, bad_requests_fail_run: bool = True) -> Reply:
+        """:meth:`answer` for an event loop (the run gateway): a replayed call or a refusal is answered in
+        place; a live call to an upstream that can be awaited (``acall``: :class:`HttpUpstream`) is awaited,
+        so it needs no thread; anything else (a branch's change, a scripted responder) runs in a worker
+        thread. The calls of one run are answered one at a time, in the order they arrive."""
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        async with self._alock:
+            quick = self._answer(request, raw, explicit, bad_requests_fail_run, quick=True)
+            if quick is not None:
+                return quick
+            pending = self._live(request, raw, explicit)
+            if pending is None:
+                return await asyncio.to_thread(self.answer, request, raw, explicit=explicit, bad_requests_fail_run=bad_requests_fail_run)
+            identity, body, responder = pending
+            try:
+                response = await responder.acall(body)
+                with self._lock:
+                    ordinal = self.calls_by_agent[identity.agent]
+                    self.live_calls += 1
+                    self._record(identity, ordinal, body, request_hash(body), response, None, self.log.record_phase, self.source)
+            except FailforgeError as exc:
+                return refusal_reply(self.log.fail(exc))
+            if wants_stream(body):
+                return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
+            return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
+
+    def _live(self, request: RequestLike, raw: bytes, explicit: AgentIdentity | None) -> tuple[AgentIdentity, dict[str, Any], Any] | None:
+        """The (identity, body, responder) of a call that goes to an awaitable live upstream, else None."""
+        if self.upstream is None:
+            return None
+        try:
+            identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
+            body = json.loads(raw or b"{}")
+        except (ConfigError, ValueError):
+            return None  # the thread path refuses it with the reason
+        with self._lock:
+            if not isinstance(body, dict) or self.log.failure is not None or self.log.plan.action(self.log.next_index) != "live":
+                return None
+            try:
+                self._admit(identity)
+            except ConfigError:
+                return None
+            responder = self._responder(identity)
+        return (identity, body, responder) if hasattr(responder, "acall") else None
 
     def _check_agent(self, index: int, identity: AgentIdentity, ordinal: int, *, at_branch: bool = False) -> Step | None:
         """The call at ``index`` must come from the agent (and purpose) recorded there, as that agent's next call."""

@@ -18,8 +18,14 @@ TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "extra_headers
 
 
 def canonical_request(body: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``body`` with tool-call ids renamed by order of first appearance and transport fields dropped."""
-    out = {k: copy.deepcopy(v) for k, v in body.items() if k not in TRANSPORT_FIELDS}
+    """A copy of ``body`` with tool-call ids renamed by order of first appearance and transport fields dropped.
+
+    Only what is changed is copied (the messages and their tool calls); the rest, the tool schemas
+    above all, is shared with ``body``, which is never modified: hashing a request with twenty tool
+    schemas need not copy them."""
+    out = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [_message_copy(m) for m in out["messages"]]
     renames: dict[str, str] = {}
 
     def rename(old: str | None) -> str | None:
@@ -42,6 +48,16 @@ def canonical_request(body: dict[str, Any]) -> dict[str, Any]:
             message.pop("content", None)
         if message.get("tool_calls") == []:
             message.pop("tool_calls")
+    return out
+
+
+def _message_copy(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return copy.deepcopy(message)
+    out = dict(message)
+    calls = out.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [dict(c) if isinstance(c, dict) else copy.deepcopy(c) for c in calls]
     return out
 
 

