@@ -9,6 +9,7 @@ seed replays identically, and a tampered observation is that environment's own d
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,24 @@ def test_an_environment_served_over_mcp_records_replays_and_catches_a_tampered_o
     env, task, options, parts, drift = CASES[case]
     for part in parts:
         require(part)
+    # In a thread of its own: MiniWoB++ keeps its browser alive per thread, and Playwright's sync API leaves
+    # its event loop marked running in the thread that opened it (a later asyncio.run there would refuse).
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            _check(env, task, options, drift, tmp_path)
+        except BaseException as exc:  # re-raised in the test's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=body)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+
+
+def _check(env: str, task: str, options: dict | None, drift: type[Exception], tmp_path: Path) -> None:
     options = {"cache_dir": str(tmp_path / "cache")} if options is None else options
     seed = oracle_seed(env, task, options, harness=ExternalAgent.for_command(PLAIN, framework="mcp"))
     assert seed.outcome is not None and seed.outcome.success, seed.outcome

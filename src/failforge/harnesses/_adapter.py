@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import openai
 
 from failforge.harnesses._frameworks import FrameworkTeamConfig, TeamPolicy, need_workers, require_framework, team_config, team_roster, tool_schemas
 from failforge.llm import TeamOracle
 from failforge.roster import AgentProfile
+
+T = TypeVar("T")
 
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -165,4 +168,34 @@ class FrameworkAdapter:
         raise NotImplementedError(f"{type(self).__name__} must say how its framework builds and runs its team (run_team)")
 
 
-__all__ = ["BoundaryTool", "FrameworkAdapter", "Spelling", "boundary_tools"]
+__all__ = [
+    "run_async","BoundaryTool", "FrameworkAdapter", "Spelling", "boundary_tools"]
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run an async framework's coroutine to its end from synchronous code, in any thread.
+
+    ``asyncio.run`` refuses to start where an event loop is already running in this thread — a
+    notebook, or a worker thread that drove a MiniWoB++ page (Playwright's sync API keeps its loop
+    marked running in the thread that opened the browser). There the coroutine runs on a fresh loop in
+    a thread of its own, which is waited for; the framework's tool calls go to failforge's tool boundary
+    through ``asyncio.to_thread`` either way.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def main() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the calling thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=main, name="failforge-framework-loop")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]

@@ -19,13 +19,12 @@ calls, made by the group chat manager, are attributed to the ``selector`` with p
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
 import openai
 
-from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
 from failforge.harnesses._frameworks import Answer, TeamPolicy, function_call
 from failforge.llm import AgentIdentity
 from failforge.plugins import harnesses
@@ -131,7 +130,7 @@ class AutoGenTeam(FrameworkAdapter):
         return BoundaryWorkbench(tools=[])
 
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
-        return asyncio.run(self._run_team(client, model, instruction, tools))
+        return run_async(self._run_team(client, model, instruction, tools))
 
     async def _run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         from autogen_agentchat.agents import AssistantAgent

@@ -16,12 +16,11 @@ request hash renames tool-call ids by first appearance, so they never reach it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import openai
 
-from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
 from failforge.harnesses._frameworks import Answer, TeamPolicy, function_call
 from failforge.harnesses._team import member_client
 from failforge.plugins import harnesses
@@ -98,7 +97,7 @@ class LangGraphTeam(FrameworkAdapter):
                                        parallel_tool_calls=False, output_mode="last_message").compile()
         inputs = {"messages": [{"role": "user", "content": instruction}]}
         limit: Any = {"recursion_limit": 4 * (cfg.lead_max_steps + cfg.worker_max_steps * len(cfg.workers)) + 10}
-        state = asyncio.run(_arun(graph, inputs, limit, cfg.streaming)) if cfg.asynchronous else _run(graph, inputs, limit, cfg.streaming)
+        state = run_async(_arun(graph, inputs, limit, cfg.streaming)) if cfg.asynchronous else _run(graph, inputs, limit, cfg.streaming)
         messages = (state or {}).get("messages") or []
         final = messages[-1] if messages else None
         content = getattr(final, "content", None)

@@ -19,13 +19,12 @@ ids are unique per conversation, and injected or live responses mint fresh ones.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar, Literal
 
 import openai
 from pydantic import Field
 
-from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
 from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call
 from failforge.plugins import harnesses
 
@@ -98,7 +97,7 @@ class OpenAIAgentsTeam(FrameworkAdapter):
         return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.parameters, on_invoke_tool=invoke, strict_json_schema=False)
 
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
-        return asyncio.run(self._run_team(client, model, instruction, tools))
+        return run_async(self._run_team(client, model, instruction, tools))
 
     async def _run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, set_tracing_disabled
