@@ -57,7 +57,9 @@ RUNLOG_TESTS = (
 SECRETS_TESTS = ("tests/unit/test_secrets.py", "tests/unit/test_secrets_redactor.py")
 DECISIVENESS_TESTS = (
     "tests/integration/test_campaign.py::test_decisiveness_keeps_a_decisive_injection_and_records_both_rates",
-    "tests/integration/test_campaign.py::test_decisiveness_rejects_when_the_original_arm_fails_too",
+    "tests/integration/test_campaign.py::test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_without_running_them",
+    "tests/integration/test_campaign.py::test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused",
+    "tests/integration/test_campaign.py::test_decisiveness_off_only_explicitly_and_then_every_record_says_not_checked",
     "tests/integration/test_campaign.py::test_decisiveness_rejects_an_injection_the_agent_recovers_from",
 )
 
@@ -157,15 +159,19 @@ MUTANTS: tuple[Mutant, ...] = (
        "(default_filters() if names is None else names)", "default_filters()", FILTER_TESTS),
     # --- decisiveness (campaign/_attempt.py) -----------------------------------------------------
     _m("dec.injected_arm_zero", "campaign/_attempt.py", "decisiveness (injected arm)",
-       'rates[f"{arm}_success_rate"] = wins / cfg.k', 'rates[f"{arm}_success_rate"] = 0.0 if arm == "injected" else wins / cfg.k',
+       "injected_rate = sum(outcomes) / len(outcomes)", "injected_rate = 0.0", DECISIVENESS_TESTS, "integration"),
+    _m("dec.original_arm_one", "campaign/_arms.py", "OriginalArm.success_rate",
+       "return self.successes / len(self.runs) if self.runs else 0.0", "return 1.0", DECISIVENESS_TESTS, "integration"),
+    _m("dec.original_bound_ignored", "campaign/_arms.py", "OriginalArm.passes",
+       'return self.status == "measured" and self.success_rate >= cfg.original_min_success', 'return self.status == "measured"', DECISIVENESS_TESTS, "integration"),
+    _m("dec.injected_bound_ignored", "campaign/_attempt.py", "decisiveness (verdict)",
+       "ok = arm.passes(cfg) and injected_rate <= cfg.injected_max_success", "ok = arm.passes(cfg)", DECISIVENESS_TESTS, "integration"),
+    _m("dec.arm_per_attempt", "campaign/_run.py", "_settle_arms (one arm per point)",
+       "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}",
+       "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id] + spec.attempt_id, spec.step) for seed, spec in pending}",
        DECISIVENESS_TESTS, "integration"),
-    _m("dec.original_arm_one", "campaign/_attempt.py", "decisiveness (original arm)",
-       'rates[f"{arm}_success_rate"] = wins / cfg.k', 'rates[f"{arm}_success_rate"] = 1.0 if arm == "original" else wins / cfg.k',
-       DECISIVENESS_TESTS, "integration"),
-    _m("dec.original_bound_ignored", "campaign/_attempt.py", "run_attempt (decisiveness verdict)",
-       'ok = rates["original_success_rate"] >= cfg.original_min_success and', "ok = True and", DECISIVENESS_TESTS, "integration"),
-    _m("dec.injected_bound_ignored", "campaign/_attempt.py", "run_attempt (decisiveness verdict)",
-       'and rates["injected_success_rate"] <= cfg.injected_max_success', "and True", DECISIVENESS_TESTS, "integration"),
+    _m("dec.default_off", "campaign/_config.py", "DecisivenessConfig.enabled",
+       'enabled: bool = Field(default=True,', 'enabled: bool = Field(default=False,', DECISIVENESS_TESTS, "integration"),
     # --- the model boundary ----------------------------------------------------------------------
     _m("bd.request_hash.off", "llm/_boundary.py", "ModelBoundary._serve_recorded (request hash)", "        if want != got:\n", "        if False:\n", BOUNDARY_TESTS),
     _m("bd.request_hash.never_strict", "llm/_boundary.py", "ModelBoundary._serve_recorded (strict)",

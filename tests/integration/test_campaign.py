@@ -55,7 +55,7 @@ def test_campaign_file_resolves_paths_and_reports_bad_fields(tmp_path, seeds_fil
     good = tmp_path / "c.toml"
     good.write_text(f'seeds = ["{seeds_file}"]\noutput = "out"\nconcurrency = 4\n[plan]\nmodes = ["r.3", "A.5"]\nsteps_per_seed = 1\n[filters.decisiveness]\nenabled = true\nk = 2\n')
     config = load_campaign(good)
-    assert config.output == str(tmp_path / "out") and config.plan.modes == ["R.3", "A.5"] and config.filters.decisiveness.k == 2
+    assert config.output == str(tmp_path / "out") and config.plan.modes == ["R.3", "A.5"] and config.filters.decisiveness.original_k == 2 == config.filters.decisiveness.injected_k
     assert config.config_hash() == load_campaign(good).config_hash()
     bad = tmp_path / "bad.toml"
     bad.write_text('seeds = ["x"]\noutput = "o"\n[plan]\nsteps_per_seed = 0\n')
@@ -187,32 +187,105 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"),
             plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
-            filters={"decisiveness": {"enabled": True, "k": 2}},
+            filters={"decisiveness": {"k": 2}},
         )
         summary = run_campaign(config, _resolved(server))
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
     assert summary.kept == 1 and len(gold) == 1
     rates = gold[0].provenance["decisiveness"]
-    assert rates["original_success_rate"] == 1.0 and rates["injected_success_rate"] == 0.0 and rates["k"] == 2
+    assert rates["checked"] is True and rates["original_success_rate"] == 1.0 and rates["injected_success_rate"] == 0.0
+    assert rates["original"]["k"] == 2 and rates["original"]["successes"] == 2 and rates["injected"] == {
+        "k": 2, "successes": 0, "success_rate": 0.0, "temperature": None, "first_is_candidate": True}
     assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "k=2" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
+    assert "k=2 time(s) per (seed, step)" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
 
 
-def test_decisiveness_rejects_when_the_original_arm_fails_too(tmp_path, banking_seed):
+def _counting(policy):
+    """The policy, counting who it answered: guide (stage 1), steered agent (stage 2), or anything else."""
+    calls = {"guide": 0, "steered": 0, "other": 0}
+
+    def counted(body):
+        first = str(body["messages"][0].get("content"))
+        if "realistic mistakes" in first:
+            calls["guide"] += 1
+        elif any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
+            calls["steered"] += 1
+        else:
+            calls["other"] += 1
+        return policy(body)
+
+    return counted, calls
+
+
+def test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused(tmp_path, banking_seed):
+    """No [filters] in the campaign: the original arm runs, once for the two samples planned at one step,
+    is kept in arms.jsonl, and a rerun of the same campaign reuses it instead of running it again."""
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    with LoopbackModelServer() as server:  # canned agent never completes the task, from either arm
+    policy, calls = _counting(_oracle_policy(banking_seed))
+    out = tmp_path / "out"
+    with LoopbackModelServer(policy=policy) as server:
+        config = CampaignConfig(seeds=[str(seeds)], output=str(out), guide_kind="rules",
+                                plan={"steps_per_seed": 1, "modes_per_step": 1, "samples": 2, "modes": ["A.5"]})
+        assert config.filters.decisiveness.enabled and config.filters.decisiveness.original_k == 1
+        summary = run_campaign(config, _resolved(server))
+        arms = [json.loads(line) for line in (out / "arms.jsonl").read_text().splitlines()]
+        assert summary.planned == 2 and summary.arms["points"] == 1 and summary.arms["run_now"] == 1 and len(arms) == 1
+        assert summary.arms["live_calls_one_per_attempt"] == 2 * summary.arms["live_calls"] > 0
+        records = _records(out)
+        decided = [r for rows in records.values() for r in rows]
+        assert len(decided) == 2
+        for r in decided:
+            dec = r["provenance"]["decisiveness"]
+            assert dec["checked"] is True and dec["original"]["key"] == arms[0]["key"] and dec["original"]["successes"] == 1
+        # The same campaign again, its records gone but arms.jsonl kept: the arm is reused, not re-run.
+        for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl", "ledger.sqlite"):
+            (out / name).unlink(missing_ok=True)
+        before = dict(calls)
+        again = run_campaign(config, _resolved(server))
+        assert again.arms["run_now"] == 0 and again.arms["reused"] == 1
+        assert len((out / "arms.jsonl").read_text().splitlines()) == 1
+        # Only the attempts' own continuations ran: no call with the seed's own step served at t.
+        assert calls["steered"] - before["steered"] == 2
+
+
+def test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_without_running_them(tmp_path, banking_seed):
+    seeds = tmp_path / "one.jsonl"
+    write_jsonl(seeds, [banking_seed])
+    policy, calls = _counting(lambda body: ("I could not do it.", None))  # the continuing agent never completes the task
+    with LoopbackModelServer(policy=policy) as server:
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"),
-            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
-            filters={"decisiveness": {"enabled": True, "k": 2}},
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "samples": 2, "modes": ["A.5"]},
         )
         summary = run_campaign(config, _resolved(server))
     records = _records(tmp_path / "out")
-    assert summary.kept == 0
-    decisive = [r for r in records["rejected.jsonl"] if any(reason.startswith("decisiveness") for reason in r["reasons"])]
-    assert decisive and "original arm succeeded 0.00" in decisive[0]["reasons"][0]
+    assert summary.kept == 0 and summary.rejected == 2 and summary.arms["run_now"] == 1
+    assert calls["guide"] == 0 and calls["steered"] == 0 and calls["other"] >= 1  # the arm alone ran
+    assert len(summary.non_decisive) == 1 and "does not decide the outcome" in summary.non_decisive[0]
+    for r in records["rejected.jsonl"]:
+        assert r["stage"] == "decisiveness" and r["reasons"][0].startswith("decisiveness: original arm: the seed's own step")
+        assert "succeeded 0 of 1 time(s)" in r["reasons"][0] and r["trajectory"] is None
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "2 attempt(s) at 1 point(s) were rejected without a run" in card
+
+
+def test_decisiveness_off_only_explicitly_and_then_every_record_says_not_checked(tmp_path, banking_seed):
+    seeds = tmp_path / "one.jsonl"
+    write_jsonl(seeds, [banking_seed])
+    with LoopbackModelServer(policy=_oracle_policy(banking_seed)) as server:
+        config = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]}, filters={"decisiveness": {"enabled": False}},
+        )
+        summary = run_campaign(config, _resolved(server))
+    records = _records(tmp_path / "out")
+    assert summary.kept == 1 and not (tmp_path / "out" / "arms.jsonl").exists()
+    (gold,) = records["gold.jsonl"]
+    assert gold["provenance"]["decisiveness"]["checked"] is False
+    assert "decisiveness not checked" in gold["provenance"]["decisiveness"]["reason"]
+    assert "**not checked**" in (tmp_path / "out" / "README.md").read_text()
 
 
 def _recovering_policy(seed):
@@ -248,15 +321,17 @@ def test_decisiveness_rejects_an_injection_the_agent_recovers_from(tmp_path, ban
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"),
             plan={"steps_per_seed": 2, "modes_per_step": 1, "modes": ["A.2"]},
-            filters={"decisiveness": {"enabled": True, "k": 2}},
+            filters={"decisiveness": {"k": 2, "temperature": 0.7}},
         )
         summary = run_campaign(config, _resolved(server))
     records = _records(tmp_path / "out")
     assert summary.planned == 2 and summary.kept == 1 and summary.rejected == 1
     # At t=1 a wrong query is recovered from by the next (sampled) step: not decisive, rejected.
     (rejected,) = records["rejected.jsonl"]
-    assert rejected["step"] == 1 and rejected["reasons"] == ["decisiveness: original arm succeeded 1.00, injected arm 1.00 over k=2 at T=0.7"]
+    assert rejected["step"] == 1 and rejected["reasons"] == ["decisiveness: original arm succeeded 2/2, injected arm 2/2 at T=0.7"]
     # At t=3 the payment itself is wrong (1.0 paid): the sampled agent carries on and the task fails.
     (gold,) = records["gold.jsonl"]
     assert gold["label"]["decisive_step"] == 3
-    assert gold["provenance"]["decisiveness"] == {"k": 2, "temperature": 0.7, "original_success_rate": 1.0, "injected_success_rate": 0.0}
+    dec = gold["provenance"]["decisiveness"]
+    assert dec["original_success_rate"] == 1.0 and dec["injected_success_rate"] == 0.0
+    assert dec["original"]["k"] == 2 and dec["original"]["temperature"] == 0.7 and dec["injected"]["k"] == 2 and not dec["injected"]["first_is_candidate"]

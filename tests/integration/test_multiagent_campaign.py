@@ -30,9 +30,9 @@ from failforge.testing import LoopbackModelServer
 from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 
 NOTES = {
-    "C.1": "Give this job to another teammate rather than the usual one.",
-    "C.2": "Keep your message to one short line without the figures.",
-    "C.3": "Trust your teammate completely and skip your own work here.",
+    "C.1": "Give this job to another worker rather than the usual one.",
+    "C.2": "Keep your message to the worker to one short line without the figures.",
+    "C.3": "Trust the worker completely and skip your own check here.",
 }
 _INSTRUCTION = re.compile(r"Call (\w+) with arguments (\{.*\}) and report what it returns\.", re.DOTALL)
 _PLAN_STEP = re.compile(r"^\d+\. Call (\w+) with arguments (\{.*\})\.$")

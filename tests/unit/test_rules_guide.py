@@ -149,11 +149,11 @@ def test_guide_kind_per_mode():
 
 def test_campaign_guide_setting(tmp_path):
     base = {"seeds": [str(BUNDLED)], "output": str(tmp_path)}
-    assert CampaignConfig(**base).guide_kind == "model"
+    assert CampaignConfig(**base).guide_kind == "auto"  # rules where a mode has them, the guide model otherwise
     assert CampaignConfig(**base, guide_kind="auto").guide_kind == "auto"
     assert CampaignConfig.model_validate({**base, "guide": "rules"}).guide_kind == "rules"  # the `guide = "rules"` shorthand
     endpoint = CampaignConfig.model_validate({**base, "guide": {"base_url": "http://x/v1", "model": "g"}})
-    assert endpoint.guide is not None and endpoint.guide_kind == "model"
+    assert endpoint.guide is not None and endpoint.guide_kind == "auto"
     with pytest.raises(ValueError):
         CampaignConfig.model_validate({**base, "guide": "rules", "guide_kind": "auto"})
     with pytest.raises(ValueError):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from failforge.campaign._arms import ArmSpec, OriginalArm, arm_key, run_original_arm
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
@@ -70,19 +71,79 @@ def error_kind(exc: BaseException) -> Literal["drift", "infrastructure", "error"
     return "error"
 
 
-def decisiveness(seed: Trajectory, t: int, injected: dict[str, Any], models: Models, config: CampaignConfig, deadline: float) -> dict[str, Any]:
-    """Continue k times from the original a_t and k times from ã_t at temperature > 0; success rates."""
+def original_arm(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig) -> OriginalArm:
+    """The point's original arm: the one the driver settled and handed over, or measured here."""
+    if spec.original_arm is not None:
+        return OriginalArm.model_validate(spec.original_arm)
+    key = arm_key(config.config_hash(), canonical_hash(seed.model_dump(mode="json")), spec.step)
+    return run_original_arm(seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key), models, config)
+
+
+def not_decisive(arm: OriginalArm, config: CampaignConfig, base: dict[str, Any]) -> AttemptResult:
+    """An attempt at a point whose original arm failed: rejected before any guide or agent call.
+
+    A drifting seed is the seed's fault, not the candidate's: failed (drift), like a drift in the attempt's own replay.
+    """
     cfg = config.filters.decisiveness
-    original = seed.steps[t].model_call.response  # type: ignore[union-attr]
-    rates: dict[str, Any] = {"k": cfg.k, "temperature": cfg.temperature}
-    for arm, response in (("original", original), ("injected", injected)):
-        wins = 0
-        for i in range(cfg.k):
-            agent = models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
-            run = branch(seed, t, response=response, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-{arm}-{i}", deadline=deadline)
-            wins += bool(run.trajectory.outcome and run.trajectory.outcome.success)
-        rates[f"{arm}_success_rate"] = wins / cfg.k
-    return rates
+    provenance = {**base["provenance"], "decisiveness": {"checked": True, "original": arm.verdict(), "original_success_rate": arm.success_rate}}
+    fields = {**base, "provenance": provenance}
+    reason = arm.why_not_decisive(cfg)
+    if arm.status == "drift":
+        return AttemptResult("failed", Rejection(**fields, status="failed", stage="decisiveness", reasons=[f"DriftError: original arm: {reason}"],
+                                                 error=arm.error, error_kind="drift"))
+    verdict = FilterVerdict(name="decisiveness", passed=False, reason=f"original arm: {reason}")
+    return AttemptResult("rejected", Rejection(**fields, status="rejected", stage="decisiveness", reasons=[f"decisiveness: {verdict.reason}"], verdicts=[verdict]))
+
+
+def decisiveness(
+    seed: Trajectory, spec: AttemptSpec, candidate: Trajectory, injected: dict[str, Any], arm: OriginalArm, models: Models, config: CampaignConfig, deadline: float
+) -> tuple[dict[str, Any], FilterVerdict]:
+    """Both arms' verdicts on a candidate: the point's shared original arm, and the injected arm (the
+    candidate's own continuation first, then re-runs from its recorded ã_t)."""
+    cfg = config.filters.decisiveness
+    outcomes: list[bool] = []
+    if cfg.temperature is None:
+        outcomes.append(bool(candidate.outcome and candidate.outcome.success))
+    for i in range(cfg.injected_k - len(outcomes)):
+        agent = models.agent(deadline=deadline) if cfg.temperature is None else models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
+        run = branch(seed, spec.step, response=injected, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-injected-{i}", deadline=deadline)
+        outcomes.append(bool(run.trajectory.outcome and run.trajectory.outcome.success))
+    injected_rate = sum(outcomes) / len(outcomes)
+    rates: dict[str, Any] = {
+        "checked": True,
+        "original": arm.verdict(),
+        "injected": {"k": cfg.injected_k, "successes": sum(outcomes), "success_rate": injected_rate, "temperature": cfg.temperature,
+                     "first_is_candidate": cfg.temperature is None},
+        "original_success_rate": arm.success_rate,
+        "injected_success_rate": injected_rate,
+        "original_min_success": cfg.original_min_success,
+        "injected_max_success": cfg.injected_max_success,
+    }
+    ok = arm.passes(cfg) and injected_rate <= cfg.injected_max_success
+    reason = (f"original arm succeeded {arm.successes}/{arm.k}, injected arm {sum(outcomes)}/{cfg.injected_k}"
+              f"{'' if cfg.temperature is None else f' at T={cfg.temperature}'}")
+    return rates, FilterVerdict(name="decisiveness", passed=ok, reason=reason)
+
+
+def _base(seed: Trajectory, spec: AttemptSpec, provenance: dict[str, Any]) -> dict[str, Any]:
+    return {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": spec.mode, "sample": spec.sample, "provenance": provenance}
+
+
+def not_decisive_attempt(seed: Trajectory, spec: AttemptSpec, arm: OriginalArm, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
+    """:func:`not_decisive` for the driver, which settles such attempts without sending them to an executor."""
+    return not_decisive(arm, config, _base(seed, spec, provenance))
+
+
+def arm_unsettled(seed: Trajectory, spec: AttemptSpec, arm_failure: Rejection, provenance: dict[str, Any]) -> AttemptResult:
+    """An attempt whose point's original arm could not be run (its worker failed): failed with the arm's error and
+    kind (infrastructure is retried on the next run)."""
+    return AttemptResult("failed", Rejection(
+        **_base(seed, spec, provenance), status="failed", stage="decisiveness", reasons=[f"original arm: {r}" for r in arm_failure.reasons],
+        error=arm_failure.error, error_kind=arm_failure.error_kind,
+    ))
+
+
+NOT_CHECKED = {"checked": False, "reason": "decisiveness not checked: turned off in the campaign ([filters.decisiveness] enabled = false)"}
 
 
 def judge_conformance(seed: Trajectory, trajectory: Trajectory, spec: AttemptSpec, mode: ErrorMode, models: Models, config: CampaignConfig, deadline: float) -> ConformanceVerdict:
@@ -124,6 +185,14 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
         return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc), error_kind=error_kind(exc)))  # type: ignore[arg-type]
 
+    arm: OriginalArm | None = None
+    if config.filters.decisiveness.enabled:
+        try:
+            arm = original_arm(seed, spec, models, config)
+        except Exception as exc:  # infrastructure or a bug: failed with its error (retried when infrastructure)
+            return failed("decisiveness", exc)
+        if not arm.passes(config.filters.decisiveness):
+            return not_decisive(arm, config, base)
     guide: GuideResult
     if kind == "rules":
         guide = rules_note(seed, spec.step, mode, rng_seed=config.plan.rng_seed, sample=spec.sample)
@@ -132,7 +201,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
             seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature, seed_value=config.plan.rng_seed * 1000 + spec.sample
         )
         try:
-            guide = write_steering_note(models.guide(deadline=deadline), g_request)
+            guide = write_steering_note(models.guide(deadline=deadline), g_request, mode)
         except InfrastructureError as exc:
             return failed("guide", exc)
     if not guide.feasible or guide.note is None:
@@ -161,20 +230,18 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     verdicts = run_filters(context, config.filters.enabled)
     rejected = [v for v in verdicts if not v.passed]
     if not rejected and config.filters.decisiveness.enabled:
-        cfg = config.filters.decisiveness
         try:
-            rates = decisiveness(seed, spec.step, result.stage_two.response, models, config, deadline)
+            rates, verdict = decisiveness(seed, spec, trajectory, result.stage_two.response, arm, models, config, deadline)  # type: ignore[arg-type]
         except Exception as exc:
             return failed("decisiveness", exc, guide.note)
         trajectory.provenance["decisiveness"] = rates
-        ok = rates["original_success_rate"] >= cfg.original_min_success and rates["injected_success_rate"] <= cfg.injected_max_success
-        verdicts.append(FilterVerdict(
-            name="decisiveness",
-            passed=ok,
-            reason=f"original arm succeeded {rates['original_success_rate']:.2f}, injected arm {rates['injected_success_rate']:.2f} over k={cfg.k} at T={cfg.temperature}",
-        ))
-        if not ok:
-            rejected = [verdicts[-1]]
+        verdicts.append(verdict)
+        if not verdict.passed:
+            rejected = [verdict]
+    elif arm is not None:  # rejected by another filter: the injected arm is not run, the shared original arm is still told
+        trajectory.provenance["decisiveness"] = {"checked": True, "original": arm.verdict(), "original_success_rate": arm.success_rate}
+    else:
+        trajectory.provenance["decisiveness"] = dict(NOT_CHECKED)
     if rejected:
         return AttemptResult(
             "rejected",

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from failforge.campaign._config import CampaignConfig
 from failforge.conformance import STRUCTURAL_MODES
 from failforge.report import describe_realism, load_dataset, summarise
-
-
-def _decisiveness_stats(gold_path: Path) -> tuple[int, float | None, float | None]:
-    if not gold_path.exists():
-        return 0, None, None
-    original, injected = [], []
-    with open(gold_path, encoding="utf-8") as handle:
-        for line in handle:
-            rates = (json.loads(line).get("provenance") or {}).get("decisiveness")
-            if rates:
-                original.append(rates["original_success_rate"])
-                injected.append(rates["injected_success_rate"])
-    if not original:
-        return 0, None, None
-    return len(original), sum(original) / len(original), sum(injected) / len(injected)
 
 
 def _label_quality(out: Path, config: CampaignConfig) -> list[str]:
@@ -66,10 +50,41 @@ def _label_quality(out: Path, config: CampaignConfig) -> list[str]:
     return lines
 
 
+def _decisiveness_lines(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> list[str]:
+    """How the check was made (k per arm, settings), what it cost, and what it found."""
+    d = config.filters.decisiveness
+    if not d.enabled:
+        return ["- `decisiveness`: **not checked** (turned off: `[filters.decisiveness] enabled = false`). Every record says",
+                "  \"decisiveness not checked\": its failure may not have been caused by the changed step."]
+    dec = summarise(load_dataset(out, seed_files=config.seeds), with_realism=False)["decisiveness"]
+    arms = (manifest.get("result", {}).get("this_run") or {}).get("original_arms") or {}
+    settings = "the candidate's own settings" if d.temperature is None else f"temperature {d.temperature}, a seed per run"
+    lines = [
+        f"- `decisiveness`: the *original arm* (the seed's own step a_t, continued live) ran k={d.original_k} time(s) per (seed, step),",
+        f"  once, shared by every attempt planned there; the *injected arm* k={d.injected_k} (its first run is the candidate itself"
+        + ("" if d.temperature is None else ", here re-run") + f"), with {settings}.",
+        f"  Kept only if the original arm succeeded at least {d.original_min_success:.0%} of the time and the injected arm at most "
+        f"{d.injected_max_success:.0%}: the changed step, not the continuing model, decides the outcome.",
+    ]
+    if arms:
+        lines.append(
+            f"  This run: {arms.get('points', 0)} point(s), {arms.get('run_now', 0)} arm(s) run ({arms.get('live_calls', 0)} live model calls, "
+            f"{arms.get('seconds', 0)} s), {arms.get('reused', 0)} reused from `arms.jsonl`; one arm per attempt would have cost "
+            f"{arms.get('live_calls_one_per_attempt', 0)} calls."
+        )
+    lines.append(
+        f"  {dec['rejected_original_arm']} attempt(s) at {dec['non_decisive_points']} point(s) were rejected without a run because the original arm "
+        "also failed there."
+    )
+    if dec["measured"]:
+        lines.append(f"  Over {dec['measured']} candidates measured on both arms: mean success {dec['mean_original_success']:.2f} from a_t vs "
+                     f"{dec['mean_injected_success']:.2f} from the injected step.")
+    return lines
+
+
 def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> Path:
     totals = manifest.get("result", {}).get("totals", {})
     models = manifest.get("models", {})
-    d = config.filters.decisiveness
     lines = [
         "# failforge gold failure dataset",
         "",
@@ -92,19 +107,7 @@ def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> P
         "## Filters (all verdicts are kept on every record)",
         *[f"- `{name}`" for name in config.filters.enabled],
     ]
-    if d.enabled:
-        n, orig, inj = _decisiveness_stats(out / "gold.jsonl")
-        lines += [
-            f"- `decisiveness`: for each candidate, the run was continued k={d.k} times from the original step a_t and k times",
-            f"  from the injected step at sampling temperature {d.temperature} (applied at the model endpoint; the replayed",
-            "  prefix is unchanged). A record is kept only if the original arm succeeded at least "
-            f"{d.original_min_success:.0%} of the time and the injected arm at most {d.injected_max_success:.0%}.",
-            "  This measures whether the injected step, rather than the continuation's own randomness, decides the outcome.",
-        ]
-        if n:
-            lines.append(f"  Over the {n} kept records: mean success {orig:.2f} from a_t vs {inj:.2f} from the injected step.")
-    else:
-        lines.append("- decisiveness: not run (enable `[filters.decisiveness] enabled = true` to measure it).")
+    lines += _decisiveness_lines(out, config, manifest)
     lines += _label_quality(out, config)
     lines += ["", "## Reproduce", "```", "failforge generate <this campaign file>  # the resolved config is in manifest.json", "```", ""]
     path = out / "README.md"

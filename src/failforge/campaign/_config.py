@@ -44,13 +44,39 @@ class PlanConfig(_Section):
 
 
 class DecisivenessConfig(_Section):
-    """Optional check that the injected step is what decides the outcome (k re-runs per arm)."""
+    """Does the changed step decide the outcome? Two arms continue live from step t: the seed's own a_t
+    (the *original arm*) and the injected ã_t. A candidate is gold only if the original arm still
+    succeeds and the injected one fails.
 
-    enabled: bool = False
-    k: int = Field(default=3, ge=1)
-    temperature: float = Field(default=0.7, gt=0)
+    On by default: with oracle seeds the continuing model is not the model that made the seed, so an
+    original arm that also fails is the common case, and such a candidate says nothing about step t.
+    The original arm does not depend on the mode or the sample, so it is run once per (seed, t) and
+    shared by every attempt planned there (cached in the campaign folder). The injected arm's first
+    run is the candidate itself; ``injected_k`` > 1 adds re-runs from the candidate's recorded ã_t.
+    """
+
+    enabled: bool = Field(default=True, description="false only explicitly: every record then says 'decisiveness not checked'")
+    original_k: int = Field(default=1, ge=1, description="live continuations from the seed's own a_t, once per (seed, t)")
+    injected_k: int = Field(default=1, ge=1, description="continuations from the injected step; the first is the candidate itself")
+    temperature: float | None = Field(
+        default=None, gt=0,
+        description="None: every run continues with the candidate's own settings (the agent endpoint's); a value samples each "
+                    "run at this temperature with its own seed, so k > 1 runs differ on a deterministic model",
+    )
     original_min_success: float = Field(default=0.5, ge=0, le=1, description="keep only if the original arm succeeds at least this often")
     injected_max_success: float = Field(default=0.5, ge=0, le=1, description="... and the injected arm at most this often")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_k(cls, data: Any) -> Any:
+        # `k = 3` (the older spelling) sets both arms.
+        if isinstance(data, dict) and "k" in data:
+            data = dict(data)
+            k = data.pop("k")
+            if "original_k" in data or "injected_k" in data:
+                raise ValueError("give k, or original_k and injected_k, not both")
+            data["original_k"] = data["injected_k"] = k
+        return data
 
 
 class ConformanceConfig(_Section):
@@ -98,7 +124,7 @@ class CampaignConfig(_Section):
     guide: ModelEndpoint | None = Field(default=None, description="None: the same model as the agent")
     guide_temperature: float = Field(default=0.7, ge=0)
     guide_kind: Literal["model", "rules", "auto"] = Field(
-        default="model", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
+        default="auto", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
     )
     pin_tool: bool = Field(
         default=False,

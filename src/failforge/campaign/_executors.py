@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from failforge.campaign._arms import ArmResult, ArmSpec, OriginalArm, parse_job, run_original_arm
 from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models, ResolvedModels
@@ -29,21 +30,26 @@ from failforge.injection import AttemptSpec
 from failforge.plugins import executors
 from failforge.trajectory import Trajectory
 
-Work = tuple[Trajectory, AttemptSpec]
+#: A job: an attempt, or the original arm of a point (run before that point's attempts, shared by them).
+Job = AttemptSpec | ArmSpec
+Work = tuple[Trajectory, Job]
+JobResult = AttemptResult | ArmResult
 OnStart = Callable[[str], None]
 #: Asked before each new attempt starts; True stops feeding the executor (attempts in flight finish).
 ShouldStop = Callable[[], bool]
 #: Given an attempt whose worker failed under it and the error, a new future for it, or None to record it failed.
-Resubmit = Callable[[Work, BaseException], "Future[AttemptResult] | None"]
+Resubmit = Callable[[Work, BaseException], "Future[JobResult] | None"]
 
 
-def attempt_in_pools(seed: Trajectory, spec: AttemptSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> AttemptResult:
-    """:func:`run_attempt` with this worker's warm environments sized as the campaign file says."""
+def attempt_in_pools(seed: Trajectory, spec: Job, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> JobResult:
+    """:func:`run_attempt` (or an original arm) with this worker's warm environments sized as the campaign file says."""
     with sandbox_pool(config.pools.sandboxes):
+        if isinstance(spec, ArmSpec):
+            return ArmResult(run_original_arm(seed, spec, models, config))
         return run_attempt(seed, spec, models, config, provenance)
 
 
-def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
+def _crashed(spec: Job, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
     """A worker died or raised past run_attempt's own handling: failed, with the error, never lost.
 
     A dead worker process is the machine's failure, not the seed's: infrastructure, retried on the next run.
@@ -62,18 +68,18 @@ def _crashed(spec: AttemptSpec, seed: Trajectory, exc: BaseException, provenance
 
 def _drive(
     work: Sequence[Work],
-    submit: Callable[[Work], Future[AttemptResult]],
+    submit: Callable[[Work], Future[JobResult]],
     concurrency: int,
     provenance: dict[str, Any],
     on_start: OnStart,
     should_stop: ShouldStop,
     resubmit: Resubmit | None = None,
-) -> Iterator[AttemptResult]:
+) -> Iterator[JobResult]:
     """Keep ``concurrency`` attempts in flight and yield each result as it completes (the local and the
     process executors differ only in where ``submit`` runs an attempt, and in what ``resubmit`` does
     when the worker under an attempt fails rather than the attempt)."""
     queue = iter(work)
-    running: dict[Future[AttemptResult], Work] = {}
+    running: dict[Future[JobResult], Work] = {}
 
     def top_up() -> None:
         while len(running) < concurrency and not should_stop():
@@ -102,7 +108,7 @@ def _drive(
 @executors.register("local", description="a bounded thread pool in this process")
 def run_local(
     work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
-) -> Iterator[AttemptResult]:
+) -> Iterator[JobResult]:
     models = Models(resolved)
     pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
@@ -184,13 +190,13 @@ def _seed(seed_json: str) -> Trajectory:
     return Trajectory.model_validate_json(seed_json)
 
 
-def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> AttemptResult:
+def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> JobResult:
     from failforge.campaign._config import CampaignConfig as _Config
 
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
     try:
         # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
-        return attempt_in_pools(_seed(seed_json), AttemptSpec.model_validate_json(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+        return attempt_in_pools(_seed(seed_json), parse_job(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
     finally:
         # Told to stop during the attempt: the pool's worker loop would take the SystemExit for the attempt's
         # result and wait for more work; leave now that the attempt has unwound (its environments closed).
@@ -201,7 +207,7 @@ def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenanc
 @executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
 def run_processes(
     work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
-) -> Iterator[AttemptResult]:
+) -> Iterator[JobResult]:
     """The same attempt function in ``concurrency`` worker processes (forkserver: forking a threaded
     driver is unsafe). Workers inherit the environment, PYTHONHASHSEED included; only the driver writes."""
     import multiprocessing
@@ -218,7 +224,7 @@ def run_processes(
     seed_json: dict[str, str] = {}
     broken_under: Counter[str] = Counter()
 
-    def submit(item: Work) -> Future[AttemptResult]:
+    def submit(item: Work) -> Future[JobResult]:
         seed, spec = item
         if seed.id not in seed_json:
             seed_json[seed.id] = seed.model_dump_json()
@@ -228,7 +234,7 @@ def run_processes(
             pools.append(new_pool())
             return pools[-1].submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
 
-    def resubmit(item: Work, exc: BaseException) -> Future[AttemptResult] | None:
+    def resubmit(item: Work, exc: BaseException) -> Future[JobResult] | None:
         """A worker process died (killed, out of memory, a crash in native code): every attempt in flight
         in that pool fails with it, though only one was running in the dead worker. Each is run again in
         a new pool; one that was in flight at two deaths is taken for the cause and recorded failed, as
@@ -259,17 +265,17 @@ def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json
     models = Models(ResolvedModels.model_validate_json(resolved_json))
     try:
         result = attempt_in_pools(
-            Trajectory.model_validate_json(seed_json), AttemptSpec.model_validate_json(spec_json), models, _Config.model_validate_json(config_json), provenance
+            Trajectory.model_validate_json(seed_json), parse_job(spec_json), models, _Config.model_validate_json(config_json), provenance
         )
     finally:
         models.close()
-    return result.status, result.record.model_dump_json()
+    return result.status, result.record.model_dump_json()  # the status says which record: gold, rejected, failed or arm
 
 
 @executors.register("ray", requires=("ray",), description="Ray tasks (a local Ray instance, or ray_address for a cluster)")
 def run_ray(
     work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
-) -> Iterator[AttemptResult]:
+) -> Iterator[JobResult]:
     try:
         import ray
     except ImportError as exc:
@@ -309,8 +315,10 @@ def run_ray(
                 seed, spec = running.pop(ref)
                 try:
                     status, payload = ray.get(ref)
-                    record = Trajectory.model_validate_json(payload) if status == "gold" else Rejection.model_validate_json(payload)
-                    yield AttemptResult(status, record)
+                    if status == "arm":
+                        yield ArmResult(OriginalArm.model_validate_json(payload))
+                    else:
+                        yield AttemptResult(status, Trajectory.model_validate_json(payload) if status == "gold" else Rejection.model_validate_json(payload))
                 except Exception as exc:
                     yield _crashed(spec, seed, exc, provenance)
             top_up()

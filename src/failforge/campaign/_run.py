@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from failforge import __version__
-from failforge.campaign._attempt import AttemptResult, Rejection
+from failforge.campaign._arms import ARMS, ArmResult, ArmSpec, OriginalArm, arm_key
+from failforge.campaign._attempt import AttemptResult, Rejection, arm_unsettled, not_decisive_attempt
 from failforge.campaign._card import write_card
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._ledger import Ledger
@@ -51,6 +52,11 @@ class CampaignSummary:
     totals: dict[str, int] = field(default_factory=dict)
     breaker: str | None = None
     """The last infrastructure error when the circuit breaker stopped the run, else None."""
+    arms: dict[str, Any] = field(default_factory=dict)
+    """The decisiveness check's original arms: points, run now / reused, their cost, and the cost one arm
+    per attempt would have had."""
+    non_decisive: list[str] = field(default_factory=list)
+    """Each point whose original arm failed, once ("seed@t: why"); its attempts were rejected without a run."""
 
 
 def versions() -> dict[str, str]:
@@ -147,9 +153,10 @@ class CircuitBreaker:
         self.streak = 0
         self.last_error = ""
 
-    def record(self, result: AttemptResult) -> None:
-        record = result.record
-        if result.status == "failed" and isinstance(record, Rejection) and record.error_kind == "infrastructure":
+    def record(self, result: AttemptResult | None) -> None:
+        """One finished job; None for a job that is not an attempt and succeeded (an original arm)."""
+        record = result.record if result is not None else None
+        if result is not None and result.status == "failed" and isinstance(record, Rejection) and record.error_kind == "infrastructure":
             self.streak += 1
             self.last_error = "; ".join(record.reasons)[:300]
         else:
@@ -238,21 +245,28 @@ def run_campaign(
                 on_progress("plan", None, summary)
             breaker = CircuitBreaker(config.circuit_breaker)
             done_now: set[str] = set()
+
+            def settle(result: AttemptResult) -> None:
+                attempt_id = result.attempt_id
+                if attempt_id in done_now:
+                    return  # an executor must not hand back one attempt twice; never write it twice
+                done_now.add(attempt_id)
+                append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
+                record = result.record
+                failure = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
+                ledger.finish(attempt_id, _STATE[result.status], failure, record.error_kind if isinstance(record, Rejection) else None)
+                _count(summary, result)
+                breaker.record(result)
+                if on_progress:
+                    on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
+
+            if config.filters.decisiveness.enabled:
+                pending = _settle_arms(pending, config, config_hash, resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
             results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
-                    attempt_id = result.attempt_id
-                    if attempt_id in done_now:
-                        continue  # an executor must not hand back one attempt twice; never write it twice
-                    done_now.add(attempt_id)
-                    append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
-                    record = result.record
-                    failure = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
-                    ledger.finish(attempt_id, _STATE[result.status], failure, record.error_kind if isinstance(record, Rejection) else None)
-                    _count(summary, result)
-                    breaker.record(result)
-                    if on_progress:
-                        on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
+                    assert isinstance(result, AttemptResult)
+                    settle(result)
             finally:
                 results.close()
             summary.breaker = breaker.last_error if breaker.tripped else None
@@ -275,10 +289,102 @@ def run_campaign(
     return summary
 
 
+def load_arms(path: Path) -> dict[str, OriginalArm]:
+    """The settled original arms in a campaign folder, by key (a torn or foreign line is skipped: that arm is run again)."""
+    from failforge.trajectory import open_records
+
+    arms: dict[str, OriginalArm] = {}
+    if not path.exists():
+        return arms
+    for _, text in open_records(path):
+        if isinstance(text, Exception):
+            continue
+        try:
+            arm = OriginalArm.model_validate_json(text)
+        except ValueError:
+            continue
+        arms[arm.key] = arm
+    return arms
+
+
+def _settle_arms(
+    pending: list[tuple[Trajectory, AttemptSpec]],
+    config: CampaignConfig,
+    config_hash: str,
+    resolved: ResolvedModels,
+    provenance: dict[str, Any],
+    out: Path,
+    redactor: Redactor,
+    summary: CampaignSummary,
+    settle: Callable[[AttemptResult], None],
+    breaker: CircuitBreaker,
+    on_progress: Callable[[str, AttemptSpec | None, CampaignSummary], None] | None,
+) -> list[tuple[Trajectory, AttemptSpec]]:
+    """Run the original arm of every point the pending attempts need (once per point, reusing the folder's
+    ``arms.jsonl``), then hand each attempt its point's arm. Attempts at a point whose arm failed are
+    settled here, with no guide or agent call; the rest go to the executor."""
+    seed_hash = {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed, _ in pending}
+    key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}
+    cached = load_arms(out / ARMS)
+    needed: dict[str, tuple[Trajectory, ArmSpec]] = {}
+    for seed, spec in pending:
+        key = key_of[spec.attempt_id]
+        if key not in cached and key not in needed:
+            needed[key] = (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key))
+    errors: dict[str, Rejection] = {}
+    if needed:
+        if on_progress:
+            on_progress("arms", None, summary)
+        jobs = executors.get(config.executor)(list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped)
+        try:
+            for result in jobs:
+                if isinstance(result, ArmResult):
+                    append_jsonl(out / ARMS, [result.record], redact=redactor.text)
+                    cached[result.record.key] = result.record
+                    breaker.record(None)
+                else:  # the arm's worker failed (infrastructure, a bug): its point's attempts fail with it, retried next run
+                    assert isinstance(result.record, Rejection)
+                    seed_id, step = result.record.seed_id, result.record.step
+                    errors[arm_key(config_hash, seed_hash[seed_id], step)] = result.record
+                    breaker.record(result)
+                if on_progress:
+                    on_progress("arm", None, summary)
+        finally:
+            jobs.close()
+    used = {key_of[spec.attempt_id] for _, spec in pending}
+    points = [cached[k] for k in used if k in cached]
+    run_now = [cached[k] for k in needed if k in cached]
+    attempts_at = {k: sum(1 for v in key_of.values() if v == k) for k in used}
+    summary.arms = {
+        "points": len(used), "run_now": len(run_now), "reused": len(points) - len(run_now), "errors": len(errors),
+        "live_calls": sum(a.live_calls for a in run_now), "seconds": round(sum(a.seconds for a in run_now), 1),
+        "live_calls_one_per_attempt": sum(cached[k].live_calls * attempts_at[k] for k in needed if k in cached),
+        "failed_points": sum(1 for a in points if not a.passes(config.filters.decisiveness)),
+    }
+    to_run: list[tuple[Trajectory, AttemptSpec]] = []
+    reported: set[str] = set()
+    for seed, spec in pending:
+        key = key_of[spec.attempt_id]
+        if key in errors:
+            settle(arm_unsettled(seed, spec, errors[key], provenance))
+        elif key not in cached:
+            continue  # the breaker stopped the arms: the attempt stays planned for the next run
+        elif not cached[key].passes(config.filters.decisiveness):
+            arm = cached[key]
+            if key not in reported:
+                reported.add(key)
+                summary.non_decisive.append(f"{seed.id}@{spec.step}: {arm.why_not_decisive(config.filters.decisiveness)}")
+            settle(not_decisive_attempt(seed, spec, arm, config, provenance))
+        else:
+            to_run.append((seed, spec.model_copy(update={"original_arm": cached[key].model_dump(mode="json")})))
+    return to_run
+
+
 def _result(summary: CampaignSummary) -> dict[str, Any]:
     return {
         "this_run": {"attempts": summary.attempts, "skipped": summary.skipped, "kept": summary.kept, "rejected": summary.rejected, "failed": summary.failed,
-                     "rejected_by": dict(summary.rejected_by), "failed_by": dict(summary.failed_by), "recovery": summary.recovery},
+                     "rejected_by": dict(summary.rejected_by), "failed_by": dict(summary.failed_by), "recovery": summary.recovery,
+                     "original_arms": summary.arms, "non_decisive_points": summary.non_decisive},
         "totals": {"kept": summary.totals.get("done", 0), "rejected": summary.totals.get("rejected", 0), "failed": summary.totals.get("failed", 0),
                    "unfinished": summary.totals.get("planned", 0) + summary.totals.get("running", 0)},
     }

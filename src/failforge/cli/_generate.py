@@ -127,12 +127,21 @@ def _print_summary(summary: CampaignSummary) -> None:
     table.add_row("failed (infrastructure / drift)", str(summary.failed))
     for reason, count in Counter(summary.failed_by).most_common():
         table.add_row(f"  failed: {reason}", str(count))
+    if summary.arms:
+        a = summary.arms
+        table.add_row("decisiveness: original arms run / reused", f"{a.get('run_now', 0)} / {a.get('reused', 0)} of {a.get('points', 0)} point(s)")
+        table.add_row("  their live model calls (one arm per attempt instead)", f"{a.get('live_calls', 0)} ({a.get('live_calls_one_per_attempt', 0)})")
+        table.add_row("  points where the seed's own step also failed", str(a.get("failed_points", 0)))
     if summary.totals:
         table.add_row("campaign totals: kept / rejected / failed", f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} / {summary.totals.get('failed', 0)}")
     out.print(table)
     _print_kept_by_agent_and_family(summary.output / "gold.jsonl")
     for line in summary.bad_seeds:
         console.print(f"[yellow]seed skipped:[/] {line}")
+    for line in summary.non_decisive[:20]:
+        console.print(f"[yellow]not decisive:[/] {line}")
+    if len(summary.non_decisive) > 20:
+        console.print(f"[yellow]not decisive:[/] ... and {len(summary.non_decisive) - 20} more point(s); see manifest.json")
     o = summary.output
     out.print(f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this run "
               f"({summary.skipped} of {summary.planned} planned were already done)")
@@ -191,7 +200,8 @@ def generate(
     executor: Annotated[Optional[str], typer.Option(help="local (thread pool), process (worker processes, for CPU-bound environments) or ray")] = None,
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
     attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
-    decisiveness: Annotated[Optional[bool], typer.Option(help="run the decisiveness check (k re-runs per arm)")] = None,
+    guide_kind: Annotated[Optional[str], typer.Option(help="who writes steering notes: auto (rules where a mode has them, the guide model otherwise; the default), rules, or model")] = None,
+    decisiveness: Annotated[Optional[bool], typer.Option(help="the decisiveness check (on by default: the seed's own step continued live must still succeed); --no-decisiveness marks every record 'not checked'")] = None,
     agent_cmd: Annotated[Optional[str], typer.Option(help="seeds of --harness external: run this agent command instead of the recorded one (shell-quoted)")] = None,
     force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
     retry_failed: Annotated[bool, typer.Option(help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures")] = False,
@@ -228,6 +238,8 @@ def generate(
             data[key] = value
     if decisiveness is not None:
         data.setdefault("filters", {}).setdefault("decisiveness", {})["enabled"] = decisiveness
+    if guide_kind is not None:
+        data["guide_kind"] = guide_kind
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from failforge.injection._note_check import note_problem
 from failforge.injection._roster import render_message, roster_context
 from failforge.llm import Responder
 from failforge.taxonomy import ErrorMode
@@ -93,8 +94,10 @@ class GuideResult:
     to follow the note still answers with a call to that tool; every argument stays the model's own."""
 
 
-def write_steering_note(guide: Responder, request: dict[str, Any]) -> GuideResult:
-    """Stage 1. An empty answer or NOT FEASIBLE means no attempt is made (kept as a rejection)."""
+def write_steering_note(guide: Responder, request: dict[str, Any], mode: ErrorMode | None = None) -> GuideResult:
+    """Stage 1. An empty answer, NOT FEASIBLE, or (given the mode) a reply that is no note for it — a
+    refusal, a restatement of the instructions, nothing of the task named — means no attempt is made
+    (kept as a rejection, stage ``guide``)."""
     response = guide(request)
     raw = str(((response.get("choices") or [{}])[0].get("message") or {}).get("content") or "").strip()
     if not raw:
@@ -104,6 +107,10 @@ def write_steering_note(guide: Responder, request: dict[str, Any]) -> GuideResul
     note = clean_note(raw)
     if not note:
         return GuideResult(None, False, request, raw, "guide model wrote only a preamble, no usable note")
+    if mode is not None:
+        problem = note_problem(note, request, instructions=GUIDE_SYSTEM, mode_text=f"{mode.code} {mode.name} {mode.definition} {mode.guide_hint}")
+        if problem is not None:
+            return GuideResult(None, False, request, raw, problem)
     return GuideResult(note, True, request, raw)
 
 

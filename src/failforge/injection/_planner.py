@@ -26,6 +26,9 @@ class AttemptSpec(BaseModel, frozen=True):
     step: int
     mode: str
     sample: int = 0
+    original_arm: dict[str, Any] | None = None
+    """The decisiveness check's original arm at (seed, step), settled by the campaign driver before the
+    attempt runs (shared by every attempt at that point); None: the attempt measures it itself."""
 
     @property
     def attempt_id(self) -> str:

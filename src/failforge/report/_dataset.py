@@ -91,7 +91,9 @@ class Record:
 
     @property
     def decisiveness(self) -> dict[str, Any] | None:
-        found = (self.branch.provenance if self.branch is not None else {}).get("decisiveness")
+        """Both arms' verdicts (``checked`` false when the campaign turned the check off); a rejection
+        whose point's original arm failed has it without a branch."""
+        found = (self.branch.provenance if self.branch is not None else {}).get("decisiveness") or self.provenance.get("decisiveness")
         return found if isinstance(found, dict) else None
 
     def matches(self, key: str) -> bool:

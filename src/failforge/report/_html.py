@@ -143,7 +143,8 @@ def _overview(ds: Dataset, s: dict[str, Any]) -> str:
     dec_line = (
         f"{dec['passed']} of {dec['measured']} measured candidates passed; mean success {dec['mean_original_success']:.2f} from a_t vs {dec['mean_injected_success']:.2f} from the injected step"
         if dec["measured"] else "not measured in this campaign"
-    )
+    ) + (f"; {dec['rejected_original_arm']} attempt(s) at {dec['non_decisive_points']} point(s) rejected because the seed's own step, continued live, also failed"
+         if dec.get("rejected_original_arm") else "") + (f"; {dec['gold_not_checked']} gold record(s) NOT checked (turned off)" if dec.get("gold_not_checked") else "")
     stats = [
         ("kept (gold)", totals["kept"], "kept"), ("rejected", totals["rejected"], "rejected"), ("failed", totals["failed"], "failed"),
         ("planned", totals.get("planned") if totals.get("planned") is not None else "–", "planned"),

@@ -99,8 +99,10 @@ def summarise(ds: Dataset, *, with_realism: bool = True) -> dict[str, Any]:
     table = conformance_by_mode(records)
     candidates = sum(row.candidates for row in table.values())
     decided = sum(row.candidates - row.not_recorded for row in table.values())
-    measured = [r.decisiveness for r in records if r.decisiveness]
+    checks = [r.decisiveness for r in records if r.decisiveness]
+    measured = [m for m in checks if m.get("checked", True) and "injected_success_rate" in m]
     decisive_verdicts = [v for r in records for v in r.verdicts if v.get("name") == "decisiveness"]
+    original_failed = [r for r in rejected if r.stage == "decisiveness"]
     summary: dict[str, Any] = {
         "totals": {"kept": len(gold), "rejected": len(rejected), "failed": len(failed), "planned": ds.manifest.get("planned_attempts")},
         "rejection_reasons": dict(reasons.most_common()),
@@ -124,6 +126,10 @@ def summarise(ds: Dataset, *, with_realism: bool = True) -> dict[str, Any]:
         "decisiveness": {
             "measured": len(measured),
             "passed": sum(1 for v in decisive_verdicts if v.get("passed")),
+            "not_checked": sum(1 for m in checks if m.get("checked") is False),
+            "gold_not_checked": sum(1 for r in gold if (r.decisiveness or {}).get("checked") is False),
+            "rejected_original_arm": len(original_failed),
+            "non_decisive_points": len({(r.seed_id, r.step) for r in original_failed}),
             "mean_original_success": (sum(m["original_success_rate"] for m in measured) / len(measured)) if measured else None,
             "mean_injected_success": (sum(m["injected_success_rate"] for m in measured) / len(measured)) if measured else None,
         },

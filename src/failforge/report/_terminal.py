@@ -95,6 +95,26 @@ def render_record(ds: Dataset, record: Record) -> Group:
     if not record.verdicts:
         verdicts.add_row("-", record.stage, "; ".join(record.reasons) or "-")
     parts.append(verdicts)
+    parts.append(Text.assemble(("decisiveness: ", "bold"), _decisiveness_line(record.decisiveness)))
     evaluation = record.evaluator or record.error
     parts.append(Text.assemble(("evaluator: ", "bold"), json.dumps(evaluation, indent=1) if evaluation else "no evaluation"))
     return Group(*parts)  # type: ignore[arg-type]
+
+
+def _decisiveness_line(found: dict | None) -> Text:
+    """Both arms, as counts: the seed's own a_t continued live, and the injected step (not checked: said so, in red)."""
+    if not found:
+        return Text("not recorded (made before the check existed)", style="dim")
+    if found.get("checked") is False:
+        return Text(str(found.get("reason") or "not checked"), style="bold red")
+    original = found.get("original") or {}
+    parts = [f"original arm {original.get('successes', '?')}/{original.get('k', '?')} succeeded" if original else
+             f"original arm success rate {found.get('original_success_rate')}"]
+    injected = found.get("injected")
+    if isinstance(injected, dict):
+        parts.append(f"injected arm {injected.get('successes')}/{injected.get('k')} succeeded")
+    elif "injected_success_rate" in found:
+        parts.append(f"injected arm success rate {found['injected_success_rate']}")
+    else:
+        parts.append("injected arm not run")
+    return Text(" · ".join(parts))
