@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from framework_adapters import NOTES, judge, slipped
+from framework_adapters import NOTES, concrete, judge, slipped
 
 from failforge.environments import environment
 from failforge.environments.agentdojo_env import tool_domains
@@ -105,8 +105,9 @@ class LoopbackTeams:
         messages = body.get("messages") or []
         system = text_of((messages[0] or {}).get("content")) if messages else ""
         if "realistic mistakes" in system:
-            mode = _GUIDED_MODE.search(text_of(messages[1].get("content")))
-            return NOTES.get(mode.group(1) if mode else "", NOTES["R.3"]), None
+            prompt = text_of(messages[1].get("content"))
+            mode = _GUIDED_MODE.search(prompt)
+            return concrete(NOTES.get(mode.group(1) if mode else "", NOTES["R.3"]), prompt), None
         if system.startswith("You check the labels"):
             return judge(text_of(messages[1].get("content"))), None
         if agent is None:

@@ -176,27 +176,33 @@ def test_two_runs_on_one_folder_never_write_an_attempt_twice(tmp_path: Path, see
 
 
 def test_an_outage_trips_the_breaker_and_the_next_run_retries_what_failed(tmp_path: Path, seeds: tuple[Path, list[Trajectory]]) -> None:
+    """The outage hits the decisiveness check's original arms first (they run before the attempts): the
+    attempts of each point whose arm could not run fail with it, as infrastructure, until the breaker trips;
+    the rest stay planned. The next run retries exactly those."""
     with LoopbackModelServer(faults=FaultPlan(error_rate=1.0)) as server:
         campaign = _toml(tmp_path / "c.toml", seeds[0], server.base_url, circuit_breaker=3)
         down = _cli("generate", str(campaign), cwd=tmp_path)
         assert down.returncode == 3, down.stderr[-1500:]
-        assert "3 attempts in a row failed for infrastructure reasons" in " ".join(down.stderr.split())
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-        assert manifest["status"] == "stopped: circuit breaker" and manifest["result"]["totals"]["failed"] == 3
-        assert manifest["result"]["totals"]["unfinished"] == manifest["planned_attempts"] - 3
+        failed = manifest["result"]["totals"]["failed"]
+        assert manifest["status"] == "stopped: circuit breaker" and 3 <= failed < manifest["planned_attempts"]
+        assert f"{failed} attempts in a row failed for infrastructure reasons" in " ".join(down.stderr.split())
+        assert manifest["result"]["totals"]["unfinished"] == manifest["planned_attempts"] - failed
+        rows = [json.loads(line) for line in (tmp_path / "out" / "failed.jsonl").read_text().splitlines()]
+        assert len(rows) == failed and all(r["stage"] == "decisiveness" and r["error_kind"] == "infrastructure" for r in rows)
         server.faults = FaultPlan()  # the endpoint is back
         up = _cli("generate", str(campaign), cwd=tmp_path)
     assert up.returncode == 0, up.stderr[-1500:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     totals = manifest["result"]["totals"]
-    assert manifest["result"]["this_run"]["recovery"]["retried"] == 3
+    assert manifest["result"]["this_run"]["recovery"]["retried"] == failed
     assert totals["failed"] == 0 and totals["unfinished"] == 0 and totals["kept"] + totals["rejected"] == manifest["planned_attempts"]
 
 
 def test_every_attempt_failing_is_a_non_zero_exit(tmp_path: Path, seeds: tuple[Path, list[Trajectory]]) -> None:
     with LoopbackModelServer(faults=FaultPlan(error_rate=1.0)) as server:
         campaign = _toml(tmp_path / "c.toml", seeds[0], server.base_url, circuit_breaker=0)
-        result = _cli("generate", str(campaign), "--max-seeds", "1", "--steps-per-seed", "1", "--modes-per-step", "1", cwd=tmp_path)
+        result = _cli("generate", str(campaign), "--max-seeds", "1", "--steps-per-seed", "1", "--modes-per-step", "1", "--guide-kind", "model", cwd=tmp_path)
     assert result.returncode == 1 and "every attempt of this run failed" in " ".join(result.stderr.split())
 
 

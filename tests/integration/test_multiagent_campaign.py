@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 import pytest
+from framework_adapters import concrete
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
 from failforge.harnesses.orchestrator_workers import INSTRUCTION
@@ -64,7 +65,7 @@ class TeamPolicy:
             if "realistic mistakes" not in str(messages[0]["content"]):
                 raise AssertionError("a team member's call reached the loopback team without naming its agent")
             mode = re.search(r"Error mode (\S+) ", str(messages[1]["content"])).group(1)
-            return NOTES.get(mode, "Stop here and say the task is finished."), None
+            return concrete(NOTES.get(mode, "Stop here and say the task is finished."), str(messages[1]["content"])), None
         note = str(messages[-1]["content"]) if messages[-1]["role"] == "system" and str(messages[-1]["content"]).startswith(NOTE_PREFIX) else None
         if note is not None:
             messages = messages[:-1]

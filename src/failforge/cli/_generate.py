@@ -89,10 +89,15 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
     try:
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
+            arms = [0]
 
             def on_progress(event: str, spec: object, summary: CampaignSummary) -> None:
                 if event == "plan":
                     progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                    return
+                if event in ("arms", "arm"):  # the decisiveness check's original arms, before the attempts
+                    arms[0] += event == "arm"
+                    progress.update(bar, status=f"original arms (the seeds' own steps continued live): {arms[0]} done")
                     return
                 progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
 
