@@ -4,10 +4,14 @@ Environments, harnesses, filters, exporters, importers, sandbox backends and exe
 in a :class:`Registry`. There is one way in: the registry's decorator, applied where the plugin is
 defined::
 
+    from failforge.environments import Environment
     from failforge.plugins import environments
 
     @environments.register("toy")
-    class ToyEnvironment: ...
+    class ToyEnvironment(Environment): ...
+
+Environments and harnesses derive from their kind's base class (``base``: the contract, each optional
+part with its default); the decorator refuses a class that does not, with a one-line error naming it.
 
 Registries fill themselves lazily on first lookup, from two places:
 
@@ -64,10 +68,13 @@ class BrokenPlugin:
 class Registry(Generic[T]):
     """Named plugins of one kind, registered by decorator, discovered from builtin modules and entry points."""
 
-    def __init__(self, kind: str, *, group: str, builtin_modules: tuple[str, ...] = ()) -> None:
+    def __init__(self, kind: str, *, group: str, builtin_modules: tuple[str, ...] = (), base: str | None = None) -> None:
         self.kind = kind
         self.group = group
         self.builtin_modules = builtin_modules
+        #: ``"module:Class"``: the base class every plugin of this kind derives from (its contract, with the
+        #: defaults of every optional part), or None for kinds without one. Imported when a plugin registers.
+        self.base = base
         self._plugins: dict[str, PluginInfo[T]] = {}
         self._aliases: dict[str, str] = {}
         self._broken: list[BrokenPlugin] = []
@@ -87,6 +94,7 @@ class Registry(Generic[T]):
         """Decorator: register the decorated class or function under ``name`` (and ``aliases``)."""
 
         def decorate(obj: T) -> T:
+            self._check_base(name, obj)
             self.add(PluginInfo(
                 name=name, obj=obj, kind=self.kind, description=description or _first_line(obj), aliases=tuple(aliases),
                 requires=tuple(requires), module=getattr(obj, "__module__", ""), meta=dict(meta),
@@ -94,6 +102,17 @@ class Registry(Generic[T]):
             return obj
 
         return decorate
+
+    def _check_base(self, name: str, obj: object) -> None:
+        """Refuse a plugin that does not derive from this kind's base class, naming the class and the base."""
+        if self.base is None:
+            return
+        module, _, attr = self.base.partition(":")
+        base = getattr(importlib.import_module(module), attr)
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            what = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+            public = f"{module.replace('._base', '')}.{attr}"
+            raise ConfigError(f"{self.kind} {name!r} ({what}) must be a subclass of {public}: derive from it (its optional parts have defaults)")
 
     def add(self, info: PluginInfo[T]) -> None:
         with self._lock:
@@ -175,6 +194,7 @@ environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
     builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval"),
+    base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
     "harness",
@@ -190,6 +210,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.autogen_team",
         "failforge.harnesses.external",
     ),
+    base="failforge.harnesses._base:Harness",
 )
 filters: Registry[Any] = Registry(
     "filter",

@@ -22,7 +22,7 @@ import pytest
 from failforge.environments.humaneval import SOLUTION_FILE, HumanEvalEpisode, env_spec, problem
 from failforge.environments.sandbox import DockerSandbox, LocalSandbox, SandboxLimits
 from failforge.errors import DriftError, InfrastructureError, SandboxDrift
-from failforge.harnesses import harness_from_spec
+from failforge.harnesses import Harness, harness_from_spec
 from failforge.injection import branch
 from failforge.llm import OracleResponder
 from failforge.replay import replay, run_episode
@@ -135,12 +135,13 @@ def test_deterministic_commands_and_tool_errors_replay_identically(backend):
 # -- behind the sandbox's back ---------------------------------------------------------------------
 
 
-class _OutOfBand:
+class _OutOfBand(Harness):
     """A harness that, before the n-th tool call, acts on the sandbox without going through its tools."""
 
-    def __init__(self, inner: Any, before_call: int, act: Callable[[Any], None]) -> None:
+    def __init__(self, inner: Harness, before_call: int, act: Callable[[Any], None]) -> None:
         self.inner, self.before_call, self.act = inner, before_call, act
-        self.name = inner.name
+        self.name = inner.name  # type: ignore[misc]  # the wrapped harness's name, per instance
+        self.Config = inner.Config  # type: ignore[misc]
         self.config = inner.config
 
     def run(self, client, model, instruction, toolbox):

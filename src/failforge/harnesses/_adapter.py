@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import openai
 
+from failforge.harnesses._base import Harness
 from failforge.harnesses._frameworks import FrameworkTeamConfig, TeamPolicy, need_workers, require_framework, team_config, team_roster, tool_schemas
 from failforge.llm import TeamOracle
 from failforge.roster import AgentProfile
@@ -91,7 +92,7 @@ class Spelling:
     hand_back: str | None = None
 
 
-class FrameworkAdapter:
+class FrameworkAdapter(Harness):
     """A framework adapter: the team failforge runs in one framework (subclass it; see the module doc).
 
     Class attributes name the plugin (``name``), its config (``Config``), its scripted team
@@ -109,6 +110,8 @@ class FrameworkAdapter:
     lead_name: ClassVar[str] = "manager"
     lead_role: ClassVar[str] = "manager"
     spelling: ClassVar[Spelling] = Spelling()
+    config: FrameworkTeamConfig
+    splits_tools = True
 
     def __init__(self, config: FrameworkTeamConfig | None = None) -> None:
         self.config = config or self.Config()

@@ -12,6 +12,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from failforge.errors import ConfigError
+from failforge.harnesses._base import Harness
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, single_agent_roster
 
@@ -31,9 +32,10 @@ class AgentDojoPipelineConfig(BaseModel):
     "agentdojo.pipeline", aliases=("agentdojo",), requires=("agentdojo",), environments=("agentdojo",),
     description="AgentDojo's own AgentPipeline with OpenAILLM",
 )
-class AgentDojoPipelineHarness:
+class AgentDojoPipelineHarness(Harness):
     name = "agentdojo.pipeline"
     Config = AgentDojoPipelineConfig
+    config: AgentDojoPipelineConfig
 
     def __init__(self, config: AgentDojoPipelineConfig | None = None) -> None:
         self.config = config or AgentDojoPipelineConfig()

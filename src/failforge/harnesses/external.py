@@ -46,6 +46,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from failforge.errors import AttemptDeadlineExceeded, ConfigError, InfrastructureError
+from failforge.harnesses._base import Harness
 from failforge.harnesses._process import last_line, spawn, stop_group
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, check_roster
@@ -87,15 +88,16 @@ class ExternalAgentConfig(BaseModel):
 
 
 @harnesses.register(NAME, description="the user's agent command in its own process: models on per-agent routes, tools over MCP")
-class ExternalAgent:
+class ExternalAgent(Harness):
     name = NAME
     Config = ExternalAgentConfig
+    config: ExternalAgentConfig
 
     def __init__(self, config: ExternalAgentConfig | None = None) -> None:
         if config is None:
             raise ConfigError("the external harness needs the agent command: --agent-cmd, or harness.config.command")
         self.config = config
-        self.stats: dict[str, Any] = {}
+        self.stats = {}
         """What the last run of the command cost outside failforge: ``process_start`` (seconds from spawning it
         to its first model call: interpreter, imports, building the team), ``process_exit`` (from the last
         answer it was given to its group being gone: its own shutdown) and ``exit_status``. The runner

@@ -23,6 +23,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.errors import ConfigError
+from failforge.harnesses._base import Harness
 from failforge.harnesses._team import Sampling, TeamMember, ToolUser, ask, function_tool, member_client, tool_list
 from failforge.llm import TeamOracle, oracle_tool_call
 from failforge.plugins import harnesses
@@ -76,9 +77,11 @@ def delegate_schema(workers: list[str]) -> dict[str, Any]:
 
 
 @harnesses.register(NAME, description="an orchestrator delegating one subtask at a time to tool-using workers (Magentic-One style)")
-class OrchestratorWorkers:
+class OrchestratorWorkers(Harness):
     name = NAME
     Config = OrchestratorWorkersConfig
+    config: OrchestratorWorkersConfig
+    splits_tools = True
 
     def __init__(self, config: OrchestratorWorkersConfig | None = None) -> None:
         self.config = config or OrchestratorWorkersConfig()

@@ -17,6 +17,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
+from failforge.harnesses._base import Harness
 from failforge.harnesses._team import Sampling, TeamMember, ToolUser, ask, function_tool, member_client, tool_list
 from failforge.llm import TeamOracle, oracle_tool_call
 from failforge.plugins import harnesses
@@ -66,9 +67,11 @@ def send_back_schema() -> dict[str, Any]:
 
 
 @harnesses.register(NAME, description="a planner, an executor with the tools, and a verifier that accepts or sends back once")
-class PlanExecuteVerify:
+class PlanExecuteVerify(Harness):
     name = NAME
     Config = PlanExecuteVerifyConfig
+    config: PlanExecuteVerifyConfig
+    splits_tools = True
 
     def __init__(self, config: PlanExecuteVerifyConfig | None = None) -> None:
         self.config = config or PlanExecuteVerifyConfig()

@@ -13,6 +13,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from failforge.environments._base import Toolbox
+from failforge.harnesses._base import Harness
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, single_agent_roster
 
@@ -32,9 +33,10 @@ class ToolCallingAgentConfig(BaseModel):
 
 
 @harnesses.register("failforge.tool_calling", aliases=("builtin",), description="failforge's own function-calling loop")
-class ToolCallingAgent:
+class ToolCallingAgent(Harness):
     name = "failforge.tool_calling"
     Config = ToolCallingAgentConfig
+    config: ToolCallingAgentConfig
 
     def __init__(self, config: ToolCallingAgentConfig | None = None) -> None:
         self.config = config or ToolCallingAgentConfig()

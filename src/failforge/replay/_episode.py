@@ -96,7 +96,7 @@ def run_episode(
     profiles = harness_roster(harness)
     session = Session(
         plan, run_id=run_id, expected=expected or (), seed_id=seed_id, upstream=upstream, change=change, roster=profiles,
-        strict=strict, source=source, resolver=getattr(harness, "agent_resolver", None), drift_error=plugin.drift_error, deadline=deadline,
+        strict=strict, source=source, resolver=harness.agent_resolver, drift_error=plugin.drift_error, deadline=deadline,
     )
     with plugin.open(env_spec) as episode:
         instruction = episode.instruction()
@@ -116,7 +116,7 @@ def run_episode(
             client.close()
         session.end()  # the failure (a harness may swallow the boundary's refusal and stop), or a run that ended early
         outcome = episode.evaluate(final, session.steps) if evaluate and not session.stopped else None
-        stats = getattr(harness, "stats", None)
+        stats = harness.stats
         return EpisodeResult(session=session, final_output=final, outcome=outcome, task=task, extra={"harness_stats": dict(stats)} if stats else {})
 
 

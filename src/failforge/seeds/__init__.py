@@ -11,9 +11,9 @@
 Environments sit below this layer and know nothing of it: they expose tasks, specs, an oracle and a
 default harness (see :class:`failforge.environments.Environment`); recording lives here once.
 
-Several agents: :func:`harness_for` builds a multi-agent harness for an environment from the
-environment's tool split (``tool_domains(spec)``: one worker per domain), and :func:`oracle_seed`
-with a multi-agent harness records a team oracle: the harness's ``scripted_oracle`` plays every agent
+Several agents: :func:`harness_for` builds a team harness (``splits_tools``) for an environment from
+the environment's tool split (``tool_domains(spec)``: one worker per domain), and :func:`oracle_seed`
+with a team harness records a team oracle: the harness's ``scripted_oracle`` plays every agent
 from the environment's ``ground_truth(spec)`` (a fixed tool-call sequence and answer), a scripted
 orchestrator or planner handing each call to the agent that owns the tool. It goes through the same
 record path, so these seeds carry each agent's recorded requests exactly as model-recorded seeds do.
@@ -74,7 +74,7 @@ def record(
 
 def seed_label(harness: Harness) -> str:
     """How a seed id names its harness: the harness's own ``label`` (an external agent names its framework), else its name."""
-    return str(getattr(harness, "label", None) or harness.name)
+    return harness.label
 
 
 def _is_default(harness: Harness, spec: ComponentSpec) -> bool:
@@ -118,7 +118,7 @@ _DEFAULT_MAX_TOKENS = 256
 def harness_for(name: str | None, spec: ComponentSpec, **overrides: Any) -> Harness:
     """Harness ``name`` set up for the environment run ``spec`` (None: the environment's default).
 
-    A multi-agent harness (one with ``for_environment``) gets its team from the environment's tool
+    A team harness (``splits_tools``: built by ``for_environment``) gets its team from the environment's tool
     split and its budgets from the environment's default harness (its ``max_model_calls`` and
     ``max_tokens``); ``overrides`` replace config fields. Any other harness gets the default's config
     when it is the default harness, else its own defaults.
@@ -128,28 +128,32 @@ def harness_for(name: str | None, spec: ComponentSpec, **overrides: Any) -> Harn
     if name is None:
         return harness_from_spec(default.model_copy(update={"config": {**default.config, **overrides}}))
     canonical = harnesses.canonical(name)
-    build = getattr(harnesses.get(canonical), "for_environment", None)
-    if build is None:
+    cls: type[Harness] = harnesses.get(canonical)
+    if not cls.splits_tools:
         config = default.config if canonical == harnesses.canonical(default.name) else {}
         return harness_from_spec(ComponentSpec(name=canonical, config={**config, **overrides}))
-    split = getattr(plugin, "tool_domains", None)
-    if split is None:
-        raise ConfigError(f"harness {canonical!r} splits the tools among its agents, but environment {spec.name!r} does not say how (it has no tool_domains)")
+    domains = plugin.tool_domains(spec)
+    if domains is None:
+        raise ConfigError(no_tool_domains(canonical, spec.name))
     budget = int(default.config.get("max_model_calls", _DEFAULT_BUDGET))
     max_tokens = default.config.get("max_tokens", _DEFAULT_MAX_TOKENS)
-    return build(split(spec), budget=budget, max_tokens=max_tokens, **overrides)  # type: ignore[no-any-return]
+    return cls.for_environment(domains, budget=budget, max_tokens=max_tokens, **overrides)
+
+
+def no_tool_domains(harness: str, env: str) -> str:
+    """The one-line error for a team harness asked to run in an environment whose tools cannot be split."""
+    return f"harness {harness!r} splits the tools among its agents, but environment {env!r} does not say how (its tool_domains gives none)"
 
 
 def scripted_team(harness: Harness, env: str, spec: ComponentSpec) -> Responder | None:
-    """The team oracle of a multi-agent harness for ``spec``, or None for a single-agent harness."""
-    script = getattr(harness, "scripted_oracle", None)
-    if script is None:
+    """The team oracle of a team harness for ``spec``, or None for a single-agent harness (the environment's oracle plays it)."""
+    if not harness.splits_tools:
         return None
-    ground_truth = getattr(environment(env), "ground_truth", None)
-    if ground_truth is None:
+    truth = environment(env).ground_truth(spec)
+    if truth is None:
         raise ConfigError(f"environment {env!r} has no fixed oracle sequence (ground_truth) for harness {harness.name!r} to play; record model seeds with `failforge record`")
-    calls, final = ground_truth(spec)
-    return script(calls, final)  # type: ignore[no-any-return]
+    calls, final = truth
+    return harness.scripted_oracle(calls, final)
 
 
 def oracle_seed(

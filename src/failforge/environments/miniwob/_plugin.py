@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from failforge.environments._base import Environment
 from failforge.environments.miniwob._episode import ENVIRONMENT_NAME, PAGE_HEADER, MiniWoBEpisode, env_spec, open_episode
 from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES, OracleError, view_from_request
 from failforge.errors import ConfigError, DomDrift, EnvironmentDrift
@@ -75,7 +76,7 @@ def demonstration_script(task: str) -> Any:
 
 
 @environments.register("miniwob", requires=("miniwob", "playwright"), description="MiniWoB++ pages in pinned headless Chromium")
-class MiniWoBEnvironment:
+class MiniWoBEnvironment(Environment):
     """MiniWoB++ as an environment plugin: task ids are MiniWoB task names (``click-button``)."""
 
     name: ClassVar[str] = ENVIRONMENT_NAME

@@ -195,6 +195,20 @@ class Sandbox(abc.ABC):
         """Facts recorded beside a seed (backend, isolation, interpreter), for audits."""
         return {"backend": self.backend, "network_isolated": self.network_isolated}
 
+    # -- reuse by the warm pool (:mod:`._pool`); the defaults make a backend that cannot be reset never reused --
+
+    def prepare_reuse(self) -> None:
+        """Note what this sandbox looks like fresh, right after opening, so :meth:`reset` can return to it; default nothing."""
+        return None
+
+    def reusable(self) -> bool:
+        """Whether this idle sandbox may serve another run (prepared, still running, young enough); default False."""
+        return False
+
+    def reset(self) -> bool:
+        """Make this sandbox equal to a freshly opened one; False when it cannot be (the pool then closes it); default False."""
+        return False
+
     @classmethod
     def open(cls, limits: SandboxLimits | None, *, image: str | None, python_hash_seed: str) -> Sandbox:
         """A fresh sandbox of this backend (``image`` is for backends that run one)."""

@@ -192,34 +192,71 @@ def _reap_zombies() -> None:
             return
 
 
-def _kill_strays() -> None:
-    """Kill every process in the sandbox but this server, and reap them.
+#: Task states of a thread that will never run again: zombie, dead.
+_DEAD_STATES = (b"Z", b"X")
+#: Seconds the cleanup keeps killing and reaping before it gives up (and says what is left).
+KILL_PATIENCE = 2.0
+
+
+def _task_state(path: str) -> bytes | None:
+    """The state letter in a ``stat`` file (the field after the parenthesised command name), None when it is gone."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """True while any thread of process ``pid`` can still run.
+
+    Not the leader's state: a process whose main thread ended while another thread runs reads ``Z``
+    in ``/proc/PID/stat`` and is alive all the same (its other thread goes on writing files). Each
+    task in ``/proc/PID/task`` is asked instead.
+    """
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(_task_state(f"/proc/{pid}/task/{tid}/stat") not in (None, *_DEAD_STATES) for tid in tids)
+
+
+def _others() -> list[int]:
+    """Every process of the sandbox but this server, alive or not yet reaped."""
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+
+
+def _kill_strays() -> list[int]:
+    """Kill every process in the sandbox but this server, whatever its state, and reap them; what is left.
 
     A command may escape its process group (``setsid``, double fork); left alive it would outlive the
-    command and could change the workspace behind the sandbox's back, between two tool calls. Orphans
-    are re-parented to PID 1 (this server), so reaping them here also frees their pids-cgroup slots.
+    command and could change the workspace behind the sandbox's back, between two tool calls or into
+    the next run. A process is killed while any of its threads can run (:func:`_alive`), so one whose
+    main thread exited is not taken for a zombie. Orphans are re-parented to PID 1 (this server), so
+    reaping them here also frees their pids-cgroup slots. Returns the pids still there after
+    :data:`KILL_PATIENCE` seconds (a process the server may not kill, a zombie it cannot reap):
+    a sandbox with any is not reused.
     """
-    me = os.getpid()
-    for _ in range(50):
+    deadline = time.monotonic() + KILL_PATIENCE
+    while True:
         _reap_zombies()
-        strays = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == me:
+        others = _others()
+        if not others:
+            return []
+        refused = 0
+        for pid in others:
+            if not _alive(pid):
                 continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    state = handle.read().rsplit(b")", 1)[-1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state != b"Z":
-                strays.append(int(name))
-        if not strays:
-            return
-        for pid in strays:
             try:
                 os.kill(pid, signal.SIGKILL)
+            except PermissionError:
+                refused += 1
             except OSError:
                 pass
+        if time.monotonic() > deadline or (refused and refused == sum(1 for pid in others if _alive(pid))):
+            _reap_zombies()
+            return _others()
         time.sleep(0.005)
 
 
@@ -447,13 +484,14 @@ _RETURN_TO: list[str] = []
 def _op_reset(req: dict) -> dict:
     """This side of making a used sandbox equal to a fresh one (failforge does the rest from the host, see ``_reuse``).
 
-    Kill every process but this server, say what kernel objects are left (failforge does not reuse
-    a sandbox that holds any), and leave the writable mounts so failforge can replace each with a
-    new, empty file system; the server goes back to the workspace, where a fresh server starts,
-    before its next operation.
+    Kill every process but this server, whatever state it reads as, and say what is left: processes
+    (any but the server: one it may not kill, a zombie it cannot reap) and the kernel objects that
+    outlive processes. Failforge does not reuse a sandbox that holds any. Then leave the writable
+    mounts so failforge can replace each with a new, empty file system; the server goes back to the
+    workspace, where a fresh server starts, before its next operation.
     """
-    _kill_strays()
-    leftovers = _leftovers()
+    left = _kill_strays()
+    leftovers = {"processes": len(left), **_leftovers()}
     _RETURN_TO[:] = [os.getcwd()]
     os.chdir("/")
     return {"leftovers": leftovers}

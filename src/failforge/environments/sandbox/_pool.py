@@ -91,13 +91,11 @@ def acquire_sandbox(backend: str, limits: SandboxLimits, *, image: str, python_h
             return box
         _close(box)
     box = open_sandbox(backend, limits, image=image, python_hash_seed=python_hash_seed)
-    prepare = getattr(box, "prepare_reuse", None)
-    if prepare is not None:
-        try:
-            prepare()
-        except Exception:  # a sandbox that cannot be prepared still serves this run; it is just not kept
-            return box
-        setattr(box, _KIND, kind)
+    try:
+        box.prepare_reuse()
+    except Exception:  # a sandbox that cannot be prepared still serves this run; it is just not kept
+        return box
+    setattr(box, _KIND, kind)
     return box
 
 
@@ -136,17 +134,15 @@ def pooled_count() -> int:
 
 
 def _reusable(box: Sandbox) -> bool:
-    check = getattr(box, "reusable", None)
     try:
-        return bool(check()) if check is not None else False
+        return box.reusable()
     except Exception:
         return False
 
 
 def _reset(box: Sandbox) -> bool:
-    reset = getattr(box, "reset", None)
     try:
-        return bool(reset()) if reset is not None else False
+        return box.reset()
     except Exception:  # a reset that fails for any reason means: do not reuse
         return False
 

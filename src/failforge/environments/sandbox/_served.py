@@ -251,10 +251,12 @@ class ServedSandbox(Sandbox):
     def reset(self) -> bool:
         """Make this sandbox equal to a freshly opened one; False when it cannot be (then close it).
 
-        Everything a command could read is returned to the fresh state: no process but the server,
-        new empty writable file systems (so new files get the inode numbers a fresh one gives), the
-        PID counter where a fresh sandbox has it, no last command. What cannot be returned is
-        refused instead: a sandbox whose cgroup recorded an OOM kill, a memory-limit hit or a
+        Everything a command could read is returned to the fresh state: no process but the server
+        (each killed whatever its state reads as: a process whose main thread exited reads as a
+        zombie while its other threads run), new empty writable file systems (so new files get the
+        inode numbers a fresh one gives), the PID counter where a fresh sandbox has it, no last
+        command. What cannot be returned is refused instead: a sandbox where any process besides the
+        server is left after the kill, whose cgroup recorded an OOM kill, a memory-limit hit or a
         refused fork (counters docker commands can read), or that holds IPC objects or sockets (ids
         that go on counting, ports in TIME_WAIT), is not reset. One round trip to the server and one
         host-side ``nsenter``; the server goes back to the workspace before its next operation.
