@@ -4,7 +4,8 @@ Layout as released (``data/tracertraj-code-test.parquet`` in bingreeky/AgenTrace
 columns ``question_ID, question, ground_truth, history, mistake_agent, mistake_step, mistake_reason``;
 ``history`` is a list of ``{content, name, role, step}`` with the acting agent in ``name`` (``role`` is
 ``"assistant"`` throughout) and ``step`` an int equal to the entry's position; ``mistake_step`` is a
-*string*. AgenTracer's own pipeline locates the mistake by ``str(entry["step"]) == str(mistake_step)``
+*string*. As in Who&When, an entry by ``Computer_terminal`` is a tool's output (a tool step, not an
+agent) and one by ``human``/``user`` is the task. AgenTracer's own pipeline locates the mistake by ``str(entry["step"]) == str(mistake_step)``
 (``MetaGPT/Who_When_Data_Pipeline/diagnose_fail_log_metagpt.py: validate_diagnosis``), and so does
 this importer; entries without ``step`` fall back to their position.
 
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, RecordProblem, TaskInfo
 from failforge.attribution.importers._common import Skip, int_step, require_str, text_of
-from failforge.attribution.importers.whowhen import TERMINALS
+from failforge.attribution.importers.whowhen import HUMANS, TERMINALS
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
@@ -57,7 +58,8 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise Skip(f"history[{i}].name", "missing")
-        kind: Literal["agent", "tool"] = "tool" if name.strip().lower() in TERMINALS else "agent"  # Computer_terminal: a tool's output
+        low = name.strip().lower()  # as in Who&When, which TracerTraj rows are built from: the terminal is a tool's output
+        kind: Literal["user", "agent", "tool"] = "tool" if low in TERMINALS else "user" if low in HUMANS else "agent"
         steps.append(FailureStep(index=i, kind=kind, agent=name, role=text_of(entry.get("role")), content=text_of(entry.get("content"))))
         by_step[str(entry["step"]) if entry.get("step") is not None else str(i)] = i
     agent = require_str(row, "mistake_agent")
