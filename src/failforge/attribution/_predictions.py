@@ -23,7 +23,7 @@ class Prediction(BaseModel):
     agent: str | None = None
     step: int | None = None
     mode: str | None = None
-    step_text: str | None = Field(default=None, description="the step exactly as the judge wrote it (digits), for upstream-style scoring")
+    step_text: str | None = Field(default=None, description="the step exactly as the judge wrote it (digits), as failforge read it")
     description: str | None = Field(default=None, description="free-text error description, before it was mapped to a mode")
     reply: str | None = Field(default=None, description="the decisive judge reply, verbatim")
     replies: list[str] = Field(default_factory=list, description="every judge reply of the session, verbatim, in order")

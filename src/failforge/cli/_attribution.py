@@ -235,7 +235,8 @@ def score(
     out.print("macro over sources: " + ", ".join(f"{key} {v['value']}" for key, v in macro.items() if v["value"] is not None))
     sub = report["upstream_substring"]
     out.print(f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer {sub['step_accuracy_integer']} "
-              f"(+{sub['step_inflation_pp']} pp, {sub['records_counted_only_by_substring']} records)")
+              f"({sub['step_inflation_pp']:+} pp, {sub['records_counted_only_by_substring']} records), agent {sub['agent_accuracy_substring']}; "
+              f"evaluate.py reads {sub['parsed']} of {sub['n']} predictions")
     out.print(f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored wrong) · "
               f"with problems {counts['with_problems']} · not in the records {counts['extra']}")
     if compare_with is not None:
