@@ -142,3 +142,20 @@ def test_a_huge_integer_in_a_seed_line_generate(tmp_path, seed_file):
     text = " ".join(result.stdout.split()) + " " + " ".join(result.stderr.split())
     assert HUGE.search(text) and "seed skipped" in text
     assert re.search(r"planned attempts\s*│?\s*[1-9]", result.stdout), result.stdout[-3000:]  # the good seed was branched
+
+
+def test_attribute_and_score_go_on_past_a_bad_line_and_exit_1(tmp_path):
+    records = tmp_path / "records.jsonl"
+    shutil.copy(FIXTURES / "metrics" / "records.jsonl", records)
+    _spoil(records, 2)
+    attributed = _cli("attribute", "records.jsonl", "--method", "random", "-o", "run", cwd=tmp_path)
+    _no_traceback(attributed)
+    assert attributed.returncode == 1 and _messages(attributed) == ["skipped record records.jsonl:2: field '<encoding>': not UTF-8 text (byte 0xff at offset 2 of the line)"]
+    assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 6
+    predictions = tmp_path / "run" / "predictions.jsonl"
+    _spoil(predictions, 3)
+    scored = _cli("score", "records.jsonl", "run", cwd=tmp_path)
+    _no_traceback(scored)
+    assert scored.returncode == 1 and "evaluate.py substring rule" in scored.stdout
+    assert [m.split(": field")[0] for m in _messages(scored)] == ["skipped record records.jsonl:2", f"skipped prediction {predictions.relative_to(tmp_path)}:3"]
+    assert "2 line(s) skipped" in scored.stderr and "predictions 5" in " ".join(scored.stdout.split())
