@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from failforge.errors import ConfigError, SeedFormatError
+from failforge.jsonl import parse_json, read_jsonl
 from failforge.roster import RESERVED_NAMES, AgentProfile, StepAddresser, UnknownRole, check_roster, single_agent_roster
 
 SCHEMA_VERSION = "2"
@@ -55,7 +56,7 @@ class ToolCall(_Model):
         """The arguments as a dict, or None when the model wrote something that is not a JSON object."""
         try:
             value = json.loads(self.arguments) if self.arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer too long to convert, nesting too deep
             return None
         return value if isinstance(value, dict) else None
 
@@ -290,12 +291,11 @@ def _field_of(err: ValidationError) -> tuple[str, str]:
 
 def parse_line(text: str, path: str = "<string>", line: int = 1) -> Trajectory:
     """Parse one JSONL line; errors name the file, line and field."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SeedFormatError(path, line, "<json>", f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
-    except RecursionError as exc:
-        raise SeedFormatError(path, line, "<json>", "JSON nested too deeply to be a trajectory") from exc
+    return parse_record(parse_json(text, path, line), path, line)
+
+
+def parse_record(data: Any, path: str = "<string>", line: int = 1) -> Trajectory:
+    """A decoded JSONL line as a trajectory; errors name the file, line and field."""
     if not isinstance(data, dict):
         raise SeedFormatError(path, line, "<record>", f"expected a JSON object, found {type(data).__name__}")
     version = data.get("schema_version", SCHEMA_VERSION)
@@ -313,39 +313,23 @@ def parse_line(text: str, path: str = "<string>", line: int = 1) -> Trajectory:
 
 
 def open_records(path: str | Path) -> Iterator[tuple[int, str | SeedFormatError]]:
-    """(line number, text) of each non-blank line of a JSONL file, or the error for a line that is not UTF-8.
-
-    A missing path, a directory or an unreadable file is a ``ConfigError`` naming it: the user's input
-    is wrong as a whole. A bad line is that line's problem only, so one bad record loses nothing else.
-    """
-    file = Path(path)
-    if not file.exists():
-        raise ConfigError(f"{file}: no such file")
-    if file.is_dir():
-        raise ConfigError(f"{file} is a directory, not a JSONL file")
-    try:
-        handle = open(file, "rb")
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot be read ({exc.strerror})") from exc
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, SeedFormatError(str(file), number, "<encoding>", f"not UTF-8 text (byte {exc.start})")
-                continue
-            if text.strip():
-                yield number, text
+    """(line number, the line's JSON object as text) for each readable line, or (line number, the error):
+    for callers that validate JSON text themselves. Read by :func:`failforge.jsonl.read_jsonl`."""
+    for item in read_jsonl(path):
+        yield (item.line, item) if isinstance(item, SeedFormatError) else (item[0], json.dumps(item[1], ensure_ascii=False))
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | SeedFormatError]:
-    """Yield each trajectory, or the error for a malformed line, so one bad record loses nothing else."""
-    for number, text in open_records(path):
-        if isinstance(text, SeedFormatError):
-            yield text
+    """Yield each trajectory, or the error for a malformed line, so one bad record loses nothing else.
+
+    Lines are read by :func:`failforge.jsonl.read_jsonl`, the one JSONL reader."""
+    for item in read_jsonl(path):
+        if isinstance(item, SeedFormatError):
+            yield item
             continue
+        number, data = item
         try:
-            yield parse_line(text, str(path), number)
+            yield parse_record(data, str(path), number)
         except SeedFormatError as exc:
             yield exc
 

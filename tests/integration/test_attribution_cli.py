@@ -23,7 +23,7 @@ def test_import_every_format_and_report_what_was_skipped(tmp_path):
     assert (summary["read"], summary["imported"], summary["skipped"]) == (184, 184, 0)
     assert len((tmp_path / "ww.jsonl").read_text().splitlines()) == 184
     bad = _cli("import", str(FIXTURES / "whowhen_pro_bad"), "--format", "whowhen-pro", "-o", "bad.jsonl", cwd=tmp_path)
-    assert bad.returncode == 0 and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr  # written, but 5 rows skipped: exit 1 (docs: exit codes)
     skipped = [line for line in bad.stderr.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 5 and all("text.jsonl:" in line and "field '" in line for line in skipped)
     assert "records read" in bad.stdout and "5" in bad.stdout

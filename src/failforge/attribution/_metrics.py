@@ -24,13 +24,18 @@ round in debate/dylan) a prediction is right if it matches any of them.
 Accuracies and F1 are percentages; MAE and signed error are in steps. Groups: every source, modality
 and topology; macro = unweighted mean of a metric over the groups where it is defined.
 
-``upstream_substring``: the same predictions under Who&When's ``evaluate.py`` rule, where a step is
-right if the gold step's text occurs inside the predicted step's digits (``"1" in "10"``) and an
-agent if the gold name occurs inside the predicted one; the difference is the inflation.
+``upstream_substring``: the same predictions scored exactly as Who&When's ``evaluate.py`` scores them
+(ag2ai/Agents_Failure_Attribution, ``Automated_FA/evaluate.py`` at commit f4d2b6da, see
+:func:`upstream_report`): a prediction is read only when its text matches both ``Agent Name:\\s*([\\w_]+)``
+and ``Step Number:\\s*(\\d+)`` (a prediction missing either, or writing ``-1``, is wrong on both), then a
+step is right if the gold step's text occurs inside the predicted digits (``"1" in "10"``) and an agent
+if the gold name occurs inside the predicted word; the denominator is every record. The difference to
+the integer rule is the inflation.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,8 +65,6 @@ class Judged:
     mode_pred: str | None
     mode_ok: bool
     joint: bool
-    substring_step: bool
-    substring_agent: bool
 
     @property
     def source(self) -> str:
@@ -82,11 +85,8 @@ def judge(record: LabelledFailure, prediction: Prediction | None, k: int) -> Jud
     mode_pred = prediction.mode if prediction else None
     mode_ok = gold.mode is not None and mode_pred is not None and mode_pred in {gold.mode, *gold.accepted_modes}
     joint = (agent_ok or not multi) and exact and (mode_ok or gold.mode is None)
-    step_text = (prediction.step_text if prediction and prediction.step_text is not None else (str(step) if step is not None else None))
-    substring_step = step_text is not None and gold.step_label in step_text
-    substring_agent = bool(prediction and prediction.agent and gold.agent and gold.agent in prediction.agent)
     return Judged(record, prediction, multi, agent_ok, valid, exact, distance, signed, valid and distance is not None and distance <= k,
-                  gold.mode, mode_pred, mode_ok, joint, substring_step, substring_agent)
+                  gold.mode, mode_pred, mode_ok, joint)
 
 
 def macro_f1(pairs: Sequence[tuple[str, str | None]]) -> float | None:
@@ -152,20 +152,89 @@ def _round(value: float | None) -> float | None:
     return round(value, 2) if value is not None else None
 
 
-def substring_report(items: Sequence[Judged]) -> dict[str, object]:
+# --- Who&When's evaluate.py, exactly ------------------------------------------------------------------
+# ag2ai/Agents_Failure_Attribution at f4d2b6da464a826580e59b3a0eae15ea2d642d7c, Automated_FA/evaluate.py
+# (last changed in aeffbf5c): read_predictions() cuts the log inference.py printed into blocks
+# "Prediction for <file>.json: ..." and keeps a block only when both patterns below match (re.search,
+# ignoring case); evaluate_accuracy() then counts `mistake_agent in predicted_agent` and
+# `mistake_step in predicted_step` on strings, over every file of the data folder.
+
+UPSTREAM_AGENT = re.compile(r"Agent Name:\s*([\w_]+)", re.IGNORECASE)
+UPSTREAM_STEP = re.compile(r"Step Number:\s*(\d+)", re.IGNORECASE)
+#: Methods whose prediction is the judge's reply itself: Who&When's all_at_once prints the model's reply
+#: verbatim as the prediction; its step_by_step and binary_search print "Agent Name: {agent}\nStep Number:
+#: {step}" for the step the protocol chose (and nothing when step by step judged no step decisive).
+REPLY_METHODS = frozenset({"all-at-once"})
+
+
+def upstream_text(prediction: Prediction) -> str | None:
+    """What Who&When's ``inference.py`` would print after ``Prediction for N.json:`` for this prediction
+    (None: it prints no prediction block at all)."""
+    if prediction.method.split("/")[0] in REPLY_METHODS:
+        return prediction.reply or ""
+    if prediction.agent is None or prediction.step is None:
+        return None
+    return f"Agent Name: {prediction.agent}\nStep Number: {prediction.step}"
+
+
+def upstream_read(text: str | None) -> tuple[str, str] | None:
+    """(predicted agent, predicted step) as ``evaluate.py`` reads a block, or None when it cannot (both
+    patterns must match; ``-1`` does not, nor ``**Agent Name:** X``, nor ``Step Number: step 4``). A
+    block ends where the log next says ``Prediction for``, even inside a reply."""
+    block = (text or "").split("Prediction for", 1)[0]
+    agent = UPSTREAM_AGENT.search(block)
+    step = UPSTREAM_STEP.search(block)
+    return (agent.group(1), step.group(1)) if agent and step else None
+
+
+def upstream_gold(record: LabelledFailure) -> tuple[str, str]:
+    """``(str(mistake_agent), str(mistake_step))`` of the Who&When log the record is, or (any other
+    source) of the log failforge's Who&When exporter writes for it."""
+    if record.origin.format == "whowhen":
+        return str(record.gold.agent), record.gold.step_label
+    return str(record.gold.agent or record.steps[record.gold.step].agent), str(record.gold.step)
+
+
+def upstream_report(records: Sequence[LabelledFailure], predictions: Sequence[Prediction], items: Sequence[Judged]) -> dict[str, object]:
+    """The predictions scored by Who&When's ``evaluate.py`` rule, beside failforge's integer rule.
+
+    Blocks are read in order and a readable one replaces an earlier one of the same record (a dict keyed
+    by file); an unreadable block replaces nothing. Every record is in the denominator."""
+    parsed: dict[str, tuple[str, str]] = {}
+    for prediction in predictions:
+        read = upstream_read(upstream_text(prediction))
+        if read is not None:
+            parsed[prediction.record_id] = read
+    step_hits = agent_hits = 0
+    step_right: set[str] = set()
+    for record in records:
+        read = parsed.get(record.id)
+        if read is None:
+            continue
+        gold_agent, gold_step = upstream_gold(record)
+        agent_hits += gold_agent in read[0]
+        if gold_step in read[1]:
+            step_hits += 1
+            step_right.add(record.id)
     n = len(items)
     exact = sum(j.step_exact for j in items)
-    loose = sum(j.substring_step for j in items)
     agent_exact = sum(j.agent_ok for j in items)
-    agent_loose = sum(j.substring_agent for j in items)
+
+    def pct(hits: int) -> float | None:
+        return round(100 * hits / n, 2) if n else None
+
     return {
         "n": n,
-        "step_accuracy_integer": round(100 * exact / n, 2) if n else None,
-        "step_accuracy_substring": round(100 * loose / n, 2) if n else None,
-        "step_inflation_pp": round(100 * (loose - exact) / n, 2) if n else None,
-        "records_counted_only_by_substring": sum(1 for j in items if j.substring_step and not j.step_exact),
-        "agent_accuracy_normalised": round(100 * agent_exact / n, 2) if n else None,
-        "agent_accuracy_substring": round(100 * agent_loose / n, 2) if n else None,
+        "rule": "Who&When Automated_FA/evaluate.py (ag2ai/Agents_Failure_Attribution@f4d2b6da)",
+        "parsed": sum(1 for r in records if r.id in parsed),
+        "step_hits_substring": step_hits,
+        "agent_hits_substring": agent_hits,
+        "step_accuracy_integer": pct(exact),
+        "step_accuracy_substring": pct(step_hits),
+        "step_inflation_pp": pct(step_hits - exact),
+        "records_counted_only_by_substring": sum(1 for j in items if j.record.id in step_right and not j.step_exact),
+        "agent_accuracy_normalised": pct(agent_exact),
+        "agent_accuracy_substring": pct(agent_hits),
     }
 
 
@@ -216,7 +285,7 @@ def score(records: Sequence[LabelledFailure], predictions: Sequence[Prediction],
         per = {name: metrics(items, k) for name, items in sorted(groups.items())}
         report[f"by_{axis}"] = per
         report[f"macro_{axis}"] = _macro(per)
-    report["upstream_substring"] = substring_report(judged)
+    report["upstream_substring"] = upstream_report(records, predictions, judged)
     methods = sorted({p.method for p in predictions})
     report["methods"] = methods
     return report

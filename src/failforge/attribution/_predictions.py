@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.attribution._record import RecordProblem
+from failforge.errors import SeedFormatError
+from failforge.jsonl import read_jsonl
 
 
 class Prediction(BaseModel):
@@ -22,7 +23,7 @@ class Prediction(BaseModel):
     agent: str | None = None
     step: int | None = None
     mode: str | None = None
-    step_text: str | None = Field(default=None, description="the step exactly as the judge wrote it (digits), for upstream-style scoring")
+    step_text: str | None = Field(default=None, description="the step exactly as the judge wrote it (digits), as failforge read it")
     description: str | None = Field(default=None, description="free-text error description, before it was mapped to a mode")
     reply: str | None = Field(default=None, description="the decisive judge reply, verbatim")
     replies: list[str] = Field(default_factory=list, description="every judge reply of the session, verbatim, in order")
@@ -36,18 +37,17 @@ class Prediction(BaseModel):
 
 
 def iter_predictions(path: str | Path) -> Iterator[Prediction | RecordProblem]:
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield Prediction.model_validate(json.loads(text))
-            except json.JSONDecodeError as exc:
-                yield RecordProblem(path=str(path), line=number, field="<json>", problem=f"not valid JSON: {exc.msg}")
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                yield RecordProblem(path=str(path), line=number, field=".".join(str(p) for p in first.get("loc", ())) or "<record>",
-                                    problem=str(first.get("msg")))
+    for item in read_jsonl(path):
+        if isinstance(item, SeedFormatError):
+            yield RecordProblem.of(item)
+            continue
+        number, data = item
+        try:
+            yield Prediction.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            yield RecordProblem(path=str(path), line=number, field=".".join(str(p) for p in first.get("loc", ())) or "<record>",
+                                problem=str(first.get("msg")))
 
 
 def load_predictions(path: str | Path) -> tuple[list[Prediction], list[RecordProblem]]:

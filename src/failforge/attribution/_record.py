@@ -14,13 +14,14 @@ and ``origin.step_convention`` says how the two were matched, so a prediction ca
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from failforge.errors import SeedFormatError
+from failforge.jsonl import read_jsonl
 from failforge.trajectory import write_jsonl
 
 RECORD_SCHEMA = "failforge.labelled-failure/1"
@@ -110,6 +111,7 @@ class LabelledFailure(_Model):
     topology: Topology
     modality: Modality = "text"
     agents: list[str]
+    roles: dict[str, str] = Field(default_factory=dict, description="agent -> its role as the source names it (failforge's roster role, the release's role)")
     task: TaskInfo
     steps: list[FailureStep]
     gold: Gold
@@ -156,6 +158,11 @@ class RecordProblem(_Model):
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: field '{self.field}': {self.problem}"
 
+    @classmethod
+    def of(cls, error: SeedFormatError) -> RecordProblem:
+        """A line the JSONL reader could not read (or a record it could not parse), as a skipped record."""
+        return cls(path=error.path, line=error.line, field=error.field, problem=error.problem)
+
 
 class ImportSummary(_Model):
     read: int = 0
@@ -193,20 +200,18 @@ def _first_error(err: ValidationError) -> tuple[str, str]:
 
 def iter_records(path: str | Path) -> Iterator[LabelledFailure | RecordProblem]:
     """Read a labelled-failure JSONL file; a bad line becomes a problem naming its line and field."""
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield RecordProblem(path=str(path), line=number, field="<json>", problem=f"not valid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            try:
-                yield LabelledFailure.model_validate(data)
-            except ValidationError as exc:
-                field, problem = _first_error(exc)
-                yield RecordProblem(path=str(path), line=number, field=field, problem=problem)
+    for item in read_jsonl(path):
+        if isinstance(item, SeedFormatError):
+            yield RecordProblem.of(item)
+            continue
+        number, data = item
+        try:
+            yield LabelledFailure.model_validate(data)
+        except ValidationError as exc:
+            field, problem = _first_error(exc)
+            yield RecordProblem(path=str(path), line=number, field=field, problem=problem)
+        except RecursionError:
+            yield RecordProblem(path=str(path), line=number, field="<record>", problem="nested too deeply to be a record")
 
 
 def load_records(path: str | Path) -> tuple[list[LabelledFailure], list[RecordProblem]]:

@@ -37,7 +37,8 @@ from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure, load_records, write_records
 from failforge.campaign._ledger import Ledger, attempt_ids_in, repair_jsonl
 from failforge.canonical import canonical_hash
-from failforge.errors import ConfigError, FailforgeError
+from failforge.errors import ConfigError, FailforgeError, SeedFormatError
+from failforge.jsonl import read_json, read_jsonl
 from failforge.llm import Responder
 from failforge.trajectory import Step, append_jsonl
 
@@ -95,6 +96,7 @@ class RunSummary(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     reconcile: dict[str, int] = Field(default_factory=dict)
+    unread_lines: list[str] = Field(default_factory=list, description="lines of the recording that could not be read (skipped)")
 
 
 class AttributionLedger(Ledger):
@@ -153,20 +155,25 @@ class CallStore:
             append_jsonl(self.path, [RecordedCall(session=session, step=step)])
 
     @staticmethod
-    def load(path: Path) -> dict[str, list[Step]]:
+    def load(path: Path, unread: list[str] | None = None) -> dict[str, list[Step]]:
+        """Recorded calls by session. A line that cannot be read is named in ``unread`` and skipped: the
+        session it belonged to is then short of that call and goes live (or fails with --recording)."""
         out: dict[str, list[Step]] = {}
+        problems = unread if unread is not None else []
         if not path.exists():
             return out
         repair_jsonl(path)
-        with open(path, encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    call = RecordedCall.model_validate_json(text)
-                except ValueError as exc:
-                    raise ConfigError(f"{path}:{number}: not a recorded judge call: {' '.join(str(exc).split())[:200]}") from exc
-                out.setdefault(call.session, []).append(call.step)
+        for item in read_jsonl(path):
+            if isinstance(item, SeedFormatError):
+                problems.append(str(item))
+                continue
+            number, data = item
+            try:
+                call = RecordedCall.model_validate(data)
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"{path}:{number}: not a recorded judge call: {' '.join(str(exc).split())[:200]}")
+                continue
+            out.setdefault(call.session, []).append(call.step)
         for steps in out.values():
             steps.sort(key=lambda s: s.index)
         return out
@@ -218,7 +225,7 @@ def run_attribution(
         pending = ledger.pending()
         summary.planned = len(by_attempt)
         summary.done_before = summary.planned - len(pending)
-        recorded = CallStore.load((recording or output) / CALLS) if kind == "judge" else {}
+        recorded = CallStore.load((recording or output) / CALLS, summary.unread_lines) if kind == "judge" else {}
         store = CallStore(output / CALLS)
         facts = DatasetFacts.of(records)
         scorer = _scorer(config) if kind == "likelihood" else None
@@ -341,7 +348,7 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
     from failforge import __version__
 
     path = output / MANIFEST
-    previous = json.loads(path.read_text()) if path.exists() else {}
+    previous = read_json(path) if path.exists() else {}
     runs = previous.get("runs", [])
     runs.append({**summary.model_dump(), "recording": str(recording) if recording else None})
     manifest = {

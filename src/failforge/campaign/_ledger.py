@@ -11,13 +11,13 @@ else reads the file (that attempt is then simply redone).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 from failforge.errors import ConfigError
+from failforge.jsonl import read_jsonl
 
 STATES = ("planned", "running", "done", "rejected", "failed")
 FILE_STATE = {"gold.jsonl": "done", "rejected.jsonl": "rejected", "failed.jsonl": "failed"}
@@ -80,14 +80,11 @@ def attempt_ids_in(path: Path) -> list[str]:
     ids: list[str] = []
     if not path.exists():
         return ids
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            attempt = record.get("attempt_id") or (record.get("provenance") or {}).get("attempt_id")
-            if attempt:
+    for item in read_jsonl(path):  # a line it cannot read names no attempt: that attempt runs again
+        if isinstance(item, tuple):
+            record, provenance = item[1], item[1].get("provenance")
+            attempt = record.get("attempt_id") or (provenance.get("attempt_id") if isinstance(provenance, dict) else None)
+            if isinstance(attempt, str) and attempt:
                 ids.append(attempt)
     return ids
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,9 +12,11 @@ from rich.table import Table
 
 from failforge.cli._app import _endpoint, _progress, app, console, out
 from failforge.errors import ConfigError
+from failforge.jsonl import read_json
 
 
-def _records(path: Path) -> list[Any]:
+def _records(path: Path, skipped: list[str] | None = None) -> list[Any]:
+    """Labelled-failure records; a line that cannot be read is printed, added to ``skipped`` and left out."""
     from failforge.attribution import load_records
 
     if path.is_dir():
@@ -25,6 +28,8 @@ def _records(path: Path) -> list[Any]:
         console.print(f"[yellow]skipped record[/] {problem}")
     if not records:
         raise ConfigError(f"{path}: no readable labelled-failure record")
+    if skipped is not None:
+        skipped.extend(map(str, problems))
     return records
 
 
@@ -60,7 +65,8 @@ def import_(
     out.print(f"records: {output}")
     if summary_json:
         summary_json.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    if summary.read and not summary.imported:
+    if summary.skipped:  # written, but not everything: the exit says so (docs: exit codes)
+        console.print(f"[yellow]{summary.skipped} of {summary.read} source records skipped[/] (each named above); the rest are in {output}")
         raise typer.Exit(1)
 
 
@@ -110,7 +116,8 @@ def attribute(
     from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
 
     kind = methods.get(method).kind
-    records = _pick(_records(records_path), limit, ids, source)
+    skipped: list[str] = []
+    records = _pick(_records(records_path, skipped), limit, ids, source)
     endpoint = _endpoint(base_url, model, api_key_env)
     config = AttributeConfig(
         method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
@@ -144,7 +151,7 @@ def attribute(
                 upstream.close()
     else:
         if kind == "judge":
-            previous = json.loads((recording / "manifest.json").read_text()) if recording and (recording / "manifest.json").exists() else {}
+            previous = read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
             config.judge_model = (previous.get("config") or {}).get("judge_model") or (endpoint.model if endpoint else None)
         summary = go(None)
     table = Table(title=f"failforge attribute --method {summary.method}")
@@ -161,9 +168,13 @@ def attribute(
     out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}")
     if (output / "calls.jsonl").exists():
         out.print(f"calls:       {output / 'calls.jsonl'}")
+    for line in summary.unread_lines:
+        console.print(f"[yellow]skipped recorded call[/] {line}")
+    if skipped or summary.unread_lines:
+        raise typer.Exit(1)
 
 
-def _predictions(path: Path) -> list[Any]:
+def _predictions(path: Path, skipped: list[str] | None = None) -> list[Any]:
     from failforge.attribution._predictions import load_predictions
 
     if path.is_dir():
@@ -173,6 +184,8 @@ def _predictions(path: Path) -> list[Any]:
     predictions, problems = load_predictions(path)
     for problem in problems:
         console.print(f"[yellow]skipped prediction[/] {problem}")
+    if skipped is not None:
+        skipped.extend(map(str, problems))
     return predictions
 
 
@@ -208,8 +221,9 @@ def score(
     from failforge.attribution._metrics import compare
     from failforge.attribution._metrics import score as score_report
 
-    records = _records(records_path)
-    predictions = _predictions(predictions_path)
+    skipped: list[str] = []
+    records = _records(records_path, skipped)
+    predictions = _predictions(predictions_path, skipped)
     report: dict[str, Any] = score_report(records, predictions, k=k)
     counts = report["counts"]
     out.print(_table("overall", {"all": report["overall"]}, k))
@@ -221,11 +235,12 @@ def score(
     out.print("macro over sources: " + ", ".join(f"{key} {v['value']}" for key, v in macro.items() if v["value"] is not None))
     sub = report["upstream_substring"]
     out.print(f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer {sub['step_accuracy_integer']} "
-              f"(+{sub['step_inflation_pp']} pp, {sub['records_counted_only_by_substring']} records)")
+              f"({sub['step_inflation_pp']:+} pp, {sub['records_counted_only_by_substring']} records), agent {sub['agent_accuracy_substring']}; "
+              f"evaluate.py reads {sub['parsed']} of {sub['n']} predictions")
     out.print(f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored wrong) · "
               f"with problems {counts['with_problems']} · not in the records {counts['extra']}")
     if compare_with is not None:
-        other = _predictions(compare_with)
+        other = _predictions(compare_with, skipped)
         report["compare"] = compare(records, predictions, other, k=k, resamples=resamples)
         table = Table(title=f"paired bootstrap: {predictions_path} - {compare_with} (pp, source-stratified, {resamples} resamples)")
         for col in ("metric", "A - B", "95% CI", "p"):
@@ -237,32 +252,28 @@ def score(
     if report_json:
         report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         out.print(f"report: {report_json}")
+    if skipped:
+        console.print(f"[yellow]{len(skipped)} line(s) skipped[/] (each named above): the scores are over what could be read")
+        raise typer.Exit(1)
 
 
-def _export_inputs(path: Path) -> list[Any]:
-    """failforge gold trajectories or labelled-failure records, decided per file by its first record."""
-    from failforge.attribution import load_records
-    from failforge.trajectory import load_jsonl
+def _export_inputs(path: Path) -> tuple[list[Any], list[Any]]:
+    """(records, problems): failforge gold or labelled-failure records, decided by the first readable line.
 
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file")
-    first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()), "")
-    try:
-        keys = set(json.loads(first)) if first else set()
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}:1: not valid JSON: {exc.msg}") from exc
-    if {"gold", "steps", "origin"} <= keys:
-        records, problems = load_records(path)
-        for problem in problems:
-            console.print(f"[yellow]skipped record[/] {problem}")
-        return records
-    gold, bad = load_jsonl(path)
-    for err in bad:
-        console.print(f"[yellow]skipped malformed record[/] {err}")
-    unlabelled = [t.id for t in gold if t.label is None]
-    if unlabelled:
-        console.print(f"[yellow]skipped {len(unlabelled)} trajectories without a gold label[/] (first: {unlabelled[0]})")
-    return [t for t in gold if t.label is not None]
+    Both are read with the one JSONL reader, so a bad line (or a trajectory without a gold label) is a
+    problem naming its file and line, and every other line is still exported."""
+    from failforge.attribution import RecordProblem
+    from failforge.attribution._record import iter_records
+    from failforge.jsonl import read_jsonl
+    from failforge.plugins import importers
+
+    first = next((item[1] for item in read_jsonl(path) if isinstance(item, tuple)), None)
+    records: list[Any] = []
+    problems: list[Any] = []
+    reader = iter_records if first is not None and {"gold", "steps", "origin"} <= set(first) else importers.get("failforge")
+    for item in reader(path):
+        (problems if isinstance(item, RecordProblem) else records).append(item)
+    return records, problems
 
 
 @app.command()
@@ -278,8 +289,16 @@ def export(
     exporter = exporters.get(format)
     if codes not in ("release", "failforge"):
         raise ConfigError(f"--codes must be release or failforge, not {codes!r}")
-    items = _export_inputs(gold)
+    items, unread = _export_inputs(gold)
     summary = exporter(items, output, codes)
-    for problem in summary.skipped:
-        console.print(f"[yellow]note[/] {problem}")
+    for note in summary.notes:
+        console.print(f"[yellow]note[/] {note}")
     out.print(f"wrote {summary.written} {format} records: " + ", ".join(summary.files[:3]) + (" ..." if len(summary.files) > 3 else ""))
+    skipped = [*unread, *summary.skipped]
+    if skipped:  # an export that leaves a record out is not the dataset asked for: exit 1, with why
+        reasons = Counter(p.field for p in skipped)
+        console.print(f"[red]skipped {len(skipped)} of {len(items) + len(unread)} records[/] (by field: "
+                      + ", ".join(f"'{field}' {n}" for field, n in reasons.most_common()) + "); each is named below")
+        for problem in skipped:
+            console.print(f"[yellow]skipped[/] {problem}")
+        raise typer.Exit(1)

@@ -11,7 +11,6 @@ benchmark's evaluator judged successful. Both take ``--harness``: a multi-agent 
 from __future__ import annotations
 
 import inspect
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -20,6 +19,7 @@ import typer
 from failforge.cli._app import _endpoint, _progress, app, console, out, seeds_app
 from failforge.cli._options import given_options, option_parameters, with_signature
 from failforge.errors import ConfigError, FailforgeError
+from failforge.jsonl import read_json
 from failforge.plugins import PluginInfo, environments, harnesses
 
 record_app = typer.Typer(help="Record model-generated seeds in an environment; only evaluator successes are kept.", no_args_is_help=True)
@@ -60,9 +60,9 @@ def external_harness(kwargs: dict[str, Any], *, team_oracle: bool = False) -> An
     if kwargs.get("roster") is not None:
         path: Path = kwargs["roster"]
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
             roster = [AgentProfile.model_validate(entry) for entry in data]
-        except (OSError, ValueError, TypeError) as exc:
+        except (FailforgeError, ValueError, TypeError) as exc:
             raise ConfigError(f"--roster {path}: expected a JSON list of agents ({{name, role, tools, reports_to, handoffs}}): {str(exc).splitlines()[0]}") from None
     if team_oracle and len(roster) > 1:
         raise ConfigError("the environment's oracle plays one agent; record a team's seeds with `failforge record ... --harness external --base-url <team policy>`")

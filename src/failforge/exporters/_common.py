@@ -15,9 +15,19 @@ CODES = ("release", "failforge")
 
 
 class ExportSummary(BaseModel):
+    """What an export did. ``skipped`` records were not written (the CLI exits 1 naming them); ``notes``
+    are about records that were written (e.g. an agent name the format's reader cannot parse)."""
+
     written: int = 0
     files: list[str] = Field(default_factory=list)
     skipped: list[RecordProblem] = Field(default_factory=list)
+    notes: list[RecordProblem] = Field(default_factory=list)
+
+
+#: Who writes tool outputs in Who&When's logs: ``{"name": "Computer_terminal", "role": "user"}`` in every
+#: Algorithm-Generated log (303 entries), and in the TracerTraj rows built from them. Importers read the
+#: name back as a tool observation, never as an agent.
+TOOL_OUTPUT_NAME = "Computer_terminal"
 
 
 def as_records(items: Iterable[Trajectory | LabelledFailure]) -> list[LabelledFailure]:

@@ -4,7 +4,8 @@ Columns and types as in the released ``tracertraj-code-test.parquet``: ``questio
 ground_truth, history, mistake_agent, mistake_step, mistake_reason``; ``history`` is a list of
 ``{content, name, role, step}`` with the agent in ``name``, ``role`` always ``"assistant"`` (as in
 every released row) and ``step`` the entry's 0-based position; ``mistake_step`` is a string equal to
-the gold entry's ``step``. The output's suffix picks the format: ``.parquet`` or ``.jsonl``.
+the gold entry's ``step``. A tool observation is named ``Computer_terminal``, as in the rows built from
+Who&When. The output's suffix picks the format: ``.parquet`` or ``.jsonl``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Literal
 
 from failforge.attribution._record import LabelledFailure
 from failforge.errors import ConfigError
-from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name, unique_names
+from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
 from failforge.exporters.whowhen import _reason
 from failforge.plugins import exporters
 from failforge.trajectory import Trajectory
@@ -26,7 +27,8 @@ def to_row(record: LabelledFailure, question_id: str, codes: str = "release") ->
     history = []
     for step in record.steps:
         calls = "".join(f"\n[call {c.name}({c.arguments})]" for c in step.tool_calls)
-        history.append({"content": step.content + calls, "name": step.agent, "role": "assistant", "step": step.index})
+        name = TOOL_OUTPUT_NAME if step.kind == "tool" else step.agent
+        history.append({"content": step.content + calls, "name": name, "role": "assistant", "step": step.index})
     return {
         "question_ID": question_id,
         "question": record.task.question,

@@ -5,7 +5,10 @@ read ``question``, ``ground_truth`` and ``history``; ``evaluate.py`` reads ``mis
 ``mistake_step`` (a string) of the file a prediction names. Files are written as ``1.json``, ``2.json``, ...
 in the Algorithm-Generated style (the agent in ``name``, so read them with ``--is_handcrafted False``):
 ``history`` is one entry per step, index = failforge step, so ``mistake_step`` is the gold step
-unchanged. ``question_ID`` is unique and slash-free; ``system_prompt`` maps each agent to the
+unchanged. Tool observations are written as the public logs write a tool's output, by
+``Computer_terminal`` with role ``user`` (the call that produced it is in the agent entry before it),
+so Who&When's readers and failforge's importer read them as tool output, not as an agent named after
+the tool. ``question_ID`` is unique and slash-free; ``system_prompt`` maps each agent to the
 system prompt it ran under; ``mistake_reason`` explains the error (mode, definition, what the step
 was in the successful run and what it became), never the steering note.
 
@@ -23,7 +26,7 @@ from typing import Any, Literal
 
 from failforge.attribution._codes import to_release
 from failforge.attribution._record import LabelledFailure, RecordProblem
-from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name, unique_names
+from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
 from failforge.plugins import exporters
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Trajectory
@@ -52,8 +55,8 @@ def to_log(record: LabelledFailure, question_id: str, codes: Literal["release", 
         elif step.kind == "agent":
             calls = "".join(f"\n[call {c.name}({c.arguments})]" for c in step.tool_calls)
             history.append({"content": step.content + calls, "role": "assistant", "name": step.agent})
-        elif step.kind == "tool":
-            history.append({"content": step.content, "role": "user", "name": step.agent or "Computer_terminal"})
+        elif step.kind == "tool":  # as the public logs name a tool's output (the tool is named by the call before it)
+            history.append({"content": step.content, "role": "user", "name": TOOL_OUTPUT_NAME})
         else:
             history.append({"content": step.content, "role": "system", "name": "system"})
     return {
@@ -80,7 +83,7 @@ def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, 
     for number, (record, qid) in enumerate(zip(records, ids, strict=False), start=1):
         log = to_log(record, qid, codes)
         if not _READER_AGENT.match(log["mistake_agent"]):
-            summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="mistake_agent",
+            summary.notes.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="mistake_agent",
                                                  problem=f"record {record.id}: written, but Who&When's evaluate.py cannot parse a prediction of agent {log['mistake_agent']!r} ([\\w_]+ only)"))
         target = out / f"{number}.json"
         target.write_text(json.dumps(log, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -17,9 +17,19 @@ convention exactly:
   harness's scorer relies on, ``(step - 2) // 2 ==`` the turn's ordinal, is checked for every row.
   Merging matters: with two observations after one turn the scorer's arithmetic would point at the
   wrong turn. ``ground_truth.agent`` is null, as in the release's single-agent rows.
-- multi-agent records whose steps all carry ``round``/``position`` are written as ``magentic-one``
-  (``kind: agent`` entries, ``ground_truth.step`` the ``"R.P"`` string); others are skipped with a
-  reason, since no released framework convention fits a flat multi-agent log without coordinates.
+- multi-agent records whose steps all carry ``round``/``position`` are written as ``magentic-one``, as
+  the release's traces are (``whowhenpro.github.io``, ``data/traces/simpleqa_election.json``): a
+  ``kind: agent`` entry per agent step with the agent's id in ``agent`` and its role in ``role`` (the
+  roster's role for failforge gold, e.g. ``orchestrator``, ``worker``; the release writes
+  ``Orchestrator``, ``WebSurfer``), its ``round``/``position``, its text in ``output``, its tool calls
+  in ``tool_actions`` (``name`` and ``args``, which the release viewer renders under the step; a
+  delegation is such a call, so a C.1 mistake shows), ``phase`` (replayed / injected / live) and its
+  ``recipient``; ``extras.agents`` lists ``{id, role}``. A tool observation is a ``kind: tool`` turn
+  with its coordinate, ``tool_name`` and ``tool_call_id`` (eva's tool-turn fields): the release's
+  viewer (``js/examples.js``, ``normMagentic``) shows ``kind: agent`` entries only, so a tool turn is
+  kept for readers that want it and never shown as an agent named after the tool. ``ground_truth.step`` is the ``"R.P"`` string. Records
+  without coordinates are skipped with a reason (the CLI then exits 1): no released convention fits a
+  flat multi-agent log.
 
 Codes: ``codes="release"`` writes the released 17-code taxonomy (``taxonomy.yaml`` numbers Planning and
 Action differently and merges failforge A.2/A.3 into A.1, see :mod:`failforge.attribution._codes`) and
@@ -119,7 +129,33 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
     return out, gold
 
 
+def _tool_actions(step: FailureStep) -> list[dict[str, Any]]:
+    """A step's tool calls as the release's ``tool_actions`` (``type``, ``name``, ``args``; the viewer renders
+    each as ``tool · name`` with its args), plus the call ``id`` the tool turns answer."""
+    actions = []
+    for call in step.tool_calls:
+        try:
+            args: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        except (ValueError, RecursionError):
+            args = call.arguments  # not JSON: kept verbatim, as the model wrote it
+        actions.append({"type": "function", "name": call.name, "args": args, "id": call.id})
+    return actions
+
+
+def _phase(record: LabelledFailure, step: FailureStep) -> list[str]:
+    """The release's ``phase``: a failforge gold record's prefix was replayed, step t injected, the rest live."""
+    if step.index == record.gold.step:
+        return ["injected"]
+    if record.origin.format != "failforge":
+        return []
+    return ["replayed"] if step.index < record.gold.step else ["live"]
+
+
 def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], str]:
+    """magentic-one entries: each agent step as ``kind: agent`` (``agent``, its ``role``, ``round``,
+    ``position``, ``output``, ``tool_actions``, ``phase``, and ``recipient`` when known) and each tool
+    observation as a ``kind: tool`` turn with its own coordinate, named by ``tool_name`` and answering
+    ``tool_call_id`` (eva's tool-turn fields), so a tool is never an agent."""
     out: list[dict[str, Any]] = [{"kind": "user", "content": record.task.question}]
     gold_label = ""
     for step in record.steps:
@@ -127,10 +163,23 @@ def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]],
             continue
         c = step.coordinate
         if c is None or c.round is None or c.position is None:
-            raise NotExportable(f"step {step.index} has no round/position; magentic-one needs them on every agent step")
-        entry = {"kind": "agent", "agent": step.agent, "role": step.role or step.agent, "round": c.round, "position": c.position, "output": step.content}
+            raise NotExportable(f"step {step.index} has no round/position; magentic-one needs them on every step")
+        if step.kind == "tool":
+            entry: dict[str, Any] = {"kind": "tool", "tool_name": step.agent, "tool_call_id": step.tool_call_id, "round": c.round,
+                                     "position": c.position, "content": step.content}
+        else:
+            entry = {"kind": "agent", "agent": step.agent, "role": step.role or record.roles.get(step.agent) or step.agent,
+                     "round": c.round, "position": c.position, "output": step.content}
+            if step.tool_calls:
+                entry["tool_actions"] = _tool_actions(step)
+        if step.recipient:
+            entry["recipient"] = step.recipient
+        phase = _phase(record, step)
+        if phase:
+            entry["phase"] = phase
         if step.index == record.gold.step:
-            entry["phase"] = ["injected"]
+            if step.kind != "agent":
+                raise NotExportable(f"the gold step {record.gold.step} is a {step.kind} step, not an agent's")
             gold_label = f"{c.round}.{c.position}"
         out.append(entry)
     if not gold_label:
@@ -152,7 +201,7 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         ground_truth = {"agent": record.gold.agent, "step": label, "mode": mode}
     final = next((s.content for s in reversed(record.steps) if s.kind == "agent"), "")
     extras: dict[str, Any] = {
-        "agents": [{"id": a, "role": a} for a in record.agents],
+        "agents": [{"id": a, "role": record.roles.get(a) or _role_of(record, a)} for a in record.agents],
         "final_answer": final,
         "eval_status": "failed",
         "failforge_mode": record.gold.mode,
@@ -168,6 +217,10 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         "ground_truth": ground_truth,
         **extras,
     }
+
+
+def _role_of(record: LabelledFailure, agent: str) -> str:
+    return next((s.role for s in record.steps if s.kind == "agent" and s.agent == agent and s.role), agent)
 
 
 def release_row(release: dict[str, Any]) -> str:

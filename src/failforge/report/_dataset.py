@@ -12,14 +12,14 @@ still shows: its prefix is the seed's by construction and the label keeps the or
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from failforge.canonical import canonical_hash
-from failforge.errors import ConfigError
+from failforge.errors import ConfigError, SeedFormatError
+from failforge.jsonl import read_json, read_jsonl
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Step, Trajectory, iter_jsonl
 
@@ -136,16 +136,15 @@ def prefix_hash(steps: list[Step]) -> str:
     return canonical_hash([s.comparable() for s in steps])
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines(path: Path, problems: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if text.strip():
-                try:
-                    yield number, json.loads(text)
-                except json.JSONDecodeError:
-                    continue
+    for item in read_jsonl(path):  # the one JSONL reader: a line it cannot read is named and skipped
+        if isinstance(item, SeedFormatError):
+            if problems is not None:
+                problems.append(f"skipped: {item}")
+            continue
+        yield item
 
 
 def _family(code: str) -> str:
@@ -177,14 +176,20 @@ def _from_rejection(row: dict[str, Any], status: Status) -> Record:
     )
 
 
-def read_records(out: Path, statuses: Iterable[Status] = ("gold", "rejected", "failed")) -> Iterator[Record]:
+def read_records(out: Path, statuses: Iterable[Status] = ("gold", "rejected", "failed"), problems: list[str] | None = None) -> Iterator[Record]:
+    """Every attempt in the folder; a line that is not a readable record is named in ``problems`` and skipped."""
     for status in statuses:
-        for _, row in _lines(out / FILES[status]):
-            if status == "gold":
-                if row.get("label"):
-                    yield _from_gold(row)
-            else:
-                yield _from_rejection(row, status)
+        path = out / FILES[status]
+        for number, row in _lines(path, problems):
+            if status == "gold" and not row.get("label"):
+                continue
+            try:
+                record = _from_gold(row) if status == "gold" else _from_rejection(row, status)
+            except (ValueError, TypeError, KeyError, RecursionError) as exc:
+                if problems is not None:
+                    problems.append(f"skipped: {path}:{number}: not a {status} record: {' '.join(str(exc).split())[:200]}")
+                continue
+            yield record
 
 
 def load_seeds(paths: Iterable[str | Path], wanted: set[str] | None = None) -> tuple[dict[str, Trajectory], list[str]]:
@@ -208,10 +213,12 @@ def load_dataset(out: str | Path, *, seed_files: Iterable[str | Path] = (), audi
     if not any((folder / name).exists() for name in FILES.values()):
         raise ConfigError(f"{folder} has none of {', '.join(FILES.values())}: not a campaign output folder")
     manifest_path = folder / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-    records = list(read_records(folder))
+    manifest = read_json(manifest_path) if manifest_path.exists() else {}
+    unread: list[str] = []
+    records = list(read_records(folder, problems=unread))
     files = list(seed_files) or list((manifest.get("config") or {}).get("seeds") or [])
     seeds, problems = load_seeds(files, {r.seed_id for r in records})
+    problems = unread + problems
     for record in records:
         seed = seeds.get(record.seed_id)
         if seed is None:
@@ -223,7 +230,7 @@ def load_dataset(out: str | Path, *, seed_files: Iterable[str | Path] = (), audi
     audit_path = Path(audit) if audit else next((folder / n for n in AUDIT_FILES if (folder / n).exists()), None)
     if audit_path is not None:
         try:
-            audit_data = json.loads(Path(audit_path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            audit_data = read_json(audit_path)
+        except (ConfigError, SeedFormatError) as exc:
             raise ConfigError(f"fidelity audit {audit_path} could not be read: {exc}") from exc
     return Dataset(out=folder, manifest=manifest, records=records, seeds=seeds, audit=audit_data, problems=problems)

@@ -6,19 +6,27 @@ from its first recorded model request, for exporters whose format carries it. Th
 the error from what is known by construction: the mode's definition and what the step was in the
 successful seed versus what it became. The steering note is never copied: it is the guide's
 instruction to the agent, not a description of the error, and a dataset that ships it leaks the label.
+
+Everything a multi-agent export needs is carried over: each step's ``(round, position)`` (as the
+coordinate ``"R.P"``), its sender and recipient, and each agent's roster role (an agent step's
+``role`` and ``record.roles``), so a Who&When Pro export writes every record as the release does. A
+tool observation keeps ``kind="tool"`` (its ``agent`` is the tool's name, as the record schema says):
+exporters write it as a tool turn, never as an agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from failforge.attribution._codes import canonical_code
-from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, TaskInfo, ToolCallRecord
+from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, StepCoordinate, TaskInfo, ToolCallRecord
 from failforge.errors import SeedFormatError
+from failforge.jsonl import read_jsonl
 from failforge.plugins import importers
 from failforge.taxonomy import get_mode
-from failforge.trajectory import Step, Trajectory, parse_line
+from failforge.trajectory import Step, Trajectory, parse_record
 
 _BRIEF = 240
 
@@ -62,23 +70,29 @@ def _system_prompts(trajectory: Trajectory) -> dict[str, str]:
     return out
 
 
+def _coordinate(step: Step) -> StepCoordinate | None:
+    """The step's (round, position) as multi-agent datasets label it: ``"R.P"``."""
+    return StepCoordinate(label=step.coordinate, round=step.round, position=step.position) if step.coordinate else None
+
+
 def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | None = None) -> LabelledFailure:
     label = trajectory.label
     if label is None:
         raise ValueError(f"trajectory {trajectory.id} has no gold label")
+    roles = {p.name: p.role for p in trajectory.roster}
+    kinds: dict[str, Literal["user", "agent", "tool"]] = {"task": "user", "agent": "agent", "tool": "tool"}
     steps = []
     for s in trajectory.steps:
         if s.kind == "task":
-            steps.append(FailureStep(index=s.index, kind="user", agent="user", role="user", content=s.content or "",
-                                     images=[ImageRef(sha256=h) for h in s.images]))
+            agent, role, content = "user", "user", s.content or ""
         elif s.kind == "agent":
-            steps.append(FailureStep(index=s.index, kind="agent", agent=s.agent, role="assistant", content=s.content or "",
-                                     tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
-                                     images=[ImageRef(sha256=h) for h in s.images]))
+            agent, role, content = s.agent, roles.get(s.agent, "assistant"), s.content or ""
         else:
-            steps.append(FailureStep(index=s.index, kind="tool", agent=s.tool_name or "environment", role="tool",
-                                     content=s.error or s.content or "", images=[ImageRef(sha256=h) for h in s.images],
-                                     tool_call_id=s.tool_call_id))
+            agent, role, content = s.tool_name or "environment", "tool", s.error or s.content or ""
+        steps.append(FailureStep(index=s.index, kind=kinds[s.kind], agent=agent, role=role, content=content,
+                                 tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
+                                 tool_call_id=s.tool_call_id if s.kind == "tool" else None, images=[ImageRef(sha256=h) for h in s.images],
+                                 coordinate=_coordinate(s), sender=s.agent, recipient=s.recipient))
     agents = list(dict.fromkeys([*trajectory.agents, *(s.agent for s in steps if s.kind == "agent")]))
     task = trajectory.task
     return LabelledFailure(
@@ -89,6 +103,7 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
         topology="multi" if len(agents) > 1 else "single",
         modality="image" if any(s.images for s in steps) else "text",
         agents=agents,
+        roles={a: roles[a] for a in agents if a in roles},
         task=TaskInfo(question=task.instruction, gold_answer=task.gold_answer, system_prompts=_system_prompts(trajectory)),
         steps=steps,
         gold=Gold(agent=label.decisive_agent, step=label.decisive_step, mode=canonical_code(label.mode_code), source_mode=label.mode_code,
@@ -102,19 +117,20 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
 
 @importers.register("failforge", description="failforge gold.jsonl (records with a gold label)")
 def import_failforge(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                trajectory = parse_line(text, str(path), number)
-            except SeedFormatError as exc:
-                yield RecordProblem(path=exc.path, line=exc.line, field=exc.field, problem=exc.problem)
-                continue
-            if trajectory.label is None:
-                yield RecordProblem(path=str(path), line=number, field="label", problem=f"trajectory {trajectory.id} has no gold label (not a gold record)")
-                continue
-            try:
-                yield from_trajectory(trajectory, str(path), number)
-            except ValueError as exc:
-                yield RecordProblem(path=str(path), line=number, field="<record>", problem=" ".join(str(exc).split())[:300])
+    for item in read_jsonl(path):
+        if isinstance(item, SeedFormatError):
+            yield RecordProblem.of(item)
+            continue
+        number, data = item
+        try:
+            trajectory = parse_record(data, str(path), number)
+        except SeedFormatError as exc:
+            yield RecordProblem.of(exc)
+            continue
+        if trajectory.label is None:
+            yield RecordProblem(path=str(path), line=number, field="label", problem=f"trajectory {trajectory.id} has no gold label (not a gold record)")
+            continue
+        try:
+            yield from_trajectory(trajectory, str(path), number)
+        except ValueError as exc:
+            yield RecordProblem(path=str(path), line=number, field="<record>", problem=" ".join(str(exc).split())[:300])

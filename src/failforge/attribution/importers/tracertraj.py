@@ -4,7 +4,8 @@ Layout as released (``data/tracertraj-code-test.parquet`` in bingreeky/AgenTrace
 columns ``question_ID, question, ground_truth, history, mistake_agent, mistake_step, mistake_reason``;
 ``history`` is a list of ``{content, name, role, step}`` with the acting agent in ``name`` (``role`` is
 ``"assistant"`` throughout) and ``step`` an int equal to the entry's position; ``mistake_step`` is a
-*string*. AgenTracer's own pipeline locates the mistake by ``str(entry["step"]) == str(mistake_step)``
+*string*. As in Who&When, an entry by ``Computer_terminal`` is a tool's output (a tool step, not an
+agent) and one by ``human``/``user`` is the task. AgenTracer's own pipeline locates the mistake by ``str(entry["step"]) == str(mistake_step)``
 (``MetaGPT/Who_When_Data_Pipeline/diagnose_fail_log_metagpt.py: validate_diagnosis``), and so does
 this importer; entries without ``step`` fall back to their position.
 
@@ -13,14 +14,15 @@ Parquet needs pyarrow (``pip install 'failforge[attribution]'``); JSONL needs no
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, RecordProblem, TaskInfo
 from failforge.attribution.importers._common import Skip, int_step, require_str, text_of
-from failforge.errors import ConfigError
+from failforge.attribution.importers.whowhen import HUMANS, TERMINALS
+from failforge.errors import ConfigError, SeedFormatError
+from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
 
 COLUMNS = ("question_ID", "question", "ground_truth", "history", "mistake_agent", "mistake_step", "mistake_reason")
@@ -43,9 +45,9 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
     history = row.get("history")
     if isinstance(history, str):  # some exports keep the list JSON-encoded
         try:
-            history = json.loads(history)
-        except json.JSONDecodeError as exc:
-            raise Skip("history", f"a string that is not JSON: {exc.msg}") from exc
+            history = parse_json(history)
+        except SeedFormatError as exc:
+            raise Skip("history", f"a string that is not JSON: {exc.problem}") from None
     if not isinstance(history, list) or not history:
         raise Skip("history", "missing or empty")
     steps: list[FailureStep] = []
@@ -56,7 +58,9 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise Skip(f"history[{i}].name", "missing")
-        steps.append(FailureStep(index=i, kind="agent", agent=name, role=text_of(entry.get("role")), content=text_of(entry.get("content"))))
+        low = name.strip().lower()  # as in Who&When, which TracerTraj rows are built from: the terminal is a tool's output
+        kind: Literal["user", "agent", "tool"] = "tool" if low in TERMINALS else "user" if low in HUMANS else "agent"
+        steps.append(FailureStep(index=i, kind=kind, agent=name, role=text_of(entry.get("role")), content=text_of(entry.get("content"))))
         by_step[str(entry["step"]) if entry.get("step") is not None else str(i)] = i
     agent = require_str(row, "mistake_agent")
     raw = row.get("mistake_step")
@@ -74,7 +78,7 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
     qid = text_of(row.get("question_ID")) or f"row{number}"
     agents: list[str] = []
     for s in steps:
-        if s.agent not in agents:
+        if s.kind == "agent" and s.agent not in agents:
             agents.append(s.agent)
     return LabelledFailure(
         id=f"tracertraj/{path.stem}/{qid}",
@@ -95,17 +99,10 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
 
 def _rows(path: Path) -> Iterator[tuple[int, Any] | RecordProblem]:
     if path.suffix == ".parquet":
-        for number, row in enumerate(read_parquet_rows(path), start=1):
-            yield number, row
+        yield from enumerate(read_parquet_rows(path), start=1)
         return
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield RecordProblem(path=str(path), line=number, field="<json>", problem=f"not valid JSON: {exc.msg} at column {exc.colno}")
+    for item in read_jsonl(path):
+        yield RecordProblem.of(item) if isinstance(item, SeedFormatError) else item
 
 
 def tracer_files(path: Path) -> list[Path]:

@@ -18,7 +18,6 @@ A folder given directly is read as one half; a folder holding ``Hand-Crafted`` a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any, Literal
 
 from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, RecordProblem, TaskInfo
 from failforge.attribution.importers._common import Skip, bare_agent, int_step, recipient_of, require_str, text_of
-from failforge.errors import ConfigError
+from failforge.errors import ConfigError, SeedFormatError
+from failforge.jsonl import read_json
 from failforge.plugins import importers
 
 HALVES = {"Hand-Crafted": "hand_crafted", "Algorithm-Generated": "algorithm_generated"}
@@ -130,11 +130,11 @@ def read_log(path: Path, half: str | None, data: Any) -> LabelledFailure:
 def import_whowhen(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
     for file, half in log_files(Path(path)):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            yield RecordProblem(path=str(file), field="<json>", problem=f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+            data = read_json(file)
+        except SeedFormatError as exc:
+            yield RecordProblem.of(exc)
             continue
-        except (OSError, UnicodeDecodeError) as exc:
+        except ConfigError as exc:
             yield RecordProblem(path=str(file), field="<file>", problem=str(exc))
             continue
         try:

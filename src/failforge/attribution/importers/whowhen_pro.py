@@ -17,8 +17,9 @@ eva             [0] system, [1] user, then assistant/tool turns; ``ground_truth.
                 folds the tool turn into it, so its scorer compares ``(step - 2) // 2``
 dvd             [0] system, [1] user; every later entry is ``Step i - 2``; assistant turns are the
                 orchestrator, ``frame_inspect_tool`` results are the frame_inspect_agent
-magentic-one    entries ``kind: agent`` with ``round`` and ``position``; the coordinate is ``"R.P"``
-                and ``ground_truth.step`` is that string
+magentic-one    entries ``kind: agent`` with ``round`` and ``position`` (their ``tool_actions`` read as
+                tool calls); the coordinate is ``"R.P"`` and ``ground_truth.step`` is that string;
+                ``kind: tool`` turns (failforge's export) are tool observations
 macnet          entries carry no coordinate: ``R.P`` comes from the role (author 0.0, critic 1.0,
                 rewriter 1.1, sink 2.0); ``ground_truth`` has ``round`` and ``position``
 mathchat        entries with round/position; (0, 0, user_proxy) is framing; ``Step 2R + P``
@@ -58,7 +59,8 @@ from failforge.attribution._record import (
     ToolCallRecord,
 )
 from failforge.attribution.importers._common import Skip, images_of, int_step, text_of
-from failforge.errors import ConfigError
+from failforge.errors import ConfigError, SeedFormatError
+from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
 
 SPLITS = ("text", "image", "video")
@@ -236,24 +238,39 @@ def _framed(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
     return p
 
 
+def _tool_actions(entry: dict[str, Any]) -> list[ToolCallRecord]:
+    """``tool_actions`` (``{type, name, args}``, and ``id`` in failforge's export) as tool calls."""
+    out = []
+    for action in entry.get("tool_actions") or []:
+        if isinstance(action, dict):
+            args = action.get("args", action.get("arguments", ""))
+            out.append(ToolCallRecord(id=str(action["id"]) if action.get("id") is not None else None, name=str(action.get("name") or action.get("type") or "?"),
+                                      arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+    return out
+
+
 def _magentic(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="magentic-one (whowhen_eval/render/magentic.py): kind 'agent' entries; coordinate 'R.P' from round and position; "
-                          "ground_truth.step is that 'R.P' string")
+    p = Parsed(convention="magentic-one (whowhen_eval/render/magentic.py): kind 'agent' entries (tool_actions as tool calls) and kind 'tool' "
+                          "turns; coordinate 'R.P' from round and position; ground_truth.step is that 'R.P' string")
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
         if kind == "user":
             _user(p, entry, task_images)
             continue
-        if kind != "agent":
+        if kind not in ("agent", "tool"):
             continue
         if entry.get("round") is None or entry.get("position") is None:
-            p.warnings.append(f"an agent entry of {entry.get('agent')!r} has no round/position; the reader skips it")
+            p.warnings.append(f"an {kind} entry of {entry.get('agent') or entry.get('tool_name')!r} has no round/position; the reader skips it")
             continue
         rnd, pos = int(entry["round"]), int(entry["position"])
-        body = text_of(entry.get("output")).strip()
-        if entry.get("tool_actions"):
-            body += "\n[tool_actions]\n" + json.dumps(entry["tool_actions"], ensure_ascii=False)
-        p.add("agent", str(entry.get("agent") or "unknown"), str(entry.get("role") or ""), body, label=f"{rnd}.{pos}", rnd=rnd, pos=pos)
+        if kind == "tool":
+            p.add("tool", str(entry.get("tool_name") or "tool"), "tool", text_of(entry.get("content")), label=f"{rnd}.{pos}", rnd=rnd, pos=pos)
+            p.steps[-1].tool_call_id = entry.get("tool_call_id")
+        else:
+            p.add("agent", str(entry.get("agent") or "unknown"), str(entry.get("role") or ""), text_of(entry.get("output")),
+                  label=f"{rnd}.{pos}", rnd=rnd, pos=pos, calls=_tool_actions(entry))
+        p.steps[-1].recipient = str(entry["recipient"]) if entry.get("recipient") else None
+        p.steps[-1].sender = p.steps[-1].agent if entry.get("recipient") else None
     label = _norm_step(gt.get("step_coord")) or _norm_step(gt.get("step"))
     if not label and gt.get("round") is not None:
         label = f"{gt['round']}.{gt.get('position', 0)}"
@@ -397,9 +414,9 @@ def decode_field(row: dict[str, Any], key: str, default: Any) -> Any:
     if not isinstance(value, str):
         raise Skip(key, f"expected a JSON-encoded string, found {type(value).__name__}")
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise Skip(key, f"not valid JSON inside the string: {exc.msg} at column {exc.colno}") from exc
+        return parse_json(value)
+    except SeedFormatError as exc:
+        raise Skip(key, f"not valid JSON inside the string: {exc.problem.removeprefix('not valid JSON: ')}") from None
 
 
 def release_of(row: dict[str, Any], split: str) -> dict[str, Any]:
@@ -469,6 +486,7 @@ def read_row(row: Any, split: str, path: str, line: int, taxonomy: set[str] | No
     accepted_agents = named[1:] + [str(a["agent_name"]) for a in gt.get("accepted_predictions") or [] if isinstance(a, dict) and a.get("agent_name")]
     agents = release.get("agents")
     roster = [str(a.get("id")) for a in agents if isinstance(a, dict) and a.get("id")] if isinstance(agents, list) else []
+    roles = {str(a["id"]): str(a["role"]) for a in agents if isinstance(a, dict) and a.get("id") and a.get("role")} if isinstance(agents, list) else {}
     for s in parsed.steps:
         if s.kind == "agent" and s.agent not in roster:
             roster.append(s.agent)
@@ -484,6 +502,7 @@ def read_row(row: Any, split: str, path: str, line: int, taxonomy: set[str] | No
         topology="single" if single else "multi",
         modality=split if split in SPLITS else "text",  # type: ignore[arg-type]
         agents=roster,
+        roles=roles,
         task=TaskInfo(question=_question(task), gold_answer=text_of(task.get("answer")) or None),
         steps=parsed.steps,
         gold=Gold(agent=agent, step=parsed.gold, mode=mode, source_mode=source_mode, step_label=parsed.label,
@@ -523,18 +542,14 @@ def import_whowhen_pro(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
     root, files = split_files(Path(path))
     taxonomy = load_taxonomy_codes(root)
     for file, split in files:
-        with open(file, encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    yield RecordProblem(path=str(file), line=number, field="<json>", problem=f"not valid JSON: {exc.msg} at column {exc.colno}")
-                    continue
-                try:
-                    yield read_row(row, split, str(file), number, taxonomy)
-                except Skip as skip:
-                    yield skip.at(str(file), number)
-                except (ValueError, TypeError) as exc:
-                    yield RecordProblem(path=str(file), line=number, field="<row>", problem=" ".join(str(exc).split())[:300])
+        for item in read_jsonl(file):
+            if isinstance(item, SeedFormatError):
+                yield RecordProblem.of(item)
+                continue
+            number, row = item
+            try:
+                yield read_row(row, split, str(file), number, taxonomy)
+            except Skip as skip:
+                yield skip.at(str(file), number)
+            except (ValueError, TypeError, RecursionError) as exc:
+                yield RecordProblem(path=str(file), line=number, field="<row>", problem=" ".join(str(exc).split())[:300] or type(exc).__name__)
