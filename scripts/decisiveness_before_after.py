@@ -12,7 +12,6 @@ which records kept with the check off were not decisive (their point's original 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,11 +27,15 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--modes", nargs="+", default=list(STRUCTURAL_MODES))
     parser.add_argument("--max-seeds", type=int, default=None)
     parser.add_argument("--steps-per-seed", type=int, default=2)
+    parser.add_argument("--runs", nargs="+", choices=("off", "on"), default=["off", "on"],
+                        help="which runs to make (a run already in OUT/decisiveness-NAME is resumed, so a finished one costs nothing)")
     return parser.parse_args(argv)
 
 
 def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    from failforge.jsonl import read_jsonl
+
+    return [item[1] for item in read_jsonl(path) if isinstance(item, tuple)] if path.exists() else []
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,6 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     results = {}
     with open_models(None, None) as resolved:
         for name, enabled in (("off", False), ("on", True)):
+            if name not in args.runs:
+                continue
             out = args.out / f"decisiveness-{name}"
             config = CampaignConfig(
                 seeds=[str(seeds)], output=str(out), plan={"modes": args.modes, "steps_per_seed": args.steps_per_seed, "max_seeds": args.max_seeds},
@@ -60,8 +65,8 @@ def main(argv: list[str] | None = None) -> None:
                 a = summary.arms
                 print(f"  original arms: {a['points']} point(s), {a['run_now']} run, {a['live_calls']} live model calls ({a['seconds']} s); "
                       f"one arm per attempt: {a['live_calls_one_per_attempt']} calls; {a['failed_points']} point(s) where the seed's own step also failed")
-    _, gold_off, _, _ = results["off"]
-    summary_on, _, rejected_on, _ = results["on"]
+    gold_off = _rows(args.out / "decisiveness-off" / "gold.jsonl")
+    rejected_on = _rows(args.out / "decisiveness-on" / "rejected.jsonl")
     not_decisive = {(r["seed_id"], r["step"]) for r in rejected_on if r["stage"] == "decisiveness"}
     fake = [g for g in gold_off if (g["label"]["seed_id"], g["label"]["decisive_step"]) in not_decisive]
     print(f"kept with the check off whose point's original arm failed: {len(fake)} of {len(gold_off)}")

@@ -291,16 +291,16 @@ def run_campaign(
 
 def load_arms(path: Path) -> dict[str, OriginalArm]:
     """The settled original arms in a campaign folder, by key (a torn or foreign line is skipped: that arm is run again)."""
-    from failforge.trajectory import open_records
+    from failforge.jsonl import read_jsonl
 
     arms: dict[str, OriginalArm] = {}
     if not path.exists():
         return arms
-    for _, text in open_records(path):
-        if isinstance(text, Exception):
+    for item in read_jsonl(path):
+        if not isinstance(item, tuple):
             continue
         try:
-            arm = OriginalArm.model_validate_json(text)
+            arm = OriginalArm.model_validate(item[1])
         except ValueError:
             continue
         arms[arm.key] = arm
