@@ -182,6 +182,8 @@ def load_campaign(path: str | Path) -> CampaignConfig:
         raise ConfigError(f"campaign file {file} cannot be read ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"campaign file {file} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"campaign file {file} is nested too deeply to be a campaign file; give a TOML file") from exc
     base = file.resolve().parent
     seeds = data.get("seeds")
     if seeds is not None:

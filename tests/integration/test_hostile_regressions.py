@@ -1,0 +1,49 @@
+"""Regressions of the defects an independent hostile test found (issue 19, item 10), and terminal output (item 8).
+
+Each test drives failforge the way the hostile tester did (mostly through the CLI, in a subprocess
+whose stdout and stderr are pipes, as in a log) and checks the behaviour that replaced the defect: a
+one-line error and exit code 2 instead of a traceback, no key on the terminal, no orphaned process,
+one line per attempt, a prefix copied byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The CLI's environment as a log or a pipe gives it: no COLUMNS (rich falls back to 80 columns)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, "PYTHONHASHSEED": "0", **extra}
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "failforge", *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit 2, no traceback, and the error on one line of stderr that holds every needle."""
+    assert result.returncode == 2, (result.returncode, result.stdout[-500:], result.stderr[-1500:])
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-1500:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr[-1500:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# --- bad input: one-line errors -----------------------------------------------------------------
+
+
+def test_a_campaign_file_nested_3000_levels_deep_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "arrays.toml").write_text(f'seeds = ["s.jsonl"]\noutput = "o"\nplan = {"[" * 3000}{"]" * 3000}\n')
+    (tmp_path / "tables.toml").write_text(f'seeds = ["s.jsonl"]\noutput = "o"\nplan = {"{a=" * 3000}1{"}" * 3000}\n')
+    for name in ("arrays.toml", "tables.toml"):
+        _one_line_error(_cli("generate", name, cwd=tmp_path), name, "nested too deeply")
+    assert not (tmp_path / "o").exists()
