@@ -28,11 +28,11 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: floa
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """Exit 2, no traceback, and the error on one line of stderr that holds every needle."""
+    """Exit 2, no traceback, and the error as the last line of stderr, whole (not folded at 80 columns)."""
     assert result.returncode == 2, (result.returncode, result.stdout[-500:], result.stderr[-1500:])
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-1500:]
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, result.stderr[-1500:]
+    assert len(lines) == 1 and result.stderr.rstrip("\n").splitlines()[-1] == lines[0], result.stderr[-1500:]
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
@@ -47,3 +47,31 @@ def test_a_campaign_file_nested_3000_levels_deep_is_a_one_line_error(tmp_path: P
     for name in ("arrays.toml", "tables.toml"):
         _one_line_error(_cli("generate", name, cwd=tmp_path), name, "nested too deeply")
     assert not (tmp_path / "o").exists()
+
+
+# --- terminal output on a pipe (item 8) ------------------------------------------------------------
+
+
+def test_tables_are_not_cut_at_80_columns_when_stdout_is_a_pipe(tmp_path: Path) -> None:
+    from failforge.taxonomy import MODES
+
+    metrics = ROOT / "tests" / "fixtures" / "attribution" / "metrics"
+    score = _cli("score", str(metrics / "records.jsonl"), str(metrics / "predictions.jsonl"), cwd=tmp_path)
+    assert score.returncode == 0, score.stderr[-1500:]
+    header = next(line for line in score.stdout.splitlines() if line.startswith("┃"))
+    for column in ("agent", "step", "MAE", "signed", "early %", "mode F1", "family F1", "joint"):
+        assert f" {column} " in header, header
+    assert "75.0 [30–95]" in score.stdout and "…" not in score.stdout, score.stdout[:3000]
+
+    taxonomy = _cli("taxonomy", cwd=tmp_path)
+    assert taxonomy.returncode == 0 and "…" not in taxonomy.stdout
+    rows = taxonomy.stdout.splitlines()
+    for mode in MODES:  # each mode on one row, its whole definition in it
+        assert any(line.startswith(f"│ {mode.code} ") and mode.definition in line for line in rows), mode.code
+
+    (tmp_path / "one.jsonl").write_text(BUNDLED.read_text().splitlines()[0] + "\n")
+    audit = _cli("audit", "one.jsonl", cwd=tmp_path)
+    assert audit.returncode == 0, audit.stderr[-1500:]
+    header = next(line for line in audit.stdout.splitlines() if line.startswith("┃"))
+    for column in ("drift by type", "drift by position", "cache misses", "infra/config errors", "success on replay", "seconds"):
+        assert f" {column} " in header, header

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import sys
 
+from typing import Any
+
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from failforge.errors import FailforgeError
@@ -20,8 +23,39 @@ from failforge.errors import FailforgeError
 app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False)
 seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
-console = Console(stderr=True)
-out = Console()
+
+#: Width of a console that writes to a pipe or a file: wide enough that no table is cut ("gro…") and no
+#: message is folded; a table takes its own natural width, not this one.
+PIPE_WIDTH = 10_000
+
+
+class UserConsole(Console):
+    """The console every command prints through (``console``: stderr, ``out``: stdout).
+
+    On a terminal it is rich's. Writing to a pipe or a log (not a terminal, no ``COLUMNS`` given), rich
+    would lay everything out for 80 columns: tables cut with an ellipsis, a one-line error folded into
+    three. Here a message stays one line and a table takes its natural width.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and not self.is_terminal:  # _width: an explicit width or COLUMNS
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and not self.is_terminal:
+            soft_wrap = True  # a message is one line in a log, whatever its length
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = UserConsole(stderr=True)
+out = UserConsole()
 
 
 def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):  # type: ignore[no-untyped-def]
