@@ -49,6 +49,19 @@ def test_a_campaign_file_nested_3000_levels_deep_is_a_one_line_error(tmp_path: P
     assert not (tmp_path / "o").exists()
 
 
+def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "some_file").write_text("x")
+    gold = ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl"
+    cases = [
+        (("generate", "--seeds", str(BUNDLED), "-o", "some_file/x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"), "some_file is a file, not a folder"),
+        (("import", str(gold), "-f", "failforge", "-o", "some_file/records.jsonl"), "some_file is a file, not a folder"),
+        (("export", str(gold), "-f", "whowhen-pro", "-o", "some_file/x"), "some_file is a file, not a folder"),
+    ]
+    for args, needle in cases:
+        _one_line_error(_cli(*args, cwd=tmp_path), needle)
+    assert (tmp_path / "some_file").read_text() == "x"
+
+
 # --- terminal output on a pipe (item 8) ------------------------------------------------------------
 
 

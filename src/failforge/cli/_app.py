@@ -10,12 +10,11 @@ the command and stops it afterwards.
 from __future__ import annotations
 
 import sys
-
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
-
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from failforge.errors import FailforgeError
@@ -68,6 +67,29 @@ def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):
     return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """The first existing part of ``path`` (itself included) that is a regular file where a folder must be:
+    ``some_file/x`` cannot be made, and ``mkdir`` would say only "Not a directory"."""
+    parts = [*reversed(path.parents), path]
+    for part in parts[:-1]:
+        if part.exists() and not part.is_dir():
+            return part
+    return None
+
+
+#: Errors about a path the user gave (``-o some_file/x``, a folder without write permission): a one-line
+#: error naming the path, as for any other bad input.
+_PATH_ERRORS = (NotADirectoryError, IsADirectoryError, FileExistsError, PermissionError)
+
+
+def path_error_message(exc: OSError) -> str:
+    """``exc`` (one of :data:`_PATH_ERRORS`) as one actionable line."""
+    name = Path(str(exc.filename))
+    blocker = file_in_the_way(name) or (name if isinstance(exc, FileExistsError) and name.is_file() else None)
+    hint = f" ({blocker} is a file, not a folder; give a path under a folder)" if blocker is not None else ""
+    return f"cannot use {name}: {exc.strerror or exc}{hint}"
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
 
@@ -107,6 +129,11 @@ def main() -> None:  # pragma: no cover - console entry
         app(prog_name="failforge")
     except FailforgeError as exc:
         console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    except _PATH_ERRORS as exc:
+        if exc.filename is None:
+            raise
+        console.print(f"[red]error:[/] {path_error_message(exc)}")
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from failforge.campaign import CampaignConfig, CampaignSummary
-from failforge.cli._app import _endpoint, _progress, app, console, out
+from failforge.cli._app import _endpoint, _progress, app, console, file_in_the_way, out
 from failforge.errors import ConfigError
 
 DEMO_SEED_TASKS = (
@@ -86,6 +86,9 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
     for path in config.seeds:  # before the model starts: a typo should cost no time
         if not Path(path).is_file():
             raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
+    blocker = file_in_the_way(Path(config.output))
+    if blocker is not None:
+        raise ConfigError(f"--output {config.output} cannot be made: {blocker} is a file, not a folder; give a folder for the campaign's results")
     try:
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
