@@ -8,10 +8,16 @@ one line per attempt, a prefix copied byte for byte.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
@@ -60,6 +66,77 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
     for args, needle in cases:
         _one_line_error(_cli(*args, cwd=tmp_path), needle)
     assert (tmp_path / "some_file").read_text() == "x"
+
+
+# --- secrets on the terminal --------------------------------------------------------------------
+
+#: A key with none of the usual key shapes (no "sk-", no "Bearer", no "api_key="): only knowing the value masks it.
+PLAIN_KEY = "canary0123456789plainkeyXYZ"
+URL_PASSWORD = "urlpass0123456789XYZ"
+
+
+@pytest.fixture()
+def rejecting_server() -> Iterator[str]:
+    """An endpoint that answers every completion with 401, quoting the key it was sent (as providers quote
+    a rejected key) and the request line; /models answers normally."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, status: int, payload: object) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._send(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")  # "Basic ..." stays whole
+            self._send(401, {"error": {"message": f"Incorrect key provided: {key}. You can find your keys at [dashboard].", "code": "invalid_api_key"}})
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://user:{URL_PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_401_that_trips_the_circuit_breaker_shows_no_key(tmp_path: Path, rejecting_server: str) -> None:
+    """Two runs: the key sent as a Bearer token (echoed bare), then credentials in the URL's userinfo
+    (sent as HTTP Basic, echoed as base64). The breaker's message quotes the body; no secret reaches
+    the terminal (or, as before, a file)."""
+    (tmp_path / "seeds.jsonl").write_text(BUNDLED.read_text().splitlines()[0] + "\n")
+    plain_url = rejecting_server.replace(f"user:{URL_PASSWORD}@", "")
+    import base64
+
+    basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode()
+    for name, url in (("bearer", plain_url), ("userinfo", rejecting_server)):
+        campaign = tmp_path / f"{name}.toml"
+        campaign.write_text("\n".join([
+            'seeds = ["seeds.jsonl"]', f'output = "out-{name}"', "circuit_breaker = 2",
+            "[agent]", f'base_url = "{url}"', 'model = "m"', 'api_key_env = "FF_PLAIN_KEY"', "timeout = 5.0", "max_attempts = 1",
+            "[plan]", "steps_per_seed = 2", "modes_per_step = 2",
+        ]) + "\n")
+        result = _cli("generate", str(campaign), cwd=tmp_path, env=_env(FF_PLAIN_KEY=PLAIN_KEY))
+        assert result.returncode == 3, (name, result.returncode, result.stderr[-2000:])
+        stopped = next(line for line in result.stderr.splitlines() if line.startswith("stopped:"))
+        masked = "Incorrect key provided: ***" if name == "bearer" else "Incorrect key provided: Basic ***"
+        assert "HTTP 401" in stopped and masked in stopped and "[dashboard]" in stopped, stopped  # the body was shown, masked
+        shown = result.stdout + result.stderr
+        assert PLAIN_KEY not in shown and URL_PASSWORD not in shown and basic not in shown, (name, stopped)
+        for path in (tmp_path / f"out-{name}").rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert PLAIN_KEY.encode() not in data and URL_PASSWORD.encode() not in data and basic.encode() not in data, path
 
 
 # --- terminal output on a pipe (item 8) ------------------------------------------------------------

@@ -15,11 +15,15 @@ from typing import Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from failforge.errors import FailforgeError
+from failforge.secrets import redact_known
 
-app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False)
+# A traceback's locals would show a key held in a variable: tracebacks name the frames, not their values.
+app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
 seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
 
@@ -29,7 +33,9 @@ PIPE_WIDTH = 10_000
 
 
 class UserConsole(Console):
-    """The console every command prints through (``console``: stderr, ``out``: stdout).
+    """The console every command prints through (``console``: stderr, ``out``: stdout): the one place all
+    user-facing text passes, so it is where secrets are masked (:func:`failforge.secrets.redact_known`:
+    the keys this process used and every key-shaped string), whoever built the message.
 
     On a terminal it is rich's. Writing to a pipe or a log (not a terminal, no ``COLUMNS`` given), rich
     would lay everything out for 80 columns: tables cut with an ellipsis, a one-line error folded into
@@ -46,6 +52,12 @@ class UserConsole(Console):
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # Every string shown goes through here (a message, a table cell) before markup, highlighting and
+        # wrapping, so a key is masked while it is still whole: neither a colour code nor a line break
+        # can split it past the redactor.
+        return super().render_str(redact_known(text), **kwargs)
 
     def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
         if soft_wrap is None and not self.is_terminal:
@@ -128,12 +140,12 @@ def main() -> None:  # pragma: no cover - console entry
 
         app(prog_name="failforge")
     except FailforgeError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")  # a message's own [brackets] are text, not markup
         sys.exit(2)
     except _PATH_ERRORS as exc:
         if exc.filename is None:
             raise
-        console.print(f"[red]error:[/] {path_error_message(exc)}")
+        console.print(f"[red]error:[/] {escape(path_error_message(exc))}")
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from failforge.cli._app import _endpoint, _progress, app, console, out
@@ -258,7 +259,7 @@ def _export_inputs(path: Path) -> list[Any]:
         return records
     gold, bad = load_jsonl(path)
     for err in bad:
-        console.print(f"[yellow]skipped malformed record[/] {err}")
+        console.print(f"[yellow]skipped malformed record[/] {escape(str(err))}")
     unlabelled = [t.id for t in gold if t.label is None]
     if unlabelled:
         console.print(f"[yellow]skipped {len(unlabelled)} trajectories without a gold label[/] (first: {unlabelled[0]})")

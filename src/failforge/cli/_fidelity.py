@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from failforge.cli._app import _progress, app, console, out
@@ -30,7 +31,7 @@ def load_seed_files(paths: list[Path]) -> tuple[list[Trajectory], list[SeedForma
         good.extend(ok)
         bad.extend(errors)
         for err in errors:
-            console.print(f"[yellow]skipped malformed seed[/] {err}")
+            console.print(f"[yellow]skipped malformed seed[/] {escape(str(err))}")
     if not good and not bad:
         console.print(f"[yellow]no seeds in {', '.join(map(str, paths))}[/]")
     return good, bad

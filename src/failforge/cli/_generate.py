@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.table import Table
 
 from failforge.campaign import CampaignConfig, CampaignSummary
@@ -82,7 +83,7 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
     unverifiable = _unverifiable_modes(config)
     if unverifiable:
         console.print(f"[yellow]note:[/] mode_conformance has no judge and keep_unverified is false, so candidates of the semantic modes "
-                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable [filters.conformance] judge or restrict plan.modes")
+                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable {escape('[filters.conformance]')} judge or restrict plan.modes")
     for path in config.seeds:  # before the model starts: a typo should cost no time
         if not Path(path).is_file():
             raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
@@ -107,7 +108,7 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
         os._exit(130)  # worker threads may still be inside an abandoned attempt; nothing of theirs is written
     _print_summary(summary)
     if summary.breaker:
-        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {summary.breaker}. "
+        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {escape(summary.breaker)}. "
                       "Fix the endpoint and rerun the same command: those attempts are retried.")
         raise typer.Exit(3)
     if summary.attempts and summary.failed == summary.attempts:
@@ -135,7 +136,7 @@ def _print_summary(summary: CampaignSummary) -> None:
     out.print(table)
     _print_kept_by_agent_and_family(summary.output / "gold.jsonl")
     for line in summary.bad_seeds:
-        console.print(f"[yellow]seed skipped:[/] {line}")
+        console.print(f"[yellow]seed skipped:[/] {escape(line)}")
     o = summary.output
     out.print(f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this run "
               f"({summary.skipped} of {summary.planned} planned were already done)")

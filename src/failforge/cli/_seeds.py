@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
 from failforge.cli._app import _endpoint, _progress, app, console, out, seeds_app
 from failforge.cli._options import given_options, option_parameters, with_signature
@@ -135,7 +136,7 @@ def _write_seeds(output: Path, label: str, items: list[str], make: Any) -> None:
     write_jsonl(output, made)
     out.print(f"wrote {len(made)} {label} to {output} ({len(failed)} failed)")
     for line in failed:
-        console.print(f"[yellow]skipped[/] {line}")
+        console.print(f"[yellow]skipped[/] {escape(line)}")
     if not made:
         raise typer.Exit(1)
 
@@ -168,7 +169,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
                     harness = external or harness_for(harness_name, spec)
                     traj = record(env_spec=spec, harness=harness, model=models.agent_spec, upstream=models.agent())
                 except FailforgeError as exc:
-                    console.print(f"[red]{task_id}: {exc}[/]")
+                    console.print(f"[red]{escape(task_id)}: {escape(str(exc))}[/]")
                     failed += 1
                     continue
                 ok = bool(traj.outcome and traj.outcome.success)

@@ -24,6 +24,7 @@ from failforge.llm._boundary import ModelBoundary
 from failforge.llm._identity import AgentIdentity, valid_name
 from failforge.llm._transports import AgentTransport, AsyncAgentTransport
 from failforge.llm._upstream import HttpUpstream
+from failforge.secrets import remember, userinfo_secrets
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
 
@@ -48,7 +49,9 @@ class ModelEndpoint(BaseModel):
 
     def client(self) -> openai.OpenAI:
         """A plain OpenAI client for this endpoint, with the SDK's own retries on 429/5xx/timeouts."""
-        key = (os.environ.get(self.api_key_env) if self.api_key_env else None) or "sk-no-key"
+        given = os.environ.get(self.api_key_env) if self.api_key_env else None
+        remember([given, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error quotes
+        key = given or "sk-no-key"
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 
 
