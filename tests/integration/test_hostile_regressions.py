@@ -139,6 +139,70 @@ def test_a_401_that_trips_the_circuit_breaker_shows_no_key(tmp_path: Path, rejec
                 assert PLAIN_KEY.encode() not in data and URL_PASSWORD.encode() not in data and basic.encode() not in data, path
 
 
+# --- a SIGKILLed driver leaves no process behind ---------------------------------------------------
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process, read from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            table[int(entry.name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def _descendants(root: int) -> set[int]:
+    table, found, frontier = _process_table(), set(), {root}
+    while frontier:
+        frontier = {pid for pid, (parent, _) in table.items() if parent in frontier and pid not in found}
+        found |= frontier
+    return found
+
+
+def _still_running(pids: set[int]) -> list[int]:
+    table = _process_table()
+    return sorted(pid for pid in pids if pid in table and table[pid][1] != "Z")  # a zombie has ended (PID 1 may not reap)
+
+
+def test_a_sigkilled_driver_leaves_no_worker_forkserver_or_resource_tracker(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from failforge.testing import LoopbackModelServer
+
+    with LoopbackModelServer(latency=0.5) as server:
+        (tmp_path / "c.toml").write_text(
+            f'seeds = ["{BUNDLED}"]\noutput = "out"\nexecutor = "process"\nconcurrency = 2\n'
+            f'[agent]\nbase_url = "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout = 30.0\n'
+        )
+        driver = subprocess.Popen([sys.executable, "-m", "failforge", "generate", "c.toml"], cwd=tmp_path, env=_env(),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spawned: set[int] = set()
+        try:
+            deadline = time.monotonic() + 180
+            while not (len(spawned) >= 4 and server.counts["ok"] >= 2):  # forkserver, resource tracker, 2 workers, attempts under way
+                assert driver.poll() is None and time.monotonic() < deadline, (driver.returncode, spawned)
+                spawned |= _descendants(driver.pid)
+                time.sleep(0.2)
+            spawned |= _descendants(driver.pid)
+            driver.send_signal(signal.SIGKILL)
+            driver.wait(timeout=30)
+            deadline = time.monotonic() + 10
+            while _still_running(spawned) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _still_running(spawned), f"still running 10 s after the driver was killed: {_still_running(spawned)} of {sorted(spawned)}"
+        finally:
+            for pid in _still_running(spawned):
+                os.kill(pid, signal.SIGKILL)
+            if driver.poll() is None:
+                driver.kill()
+
+
 # --- terminal output on a pipe (item 8) ------------------------------------------------------------
 
 
