@@ -139,6 +139,34 @@ def test_a_401_that_trips_the_circuit_breaker_shows_no_key(tmp_path: Path, rejec
                 assert PLAIN_KEY.encode() not in data and URL_PASSWORD.encode() not in data and basic.encode() not in data, path
 
 
+# --- tampered seeds ----------------------------------------------------------------------------
+
+
+def test_a_seed_whose_recorded_outcome_was_edited_does_not_replay_as_identical(tmp_path: Path) -> None:
+    from failforge.errors import SeedIntegrityError
+    from failforge.replay import replay
+    from failforge.trajectory import load_jsonl, write_jsonl
+
+    seeds, _ = load_jsonl(BUNDLED)
+    seed = seeds[2]
+    assert seed.outcome is not None and seed.outcome.success and seed.outcome.score == 1.0
+    assert replay(seed).identical  # untouched, it replays
+    edits = {
+        "score": seed.outcome.model_copy(update={"score": 0.5}),
+        "evaluator": seed.outcome.model_copy(update={"evaluator": "agentdojo.other"}),
+        "details.final_output": seed.outcome.model_copy(update={"details": {**seed.outcome.details, "final_output": "edited"}}),
+    }
+    for field, outcome in edits.items():
+        with pytest.raises(SeedIntegrityError, match=f"outcome differs in {field}") as info:
+            replay(seed.model_copy(update={"outcome": outcome}))
+        assert info.value.step == len(seed.steps) - 1
+
+    # through the CLI, as the hostile test did: "0/1 seeds replayed identically", exit 1
+    write_jsonl(tmp_path / "edited.jsonl", [seed.model_copy(update={"outcome": edits["score"]})])
+    result = _cli("replay", "edited.jsonl", cwd=tmp_path)
+    assert result.returncode == 1 and "0/1 seeds replayed identically" in result.stdout, (result.stdout[-1500:], result.stderr[-1500:])
+
+
 # --- a SIGKILLed driver leaves no process behind ---------------------------------------------------
 
 
