@@ -167,6 +167,36 @@ def test_a_seed_whose_recorded_outcome_was_edited_does_not_replay_as_identical(t
     assert result.returncode == 1 and "0/1 seeds replayed identically" in result.stdout, (result.stdout[-1500:], result.stderr[-1500:])
 
 
+# --- one line per attempt -------------------------------------------------------------------------
+
+
+def test_after_a_successful_retry_an_attempt_is_in_one_file_only(tmp_path: Path) -> None:
+    """The hostile tester's case: an outage trips the breaker (attempts failed), the endpoint comes back,
+    the same command retries them and they finish: failed.jsonl no longer lists them."""
+    from failforge.testing import FaultPlan, LoopbackModelServer
+
+    with LoopbackModelServer(faults=FaultPlan(error_rate=1.0)) as server:
+        (tmp_path / "c.toml").write_text(
+            f'seeds = ["{BUNDLED}"]\noutput = "out"\ncircuit_breaker = 3\n[agent]\nbase_url = "{server.base_url}"\nmodel = "loopback"\n'
+            'api_key_env = "NO_KEY_NEEDED"\ntimeout = 5.0\nmax_attempts = 2\n[plan]\nsteps_per_seed = 1\nmodes_per_step = 1\n'
+        )
+        down = _cli("generate", "c.toml", cwd=tmp_path)
+        assert down.returncode == 3, down.stderr[-1500:]
+        failed_before = [json.loads(line)["attempt_id"] for line in (tmp_path / "out" / "failed.jsonl").read_text().splitlines()]
+        assert len(failed_before) == 3
+        server.faults = FaultPlan()
+        up = _cli("generate", "c.toml", cwd=tmp_path)
+    assert up.returncode == 0, up.stderr[-1500:]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["result"]["totals"]["failed"] == 0 and manifest["result"]["this_run"]["recovery"]["retried"] == 3
+    files = {name: [json.loads(line).get("attempt_id") or json.loads(line)["provenance"]["attempt_id"]
+                    for line in (tmp_path / "out" / name).read_text().splitlines()] if (tmp_path / "out" / name).exists() else []
+             for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl")}
+    assert files["failed.jsonl"] == [], files["failed.jsonl"]
+    everywhere = [a for ids in files.values() for a in ids]
+    assert len(everywhere) == len(set(everywhere)) == manifest["planned_attempts"] and set(failed_before) <= set(everywhere)
+
+
 # --- a SIGKILLed driver leaves no process behind ---------------------------------------------------
 
 
