@@ -68,6 +68,15 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
     assert (tmp_path / "some_file").read_text() == "x"
 
 
+def test_a_base_url_that_is_not_a_url_is_refused_up_front(tmp_path: Path) -> None:
+    flag = _cli("generate", "--seeds", str(BUNDLED), "-o", "o1", "--base-url", "notaurl", "--model", "m", cwd=tmp_path)
+    _one_line_error(flag, "--base-url", "'notaurl' is not an http(s) URL")
+    (tmp_path / "c.toml").write_text(f'seeds = ["{BUNDLED}"]\noutput = "o2"\n[agent]\nbase_url = "ftp://user:secretpass99@h/v1"\nmodel = "m"\n')
+    line = _one_line_error(_cli("generate", "c.toml", cwd=tmp_path), "field 'agent.base_url'", "is not an http(s) URL")
+    assert "secretpass99" not in line
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()  # nothing was tried
+
+
 # --- secrets on the terminal --------------------------------------------------------------------
 
 #: A key with none of the usual key shapes (no "sk-", no "Bearer", no "api_key="): only knowing the value masks it.

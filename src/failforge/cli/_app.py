@@ -70,13 +70,20 @@ out = UserConsole()
 
 
 def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from failforge.errors import ConfigError
     from failforge.llm import ModelEndpoint
 
     if base_url is None:
         return None
     if not model:
         raise typer.BadParameter("--model is required with --base-url")
-    return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
+    try:
+        return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg'].removeprefix('Value error, ')}") from exc
 
 
 def file_in_the_way(path: Path) -> Path | None:
