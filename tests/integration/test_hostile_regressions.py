@@ -68,6 +68,16 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
     assert (tmp_path / "some_file").read_text() == "x"
 
 
+def test_a_seed_file_with_no_usable_seed_is_bad_input_in_replay_audit_and_generate(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "junk.jsonl").write_text('{"id": "x"}\n')
+    for name in ("empty.jsonl", "junk.jsonl"):
+        for args in (("replay", name), ("audit", name), ("generate", "--seeds", name, "-o", f"out-{name}", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")):
+            result = _cli(*args, cwd=tmp_path)
+            _one_line_error(result, name)
+    assert not list(tmp_path.glob("out-*"))
+
+
 def test_a_base_url_that_is_not_a_url_is_refused_up_front(tmp_path: Path) -> None:
     flag = _cli("generate", "--seeds", str(BUNDLED), "-o", "o1", "--base-url", "notaurl", "--model", "m", cwd=tmp_path)
     _one_line_error(flag, "--base-url", "'notaurl' is not an http(s) URL")
