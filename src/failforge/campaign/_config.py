@@ -162,6 +162,7 @@ class CampaignConfig(_Section):
         are kept (neither changes a record), with secrets masked (so a moved folder is the same campaign,
         and no key is hashed into provenance)."""
         data = self.model_dump(mode="json", exclude={"output", "pools"})
+        data.update(executor="local", ray_address=None, concurrency=1)  # where and how many at once decide no record either: hashed as the defaults
         if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
             data.pop("agent_cmd", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
