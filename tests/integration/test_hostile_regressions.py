@@ -186,6 +186,51 @@ def test_a_seed_whose_recorded_outcome_was_edited_does_not_replay_as_identical(t
     assert result.returncode == 1 and "0/1 seeds replayed identically" in result.stdout, (result.stdout[-1500:], result.stderr[-1500:])
 
 
+def _stops_early(body: dict) -> tuple[str | None, list | None]:
+    """A loopback agent that, given a steering note, answers at once from the task (an A.5 premature stop)."""
+    from failforge.testing.model_servers import canned_answer
+
+    messages = body.get("messages") or []
+    if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in messages):
+        return "Done. " + next((str(m.get("content")) for m in messages if m.get("role") == "user"), ""), None
+    return canned_answer(body)
+
+
+def test_a_branch_prefix_is_the_seeds_steps_byte_for_byte(tmp_path: Path) -> None:
+    """Bundled seeds of schema 1 (no response_hash recorded) and 2, branched by a campaign: every prefix
+    step of every record written serialises to the seed's own step, byte for byte, but for the phase
+    that marks it replayed (gold records used to carry a response_hash where the seed's step had null)."""
+    from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
+    from failforge.llm import ModelEndpoint
+    from failforge.testing import LoopbackModelServer
+    from failforge.trajectory import Trajectory, load_jsonl
+
+    multi = BUNDLED.with_name("agentdojo_multiagent_demo.jsonl")
+    seeds = {s.id: s for path in (BUNDLED, multi) for s in load_jsonl(path)[0]}
+    assert any(step.model_call and step.model_call.response_hash is None for s in seeds.values() for step in s.steps)
+    with LoopbackModelServer(policy=_stops_early) as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0)
+        config = CampaignConfig(seeds=[str(BUNDLED), str(multi)], output=str(tmp_path / "out"), guide_kind="auto", circuit_breaker=0,
+                                plan={"modes": ["A.5"], "steps_per_seed": 2, "modes_per_step": 1}, filters={"decisiveness": {"enabled": False}})
+        run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
+    compared = {"gold.jsonl": 0, "rejected.jsonl": 0}
+    for name in compared:
+        path = tmp_path / "out" / name
+        for line in path.read_text().splitlines() if path.exists() else []:
+            data = json.loads(line)
+            record = data if name == "gold.jsonl" else data.get("trajectory")
+            if not record:
+                continue
+            branch = Trajectory.model_validate(record)
+            seed = seeds[branch.parent_id or ""]
+            for step in branch.steps[: branch.branch_step]:
+                want = seed.steps[step.index].model_copy(update={"phase": "replayed"}).model_dump_json()
+                assert step.model_dump_json() == want, (branch.id, step.index)
+                assert want in line  # the line as written holds the seed's step verbatim
+            compared[name] += 1
+    assert compared["gold.jsonl"] >= 5, compared
+
+
 # --- one line per attempt -------------------------------------------------------------------------
 
 
