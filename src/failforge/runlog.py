@@ -177,7 +177,12 @@ class RunLog:
         return self.plan.phase_for(index)
 
     def append(self, step: Step) -> Step:
-        """Append ``step``; in replay, first check that it equals the seed's step field by field."""
+        """Append ``step``; in replay, first check that it equals the seed's step field by field, then keep
+        the seed's own step (only its phase says it was replayed).
+
+        What replay rebuilt and what the seed recorded agree on every checked field, but not always byte
+        for byte on the rest: a response hash the seed never had (older seeds have none), a request that
+        differs only in canonicalised volatile ids. A branch's prefix is the seed's, so it is copied."""
         with self._lock:
             if self._addresser is None:
                 self._addresser = StepAddresser(self.roster)
@@ -185,6 +190,9 @@ class RunLog:
             step = step.model_copy(update={"index": len(self.steps), "recipient": recipient, "round": round_, "position": position})
             if self.plan.replaying(step.index):
                 self._check_integrity(step)
+                expected = self.expected_step(step.index)
+                if expected is not None:
+                    step = expected.model_copy(update={"phase": step.phase})
             self.steps.append(step)
             return step
 

@@ -10,11 +10,13 @@ that something was there.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -28,6 +30,33 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 #: Values shorter than this are never treated as secrets (they would mask ordinary words).
 MIN_SECRET_LENGTH = 8
 
+#: Secret values this process has used (keys it sent, URL passwords), for :func:`redact_known`.
+_KNOWN: set[str] = set()
+_KNOWN_LOCK = threading.Lock()
+
+
+def remember(values: Iterable[str | None]) -> None:
+    """Note secret values this process uses, so that what it shows a user masks them (:func:`redact_known`)
+    even where they do not have a key's usual shape (a provider echoing a rejected key in a 401 body)."""
+    keep = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH}
+    if keep:
+        with _KNOWN_LOCK:
+            _KNOWN.update(keep)
+
+
+def redact_known(value: str) -> str:
+    """``value`` with every secret this process has used (:func:`remember`) and every key-shaped string
+    masked: what every message shown to a user passes through (the CLI's consoles, upstream error text).
+
+    Not used for hashes or records: which values are known depends on what this process did before, and
+    a hash must not (records are masked by their run's own :class:`Redactor`).
+    """
+    with _KNOWN_LOCK:
+        known = sorted(_KNOWN, key=lambda v: -len(v))  # longest first: a key that contains another is masked whole
+    for secret in known:
+        value = value.replace(secret, MASK)
+    return redact(value)
+
 
 def strip_userinfo(url: str) -> str:
     """``url`` without credentials in its authority (``https://u:k@h/v1`` -> ``https://***@h/v1``)."""
@@ -39,9 +68,14 @@ def strip_userinfo(url: str) -> str:
 
 
 def userinfo_secrets(url: str) -> list[str]:
-    """The user and password parts of a URL's userinfo (each a secret)."""
+    """The user and password parts of a URL's userinfo (each a secret), and the HTTP Basic credentials an
+    HTTP client makes of them (``Authorization: Basic base64(user:password)``, which a server may echo)."""
     parts = urlsplit(url)
-    return [p for p in (parts.username, parts.password) if p]
+    found = [p for p in (parts.username, parts.password) if p]
+    if parts.username is not None and parts.password is not None and len(parts.password) >= MIN_SECRET_LENGTH:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password)}"
+        found.append(base64.b64encode(pair.encode()).decode("ascii"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -60,6 +94,7 @@ class Redactor:
         for url in urls:
             values.extend(userinfo_secrets(url))
         keep = sorted({v for v in values if len(v) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+        remember(keep)
         return cls(tuple(keep))
 
     def text(self, value: str) -> str:
@@ -75,4 +110,4 @@ def redact(value: str) -> str:
     return value
 
 
-__all__ = ["MASK", "Redactor", "redact", "strip_userinfo", "userinfo_secrets"]
+__all__ = ["MASK", "Redactor", "redact", "redact_known", "remember", "strip_userinfo", "userinfo_secrets"]

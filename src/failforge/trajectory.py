@@ -42,7 +42,9 @@ Phase = Literal["recorded", "replayed", "injected", "live"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a record says what it means. Lax parsing would read ``"success": "yes"`` as True and
+    # ``"index": "1"`` as 1, so an edited or foreign file would pass for a failforge record.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ToolCall(_Model):

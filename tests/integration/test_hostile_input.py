@@ -105,7 +105,7 @@ def test_malformed_lines_lose_nothing_else_and_set_the_exit_code(tmp_path: Path,
 
     (tmp_path / "empty.jsonl").write_text("")
     empty = _cli("replay", "empty.jsonl", cwd=tmp_path)
-    assert empty.returncode == 1 and "no seeds in empty.jsonl" in " ".join(empty.stderr.split())
+    assert empty.returncode == 2 and "no seeds in empty.jsonl" in " ".join(empty.stderr.split())  # bad input, as in generate
     _one_line_error(_cli("replay", "nowhere.jsonl", cwd=tmp_path), "nowhere.jsonl: no such file")
 
 

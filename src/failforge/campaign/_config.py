@@ -188,6 +188,7 @@ class CampaignConfig(_Section):
         are kept (neither changes a record), with secrets masked (so a moved folder is the same campaign,
         and no key is hashed into provenance)."""
         data = self.model_dump(mode="json", exclude={"output", "pools"})
+        data.update(executor="local", ray_address=None, concurrency=1)  # where and how many at once decide no record either: hashed as the defaults
         if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
             data.pop("agent_cmd", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
@@ -208,6 +209,8 @@ def load_campaign(path: str | Path) -> CampaignConfig:
         raise ConfigError(f"campaign file {file} cannot be read ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"campaign file {file} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"campaign file {file} is nested too deeply to be a campaign file; give a TOML file") from exc
     base = file.resolve().parent
     seeds = data.get("seeds")
     if seeds is not None:

@@ -132,9 +132,9 @@ _WORKER_STOP_GRACE_S = 20.0
 _STOPPING = False
 
 
-def _process_init(resolved_json: str) -> None:
+def _process_init(resolved_json: str, driver_pid: int | None = None) -> None:
     """Once per worker process: its model clients; Ctrl-C left to the driver; SIGTERM ends it cleanly; its
-    warm environments closed at its end.
+    warm environments closed at its end; it leaves when the driver is gone (:func:`_watch_driver`).
 
     A terminal's Ctrl-C reaches the whole process group. A worker that took it would die, break
     the pool, and turn the attempts in flight into failures; ignored here, the driver alone stops
@@ -154,6 +154,55 @@ def _process_init(resolved_json: str) -> None:
     signal.signal(signal.SIGTERM, _worker_stop)
     _WORKER_MODELS = Models(ResolvedModels.model_validate_json(resolved_json))
     multiprocessing.util.Finalize(None, close_pooled_sandboxes, exitpriority=10)
+    if driver_pid is not None:
+        _watch_driver(driver_pid)
+
+
+#: Seconds between two looks at the driver where the kernel cannot tell a worker it is gone (no pidfd).
+_DRIVER_POLL_S = 0.5
+
+
+def _watch_driver(driver_pid: int) -> None:
+    """End this worker as SIGTERM would (its attempt unwound, its environments closed) once the driver is gone.
+
+    A SIGKILLed driver sends nothing: a worker is the forkserver's child, not the driver's (so neither
+    ``getppid`` nor ``PR_SET_PDEATHSIG`` says the driver died), and it holds both ends of its own work
+    queue and the forkserver's and resource tracker's pipes, so it would wait for work forever and keep
+    both of those alive with it (measured: all four processes still there minutes later). A pidfd of the
+    driver becomes readable the moment it exits, whoever its parent is; where there is none, the
+    driver's pid is polled.
+    """
+    import select
+    import threading
+    import time
+
+    try:
+        pidfd: int | None = os.pidfd_open(driver_pid)
+    except ProcessLookupError:  # gone already
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    except (AttributeError, OSError):
+        pidfd = None
+
+    def watch() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while _alive(driver_pid):
+                time.sleep(_DRIVER_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="failforge-driver-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _worker_stop(signum: int, frame: object) -> None:
@@ -216,7 +265,7 @@ def run_processes(
 
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=config.concurrency, mp_context=context, initializer=_process_init, initargs=(resolved.model_dump_json(),),
+            max_workers=config.concurrency, mp_context=context, initializer=_process_init, initargs=(resolved.model_dump_json(), os.getpid()),
         )
 
     pools = [new_pool()]

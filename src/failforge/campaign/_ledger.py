@@ -6,6 +6,10 @@ that looks unfinished but whose line exists; on restart :meth:`Ledger.reconcile`
 files and settles such attempts from them, so nothing is redone twice and nothing is lost. A kill in
 the middle of a write can leave a torn last line; :func:`repair_jsonl` cuts it off before anything
 else reads the file (that attempt is then simply redone).
+
+Each attempt is in exactly one output file, in at most one line: an attempt put back in the queue to be
+retried leaves failed.jsonl before it runs again (:meth:`Ledger.requeue_failed`), so a reader never sees
+an attempt both failed and gold.
 """
 
 from __future__ import annotations
@@ -76,6 +80,51 @@ def repair_jsonl(path: Path) -> int:
         return size
 
 
+def _attempt_of(line: bytes) -> str | None:
+    from failforge.errors import SeedFormatError
+    from failforge.jsonl import parse_json
+
+    try:
+        record = parse_json(line.decode("utf-8"))
+    except (SeedFormatError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    attempt = record.get("attempt_id") or (record.get("provenance") or {}).get("attempt_id")
+    return attempt if isinstance(attempt, str) else None
+
+
+def drop_superseded_failures(output: Path, drop: set[str]) -> int:
+    """Rewrite ``output/failed.jsonl`` (atomically) without the lines of the attempts in ``drop``, and with
+    only the last line of every other attempt; returns the lines removed.
+
+    A failed line is superseded when its attempt is run again (requeued, then done, rejected or failed
+    anew): readers of the output files see each attempt once, in the file of its current state. Lines
+    whose attempt cannot be read are kept.
+    """
+    path = output / "failed.jsonl"
+    if not path.exists():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    attempts = [_attempt_of(line) for line in lines]
+    last = {attempt: i for i, attempt in enumerate(attempts) if attempt is not None}
+    keep = [line for i, (line, attempt) in enumerate(zip(lines, attempts, strict=True)) if attempt is None or (attempt not in drop and last[attempt] == i)]
+    if len(keep) == len(lines):
+        return 0
+    tmp = path.with_name(f".{path.name}.rewrite")
+    with open(tmp, "wb") as handle:
+        handle.write(b"".join(keep))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    folder = os.open(output, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    return len(lines) - len(keep)
+
+
 def attempt_ids_in(path: Path) -> list[str]:
     ids: list[str] = []
     if not path.exists():
@@ -137,7 +186,7 @@ class Ledger:
         only given up after ``max_interruptions``, as a failure of kind ``interrupted`` that
         ``--retry-failed`` can still retry.
         """
-        stats = {"settled_from_files": 0, "requeued": 0, "lost_results": 0, "given_up": 0, "torn_bytes": 0}
+        stats = {"settled_from_files": 0, "requeued": 0, "lost_results": 0, "given_up": 0, "torn_bytes": 0, "superseded_failed_lines": 0}
         in_files: dict[str, str] = {}
         failed_lines: dict[str, int] = {}
         for name, state in FILE_STATE.items():
@@ -171,20 +220,34 @@ class Ledger:
                     else:
                         self.db.execute("UPDATE attempts SET state='planned', interruptions=interruptions+1, updated_at=? WHERE attempt_id=?", (_now(), attempt))
                         stats["requeued"] += 1
+        # A folder written before failed lines were superseded on a retry may hold an attempt twice (an
+        # earlier failed line beside its gold line, or one failed line per try): keep its current one.
+        states = dict(self.db.execute("SELECT attempt_id, state FROM attempts").fetchall())
+        stale = {a for a in failed_lines if a in states and states[a] != "failed"}
+        stats["superseded_failed_lines"] = drop_superseded_failures(output, stale) if failed_lines else 0
         return stats
 
     def requeue_failed(self, *, everything: bool, max_tries: int) -> int:
         """Put failed attempts back in the queue: infrastructure failures within the try budget by default,
-        every failure (drift, errors, given-up interruptions) with ``everything``."""
+        every failure (drift, errors, given-up interruptions) with ``everything``.
+
+        Their lines leave failed.jsonl first: a requeued attempt is in no output file until its new try
+        writes one line, so an attempt retried into gold is not also still "failed" for a reader. (A
+        crash between the two steps leaves a failed attempt without a line; :meth:`reconcile` requeues it.)
+        """
+        if everything:
+            rows = self.db.execute("SELECT attempt_id FROM attempts WHERE state='failed'").fetchall()
+        else:
+            kinds = ",".join(f"'{k}'" for k in sorted(RETRYABLE_KINDS))
+            rows = self.db.execute(f"SELECT attempt_id FROM attempts WHERE state='failed' AND error_kind IN ({kinds}) AND tries < ?", (max_tries,)).fetchall()
+        ids = [row[0] for row in rows]
+        if not ids:
+            return 0
+        drop_superseded_failures(self.path.parent, set(ids))
+        reset = ", interruptions=0" if everything else ""
         with self.db:
-            if everything:
-                cur = self.db.execute("UPDATE attempts SET state='planned', interruptions=0, updated_at=? WHERE state='failed'", (_now(),))
-            else:
-                kinds = ",".join(f"'{k}'" for k in sorted(RETRYABLE_KINDS))
-                cur = self.db.execute(
-                    f"UPDATE attempts SET state='planned', updated_at=? WHERE state='failed' AND error_kind IN ({kinds}) AND tries < ?", (_now(), max_tries)
-                )
-        return cur.rowcount
+            self.db.executemany(f"UPDATE attempts SET state='planned'{reset}, updated_at=? WHERE attempt_id=? AND state='failed'", [(_now(), a) for a in ids])
+        return len(ids)
 
     def release_running(self) -> int:
         """A clean interruption (Ctrl-C, SIGTERM): attempts in flight go back to the queue and the try

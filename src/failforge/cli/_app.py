@@ -10,28 +10,103 @@ the command and stops it afterwards.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from failforge.errors import FailforgeError
+from failforge.secrets import redact_known
 
-app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False)
+# A traceback's locals would show a key held in a variable: tracebacks name the frames, not their values.
+app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
 seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
-console = Console(stderr=True)
-out = Console()
+
+#: Width of a console that writes to a pipe or a file: wide enough that no table is cut ("gro…") and no
+#: message is folded; a table takes its own natural width, not this one.
+PIPE_WIDTH = 10_000
+
+
+class UserConsole(Console):
+    """The console every command prints through (``console``: stderr, ``out``: stdout): the one place all
+    user-facing text passes, so it is where secrets are masked (:func:`failforge.secrets.redact_known`:
+    the keys this process used and every key-shaped string), whoever built the message.
+
+    On a terminal it is rich's. Writing to a pipe or a log (not a terminal, no ``COLUMNS`` given), rich
+    would lay everything out for 80 columns: tables cut with an ellipsis, a one-line error folded into
+    three. Here a message stays one line and a table takes its natural width.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and not self.is_terminal:  # _width: an explicit width or COLUMNS
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # Every string shown goes through here (a message, a table cell) before markup, highlighting and
+        # wrapping, so a key is masked while it is still whole: neither a colour code nor a line break
+        # can split it past the redactor.
+        return super().render_str(redact_known(text), **kwargs)
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and not self.is_terminal:
+            soft_wrap = True  # a message is one line in a log, whatever its length
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = UserConsole(stderr=True)
+out = UserConsole()
 
 
 def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from failforge.errors import ConfigError
     from failforge.llm import ModelEndpoint
 
     if base_url is None:
         return None
     if not model:
         raise typer.BadParameter("--model is required with --base-url")
-    return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
+    try:
+        return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg'].removeprefix('Value error, ')}") from exc
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """The first existing part of ``path`` (itself included) that is a regular file where a folder must be:
+    ``some_file/x`` cannot be made, and ``mkdir`` would say only "Not a directory"."""
+    parts = [*reversed(path.parents), path]
+    for part in parts[:-1]:
+        if part.exists() and not part.is_dir():
+            return part
+    return None
+
+
+#: Errors about a path the user gave (``-o some_file/x``, a folder without write permission): a one-line
+#: error naming the path, as for any other bad input.
+_PATH_ERRORS = (NotADirectoryError, IsADirectoryError, FileExistsError, PermissionError)
+
+
+def path_error_message(exc: OSError) -> str:
+    """``exc`` (one of :data:`_PATH_ERRORS`) as one actionable line."""
+    name = Path(str(exc.filename))
+    blocker = file_in_the_way(name) or (name if isinstance(exc, FileExistsError) and name.is_file() else None)
+    hint = f" ({blocker} is a file, not a folder; give a path under a folder)" if blocker is not None else ""
+    return f"cannot use {name}: {exc.strerror or exc}{hint}"
 
 
 def _progress() -> Progress:
@@ -72,7 +147,12 @@ def main() -> None:  # pragma: no cover - console entry
 
         app(prog_name="failforge")
     except FailforgeError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")  # a message's own [brackets] are text, not markup
+        sys.exit(2)
+    except _PATH_ERRORS as exc:
+        if exc.filename is None:
+            raise
+        console.print(f"[red]error:[/] {escape(path_error_message(exc))}")
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")

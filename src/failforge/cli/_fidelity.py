@@ -1,8 +1,9 @@
 """``failforge replay`` and ``failforge audit``: replay seeds with no live model and report fidelity.
 
 One bad seed (malformed, unknown environment or harness, drifting) is reported and the rest go on.
-Both exit non-zero when the user's intent was not met: some seed did not replay identically, a file
-held malformed records, or there was nothing to replay at all.
+Both exit 1 when the user's intent was not met (some seed did not replay identically, a file held
+malformed records) and 2 on bad input: a file that is missing or holds no usable seed at all, the
+convention ``generate`` follows too.
 """
 
 from __future__ import annotations
@@ -12,15 +13,20 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from failforge.cli._app import _progress, app, console, out
-from failforge.errors import SeedFormatError
+from failforge.errors import ConfigError, SeedFormatError
 from failforge.trajectory import Trajectory
 
 
 def load_seed_files(paths: list[Path]) -> tuple[list[Trajectory], list[SeedFormatError]]:
-    """Every seed of every file; malformed lines are printed (file:line: field: problem) and counted."""
+    """Every seed of every file; malformed lines are printed (file:line: field: problem) and counted.
+
+    No usable seed at all (an empty file, or only malformed lines) is bad input, as in ``generate``: a
+    one-line ``ConfigError`` (exit 2), not a replay of nothing.
+    """
     from failforge.trajectory import load_jsonl
 
     good: list[Trajectory] = []
@@ -30,9 +36,9 @@ def load_seed_files(paths: list[Path]) -> tuple[list[Trajectory], list[SeedForma
         good.extend(ok)
         bad.extend(errors)
         for err in errors:
-            console.print(f"[yellow]skipped malformed seed[/] {err}")
-    if not good and not bad:
-        console.print(f"[yellow]no seeds in {', '.join(map(str, paths))}[/]")
+            console.print(f"[yellow]skipped malformed seed[/] {escape(str(err))}")
+    if not good:
+        raise ConfigError(f"no seeds in {', '.join(map(str, paths))}" + (f" ({len(bad)} malformed line(s), each listed above)" if bad else ""))
     return good, bad
 
 
@@ -42,7 +48,7 @@ def replay(
     until: Annotated[Optional[int], typer.Option(help="replay only steps before this agent step")] = None,
     report: Annotated[Optional[Path], typer.Option(help="write the per-seed report as JSON")] = None,
 ) -> None:
-    """Replay seeds with no live model and report fidelity per seed (exit 1 unless every seed replays identically)."""
+    """Replay seeds with no live model and report fidelity per seed (exit 1 unless every seed replays identically; 2 when there is no seed to replay)."""
     from failforge.replay import replay as replay_seed
 
     good, bad = load_seed_files([seeds])

@@ -18,10 +18,11 @@ from typing import Annotated, Optional
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.table import Table
 
 from failforge.campaign import CampaignConfig, CampaignSummary
-from failforge.cli._app import _endpoint, _progress, app, console, out
+from failforge.cli._app import _endpoint, _progress, app, console, file_in_the_way, out
 from failforge.errors import ConfigError
 
 DEMO_SEED_TASKS = (
@@ -82,10 +83,13 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
     unverifiable = _unverifiable_modes(config)
     if unverifiable:
         console.print(f"[yellow]note:[/] mode_conformance has no judge and keep_unverified is false, so candidates of the semantic modes "
-                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable [filters.conformance] judge or restrict plan.modes")
+                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable {escape('[filters.conformance]')} judge or restrict plan.modes")
     for path in config.seeds:  # before the model starts: a typo should cost no time
         if not Path(path).is_file():
             raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
+    blocker = file_in_the_way(Path(config.output))
+    if blocker is not None:
+        raise ConfigError(f"--output {config.output} cannot be made: {blocker} is a file, not a folder; give a folder for the campaign's results")
     try:
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
@@ -109,7 +113,7 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
         os._exit(130)  # worker threads may still be inside an abandoned attempt; nothing of theirs is written
     _print_summary(summary)
     if summary.breaker:
-        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {summary.breaker}. "
+        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {escape(summary.breaker)}. "
                       "Fix the endpoint and rerun the same command: those attempts are retried.")
         raise typer.Exit(3)
     if summary.attempts and summary.failed == summary.attempts:
@@ -142,9 +146,9 @@ def _print_summary(summary: CampaignSummary) -> None:
     out.print(table)
     _print_kept_by_agent_and_family(summary.output / "gold.jsonl")
     for line in summary.bad_seeds:
-        console.print(f"[yellow]seed skipped:[/] {line}")
+        console.print(f"[yellow]seed skipped:[/] {escape(line)}")
     for line in summary.non_decisive[:20]:
-        console.print(f"[yellow]not decisive:[/] {line}")
+        console.print(f"[yellow]not decisive:[/] {escape(line)}")
     if len(summary.non_decisive) > 20:
         console.print(f"[yellow]not decisive:[/] ... and {len(summary.non_decisive) - 20} more point(s); see manifest.json")
     o = summary.output

@@ -9,6 +9,10 @@ import typer
 
 from failforge.cli._app import app, out
 
+#: The record view fills its width (seed and branch side by side): on a pipe, whose console is as wide
+#: as a table needs, it is laid out this wide instead.
+SHOW_WIDTH = 160
+
 
 @app.command()
 def report(
@@ -39,4 +43,4 @@ def show(
     from failforge.report import load_dataset, render_record
 
     ds = load_dataset(dataset, seed_files=seeds or ())
-    out.print(render_record(ds, ds.find(record_id)))
+    out.print(render_record(ds, ds.find(record_id)), width=min(out.width, SHOW_WIDTH))

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import openai
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm._boundary import ModelBoundary
 from failforge.llm._identity import AgentIdentity, valid_name
 from failforge.llm._transports import AgentTransport, AsyncAgentTransport
 from failforge.llm._upstream import HttpUpstream
+from failforge.secrets import remember, strip_userinfo, userinfo_secrets
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
 
@@ -37,6 +39,19 @@ class ModelEndpoint(BaseModel):
     timeout: float = Field(default=180.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        # Checked here, before anything runs: "notaurl" would otherwise be tried (and retried) by every attempt.
+        parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = parts._replace(netloc="")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{strip_userinfo(value)!r} is not an http(s) URL of a model endpoint, e.g. http://127.0.0.1:8080/v1")
+        return value
+
     def upstream(self, *, override_model: bool = True) -> HttpUpstream:
         return HttpUpstream(
             self.base_url,
@@ -48,7 +63,9 @@ class ModelEndpoint(BaseModel):
 
     def client(self) -> openai.OpenAI:
         """A plain OpenAI client for this endpoint, with the SDK's own retries on 429/5xx/timeouts."""
-        key = (os.environ.get(self.api_key_env) if self.api_key_env else None) or "sk-no-key"
+        given = os.environ.get(self.api_key_env) if self.api_key_env else None
+        remember([given, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error quotes
+        key = given or "sk-no-key"
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 
 

@@ -19,7 +19,7 @@ import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
-from failforge.secrets import strip_userinfo
+from failforge.secrets import redact_known, remember, strip_userinfo, userinfo_secrets
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -64,6 +64,7 @@ class HttpUpstream:
         self.max_wait = max_wait
         self.timeout = timeout
         key = os.environ.get(api_key_env, "") if api_key_env else ""
+        remember([key, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error body quotes
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=self._headers, transport=transport)
         self._async_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -154,16 +155,17 @@ class HttpUpstream:
 
     @staticmethod
     def _parsed(url: str, status: int, text: str) -> dict[str, Any]:
+        # Error text is masked before it is cut: a key cut in half has no key's shape left to mask.
         if status in RETRY_STATUS:
-            raise _Retryable(f"HTTP {status}: {text[:200]}")
+            raise _Retryable(f"HTTP {status}: {redact_known(text)[:200]}")
         if status >= 400:
-            raise ModelUnavailable(f"model endpoint {url} refused the request with HTTP {status}: {text[:500]}")
+            raise ModelUnavailable(f"model endpoint {url} refused the request with HTTP {status}: {redact_known(text)[:500]}")
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise _Retryable(f"response was not JSON: {text[:200]}") from exc
+            raise _Retryable(f"response was not JSON: {redact_known(text)[:200]}") from exc
         if not isinstance(data, dict) or not data.get("choices"):
-            raise _Retryable(f"response has no choices: {text[:200]}")
+            raise _Retryable(f"response has no choices: {redact_known(text)[:200]}")
         return data
 
     def _gave_up(self, url: str, deadline: float | None, exc: _Retryable) -> Exception:

@@ -8,9 +8,10 @@ go through it (or, for a run with no seed yet, through :func:`run_episode` direc
 
 Replay checks every field the seed recorded, not only what the agent loop asks for: the task record,
 every replayed step's comparable fields (text, tool calls, observations, fingerprints, images), and,
-for a whole replay, the evaluator's verdict (:func:`check_outcome`). A seed edited by hand (an amount
-changed in the instruction only, a rewritten answer, an outcome flipped to failed) therefore fails its
-replay at the edited step instead of replaying "identical" and leaking the edit into every branch.
+for a whole replay, the evaluator's whole outcome (:func:`check_outcome`: verdict, score, details). A seed
+edited by hand (an amount changed in the instruction only, a rewritten answer, an outcome flipped to
+failed or a score changed) therefore fails its replay at the edited step instead of replaying
+"identical" and leaking the edit into every branch.
 
 Several agents: the harness's roster (:func:`failforge.harnesses.harness_roster`) is the session's
 before the first step, so every step is addressed and placed in its round; one model boundary serves
@@ -22,6 +23,7 @@ the agent, raised before anything runs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,16 +210,42 @@ def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
         )
 
 
+#: Outcome details that measure a run instead of judging it (HumanEval's wall-clock ``seconds``): they
+#: differ between two runs of the same seed, so replay does not compare them.
+MEASURED_DETAILS = frozenset({"seconds"})
+
+
+def _comparable_outcome(outcome: Outcome) -> dict[str, Any]:
+    data = json.loads(json.dumps(outcome.model_dump(mode="json")))  # what a record reads back as
+    data["details"] = {k: v for k, v in (data.get("details") or {}).items() if k not in MEASURED_DETAILS}
+    return data
+
+
 def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
-    """A whole replay must reach the verdict the seed recorded; a flipped outcome means the record was edited."""
-    if seed.outcome is None or outcome is None or seed.outcome.success == outcome.success:
+    """A whole replay must reach the outcome the seed recorded, every field of it (success, score,
+    evaluator, details but measurements): a seed whose recorded verdict, score or details differ from
+    what its evaluator says on replay was edited, and is not replayed "identically"."""
+    if seed.outcome is None or outcome is None:
         return
+    last = len(seed.steps) - 1
+    if seed.outcome.success != outcome.success:
+        raise SeedIntegrityError(
+            f"the evaluator says success={outcome.success} on replay, but the seed records success={seed.outcome.success}",
+            trajectory_id=seed.id, step=last, expected=seed.outcome.success, actual=outcome.success,
+        )
+    recorded, now = _comparable_outcome(seed.outcome), _comparable_outcome(outcome)
+    if recorded == now:
+        return
+    fields = [k for k in ("score", "evaluator") if recorded.get(k) != now.get(k)]
+    fields += [f"details.{k}" for k in sorted(set(recorded["details"]) | set(now["details"])) if recorded["details"].get(k) != now["details"].get(k)]
+    first = fields[0]
+    part, key = ("details", first.split(".", 1)[1]) if first.startswith("details.") else (first, None)
+    was = recorded[part].get(key) if key else recorded[part]
+    got = now[part].get(key) if key else now[part]
     raise SeedIntegrityError(
-        f"the evaluator says success={outcome.success} on replay, but the seed records success={seed.outcome.success}",
-        trajectory_id=seed.id,
-        step=len(seed.steps) - 1,
-        expected=seed.outcome.success,
-        actual=outcome.success,
+        f"the seed's outcome differs in {', '.join(fields)} from what its evaluator says on replay "
+        f"({first}: recorded {json.dumps(was)[:80]}, replay {json.dumps(got)[:80]}): the record was edited after it was made",
+        trajectory_id=seed.id, step=last, expected=recorded, actual=now, diff=readable_diff(recorded, now),
     )
 
 
