@@ -351,3 +351,12 @@ def test_tables_are_not_cut_at_80_columns_when_stdout_is_a_pipe(tmp_path: Path) 
     header = next(line for line in audit.stdout.splitlines() if line.startswith("┃"))
     for column in ("drift by type", "drift by position", "cache misses", "infra/config errors", "success on replay", "seconds"):
         assert f" {column} " in header, header
+
+
+def test_several_tasks_after_one_task_flag(tmp_path: Path) -> None:
+    from failforge.trajectory import load_jsonl
+
+    result = _cli("seeds", "agentdojo", "--suite", "banking", "--task", "user_task_1", "user_task_3", "--task", "user_task_0", "-o", "s.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-1500:]
+    seeds, errors = load_jsonl(tmp_path / "s.jsonl")
+    assert not errors and sorted(s.task.task_id for s in seeds) == ["user_task_0", "user_task_1", "user_task_3"]

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional, Union, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
+from typer.core import TyperCommand
 
 
 def _optional(annotation: Any) -> Any:
@@ -50,3 +51,39 @@ def with_signature(func: Any, params: list[inspect.Parameter]) -> Any:
     """Give ``func(**kwargs)`` an explicit signature so typer builds its options from ``params``."""
     func.__signature__ = inspect.Signature(sorted(params, key=lambda p: p.kind))
     return func
+
+
+def spread_values(args: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``--task a b c`` as ``--task a --task b --task c`` (click takes one value per flag).
+
+    Only bare words right after a flag's value are taken (up to the next option, or ``--``), and only in
+    commands without positional arguments, where such a word could mean nothing else.
+    """
+    spread: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        spread.append(arg)
+        i += 1
+        if arg == "--":
+            spread.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name not in flags:
+            continue
+        if "=" not in arg and i < len(args):  # the flag's own value
+            spread.append(args[i])
+            i += 1
+        while i < len(args) and not args[i].startswith("-"):
+            spread.extend((name, args[i]))
+            i += 1
+    return spread
+
+
+class SpreadTasks(TyperCommand):
+    """A command whose ``--task`` takes several values after one flag: ``--task a b`` or ``--task a --task b``."""
+
+    spread_flags: tuple[str, ...] = ("--task",)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: the click Context typer vendors (typer._click)
+        return super().parse_args(ctx, spread_values(args, self.spread_flags))

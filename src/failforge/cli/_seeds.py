@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from failforge.cli._app import _endpoint, _progress, app, console, out, seeds_app
-from failforge.cli._options import given_options, option_parameters, with_signature
+from failforge.cli._options import SpreadTasks, given_options, option_parameters, with_signature
 from failforge.errors import ConfigError, FailforgeError
 from failforge.plugins import PluginInfo, environments, harnesses
 
@@ -104,7 +104,7 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
     params = [
         inspect.Parameter("harness", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option(help="record through this harness (e.g. orchestrator-workers, plan-execute-verify; default: the environment's)")]),
         inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")]),
-        inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s) (default: every task)")]),
+        inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s), several after one flag or one per flag (default: every task)")]),
         inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default="smollm2-135m-instruct", annotation=Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")]),
         *_external_parameters(),
         *option_parameters(options_model),
@@ -187,7 +187,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     kw = inspect.Parameter.KEYWORD_ONLY
     params = [
-        inspect.Parameter("task", kw, annotation=Annotated[list[str], typer.Option(help="task id(s) to record")]),
+        inspect.Parameter("task", kw, annotation=Annotated[list[str], typer.Option(help="task id(s) to record, several after one flag or one per flag")]),
         inspect.Parameter("output", kw, default=Path("recorded_seeds.jsonl"), annotation=Annotated[Path, typer.Option("--output", "-o")]),
         inspect.Parameter("base_url", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")]),
         inspect.Parameter("model", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="model name at --base-url")]),
@@ -202,5 +202,5 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
 
 for _info in environments:
-    seeds_app.command(_info.name)(_seeds_command(_info))
-    record_app.command(_info.name)(_record_command(_info))
+    seeds_app.command(_info.name, cls=SpreadTasks)(_seeds_command(_info))
+    record_app.command(_info.name, cls=SpreadTasks)(_record_command(_info))
