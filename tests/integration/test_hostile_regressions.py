@@ -68,6 +68,11 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
     assert (tmp_path / "some_file").read_text() == "x"
 
 
+def test_failforges_own_usage_errors_are_one_line_errors_too(tmp_path: Path) -> None:
+    _one_line_error(_cli("generate", "--base-url", "http://127.0.0.1:9/v1", "--seeds", str(BUNDLED), cwd=tmp_path), "--model is required with --base-url")
+    _one_line_error(_cli("generate", "-o", "x", cwd=tmp_path), "give a campaign file or --seeds")
+
+
 def test_a_seed_file_with_no_usable_seed_is_bad_input_in_replay_audit_and_generate(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     (tmp_path / "junk.jsonl").write_text('{"id": "x"}\n')

@@ -78,7 +78,7 @@ def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):
     if base_url is None:
         return None
     if not model:
-        raise typer.BadParameter("--model is required with --base-url")
+        raise ConfigError("--model is required with --base-url (the model name the endpoint serves)")
     try:
         return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
     except ValidationError as exc:

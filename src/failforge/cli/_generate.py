@@ -230,7 +230,7 @@ def generate(
         data["output"] = str(output)
     data.setdefault("output", "failforge-out")
     if "seeds" not in data:
-        raise typer.BadParameter("give a campaign file or --seeds")
+        raise ConfigError("give a campaign file or --seeds")
     agent = _endpoint(base_url, model, api_key_env)
     if agent:
         data["agent"] = agent.model_dump()

@@ -85,5 +85,5 @@ class SpreadTasks(TyperCommand):
 
     spread_flags: tuple[str, ...] = ("--task",)
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's Command types it with the click it bundles
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: the click Context typer vendors (typer._click)
         return super().parse_args(ctx, spread_values(args, self.spread_flags))
