@@ -236,16 +236,17 @@ def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
     recorded, now = _comparable_outcome(seed.outcome), _comparable_outcome(outcome)
     if recorded == now:
         return
+    def value(data: dict[str, Any], name: str) -> Any:
+        return data["details"].get(name.split(".", 1)[1]) if name.startswith("details.") else data.get(name)
+
     fields = [k for k in ("score", "evaluator") if recorded.get(k) != now.get(k)]
     fields += [f"details.{k}" for k in sorted(set(recorded["details"]) | set(now["details"])) if recorded["details"].get(k) != now["details"].get(k)]
+    was, got = {f: value(recorded, f) for f in fields}, {f: value(now, f) for f in fields}
     first = fields[0]
-    part, key = ("details", first.split(".", 1)[1]) if first.startswith("details.") else (first, None)
-    was = recorded[part].get(key) if key else recorded[part]
-    got = now[part].get(key) if key else now[part]
     raise SeedIntegrityError(
         f"the seed's outcome differs in {', '.join(fields)} from what its evaluator says on replay "
-        f"({first}: recorded {json.dumps(was)[:80]}, replay {json.dumps(got)[:80]}): the record was edited after it was made",
-        trajectory_id=seed.id, step=last, expected=recorded, actual=now, diff=readable_diff(recorded, now),
+        f"({first}: recorded {json.dumps(was[first])[:80]}, replay {json.dumps(got[first])[:80]}): the record was edited after it was made",
+        trajectory_id=seed.id, step=last, expected=was, actual=got, diff=readable_diff(was, got),
     )
 
 
