@@ -119,7 +119,7 @@ def _instrument(timings: _Timings) -> None:
         episode_module = importlib.import_module("failforge.episode")
 
     real_environment = episode_module.environment
-    episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[assignment,return-value]
+    episode_module.environment = lambda name: _TimedPlugin(real_environment(name), timings)  # type: ignore[attr-defined,assignment,return-value]
     attempt_module.run_filters = timings.timed("filters", attempt_module.run_filters)
 
 
@@ -239,7 +239,8 @@ def _load() -> str:
         return " ".join(handle.read().split()[:3])
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=ENVIRONMENTS)
     parser.add_argument("--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round")
@@ -247,7 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
     parser.add_argument("--measure", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
     parser.add_argument("--record", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments().parse_args(argv)
     if args.record:
         record_seeds(Path(args.record), args.envs)
         return 0

@@ -20,15 +20,20 @@ from failforge.cache import ToolCache
 from failforge.cache._store import _ENTRY_PREFIX  # the storage key layout, to read the very same entries raw
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
-    opts = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    opts = arguments().parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cache = ToolCache(tmp, mode="record")
         calls = [("http", {"method": "GET", "url": f"http://127.0.0.1:8000/page/{i}?q={i % 7}", "headers": {"accept": "text/html"}}) for i in range(opts.n)]
-        keys = []
+        keys: list[str] = []
         for tool, args in calls:
             _, key, _ = cache.call(tool, args, lambda i=len(keys): {"status": 200, "body": f"<html>{i}</html>" * 20})
             keys.append(key)

@@ -25,11 +25,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--task", default="banking/user_task_3")
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     from failforge.environments import environment
     from failforge.harnesses.external import ExternalAgent

@@ -60,11 +60,16 @@ def bench(task: str, repeat: int, cache_dir: str) -> dict[str, float]:
         return {"fingerprint_ms": fp_ms, "action_ms": act_ms, "ratio": fp_ms / act_ms, "nodes": float(snapshot_parts), "settle_ms": float(episode.config.settle_ms)}
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--tasks", nargs="*", default=list(TOGGLES))
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     unknown = [t for t in args.tasks if t not in TOGGLES]
     if unknown:
         raise SystemExit(f"no benchmark action for {unknown}; choose from {', '.join(TOGGLES)}")

@@ -57,10 +57,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--calls", type=int, default=300)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     from failforge.environments import environment
     from failforge.gateway import Gateway, OwnerThread, ServedRun
@@ -85,7 +90,13 @@ def main() -> None:
             urls = gateway.add(ServedRun(session.id, session.models, tools, owner=owner))
             client = subprocess.Popen([sys.executable, "-c", CLIENT, urls.mcp, str(args.calls)], stdout=subprocess.PIPE, text=True)
             done = threading.Event()
-            threading.Thread(target=lambda: (client.wait(), done.set(), owner.wake()), daemon=True).start()
+
+            def finished() -> None:
+                client.wait()
+                done.set()
+                owner.wake()
+
+            threading.Thread(target=finished, daemon=True).start()
             while not done.is_set():  # this thread owns the run: it executes the MCP calls, as the external harness does
                 owner.pump(0.5)
             served = json.loads(client.stdout.read() if client.stdout else "{}")

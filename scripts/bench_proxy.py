@@ -79,7 +79,7 @@ def process(args: list[str], src: Path, marker: str, pids: list[int] | None = No
             child.kill()
 
 
-def timed(calls: int, post: Callable[[], None]) -> list[float]:
+def timed(calls: int, post: Callable[[], object]) -> list[float]:
     out = []
     for _ in range(calls):
         start = time.perf_counter()
@@ -153,20 +153,25 @@ def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[t
     return rows, identical
 
 
-def _worktree(revision: str, cleanups: list[Callable[[], None]]) -> Path:
+def _worktree(revision: str, cleanups: list[Callable[[], object]]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-proxy-"))
     subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), revision], check=True, capture_output=True)
     cleanups.append(lambda: subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], capture_output=True))
     return tmp / "tree"
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per client")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--before", help="git revision whose proxy to measure side by side")
-    args = parser.parse_args()
-    cleanups: list[Callable[[], None]] = []
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    cleanups: list[Callable[[], object]] = []
     try:
         trees = {"now": HERE}
         if args.before:

@@ -66,12 +66,17 @@ def synthesise(target: Path, n: int, source: Path | None) -> Path:
     return target
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--source", type=Path, default=None, help="a campaign output folder whose gold records are copied")
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -113,7 +113,8 @@ def _combine(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, flo
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["local", "docker"])
     parser.add_argument("--repeat", type=int, default=30)
@@ -121,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
     parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments().parse_args(argv)
     if args.measure:  # the half that runs inside a tree's process
         print(json.dumps(_measure_here(args.backends, args.repeat, args.files)))
         return 0

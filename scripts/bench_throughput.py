@@ -24,12 +24,17 @@ from failforge.testing import LoopbackModelServer
 from failforge.trajectory import write_jsonl
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--attempts", type=int, default=32, help="attempts per concurrency level (at least 16)")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16])
-    opts = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    opts = arguments().parse_args()
     os.environ.setdefault("PYTHONHASHSEED", "0")
     with tempfile.TemporaryDirectory() as tmp:
         seeds = [oracle_seed("agentdojo", f"{s}/{t}") for s, t in list_user_tasks(("banking", "slack"))]
