@@ -67,7 +67,10 @@ def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output):
         assert mode.applicable(step_context(seed, seed.steps[t]))[0]
         assert label.original_step == seed.steps[t]
         assert record.outcome.success is False and label.evaluator_output == record.outcome
-        assert [v.name for v in label.filter_verdicts] == DEFAULT_FILTERS and all(v.passed for v in label.filter_verdicts)
+        # the default filters, then the decisiveness check (on by default): the seed's own step continued live succeeded
+        assert [v.name for v in label.filter_verdicts] == [*DEFAULT_FILTERS, "decisiveness"] and all(v.passed for v in label.filter_verdicts)
+        decisiveness = record.provenance["decisiveness"]
+        assert decisiveness["checked"] is True and decisiveness["original"]["successes"] >= 1 and decisiveness["injected"]["successes"] == 0
         conformance = record.provenance["conformance"]
         assert conformance["mode"] == label.mode_code and conformance["exhibited"] is True  # the step shows its mode
         assert label.steering_note in json.dumps(label.agent_request)
