@@ -331,22 +331,27 @@ def _settle_arms(
         key = key_of[spec.attempt_id]
         if key not in cached and key not in needed:
             needed[key] = (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key))
-    errors: dict[str, Rejection] = {}
+    at_point: dict[str, list[tuple[Trajectory, AttemptSpec]]] = {}
+    for seed, spec in pending:
+        at_point.setdefault(key_of[spec.attempt_id], []).append((seed, spec))
+    errors: set[str] = set()
     if needed:
         if on_progress:
             on_progress("arms", None, summary)
+        # The breaker counts attempts, not arms: an arm that could not run fails its point's attempts at once
+        # (each counted), and an arm that ran is no evidence for the endpoint (at a final step it calls nothing).
         jobs = executors.get(config.executor)(list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped)
         try:
             for result in jobs:
                 if isinstance(result, ArmResult):
                     append_jsonl(out / ARMS, [result.record], redact=redactor.text)
                     cached[result.record.key] = result.record
-                    breaker.record(None)
                 else:  # the arm's worker failed (infrastructure, a bug): its point's attempts fail with it, retried next run
                     assert isinstance(result.record, Rejection)
-                    seed_id, step = result.record.seed_id, result.record.step
-                    errors[arm_key(config_hash, seed_hash[seed_id], step)] = result.record
-                    breaker.record(result)
+                    key = arm_key(config_hash, seed_hash[result.record.seed_id], result.record.step)
+                    errors.add(key)
+                    for seed, spec in at_point.get(key, []):
+                        settle(arm_unsettled(seed, spec, result.record, provenance))
                 if on_progress:
                     on_progress("arm", None, summary)
         finally:
@@ -366,7 +371,7 @@ def _settle_arms(
     for seed, spec in pending:
         key = key_of[spec.attempt_id]
         if key in errors:
-            settle(arm_unsettled(seed, spec, errors[key], provenance))
+            continue  # settled failed when its arm failed
         elif key not in cached:
             continue  # the breaker stopped the arms: the attempt stays planned for the next run
         elif not cached[key].passes(config.filters.decisiveness):
