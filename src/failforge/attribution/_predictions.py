@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.attribution._record import RecordProblem
-from failforge.errors import SeedFormatError
-from failforge.jsonl import read_jsonl
+from failforge.attribution._record import RecordProblem, iter_validated
 
 
 class Prediction(BaseModel):
@@ -37,17 +35,7 @@ class Prediction(BaseModel):
 
 
 def iter_predictions(path: str | Path) -> Iterator[Prediction | RecordProblem]:
-    for item in read_jsonl(path):
-        if isinstance(item, SeedFormatError):
-            yield RecordProblem.of(item)
-            continue
-        number, data = item
-        try:
-            yield Prediction.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            yield RecordProblem(path=str(path), line=number, field=".".join(str(p) for p in first.get("loc", ())) or "<record>",
-                                problem=str(first.get("msg")))
+    return iter_validated(path, Prediction)
 
 
 def load_predictions(path: str | Path) -> tuple[list[Prediction], list[RecordProblem]]:

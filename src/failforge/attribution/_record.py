@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -193,25 +193,33 @@ def summarise(items: Iterable[LabelledFailure | RecordProblem]) -> tuple[list[La
     return records, summary
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
 def _first_error(err: ValidationError) -> tuple[str, str]:
     first = err.errors()[0]
     return ".".join(str(p) for p in first.get("loc", ())) or "<record>", str(first.get("msg", err))
 
 
-def iter_records(path: str | Path) -> Iterator[LabelledFailure | RecordProblem]:
-    """Read a labelled-failure JSONL file; a bad line becomes a problem naming its line and field."""
+def iter_validated(path: str | Path, model: type[_M]) -> Iterator[_M | RecordProblem]:
+    """Each JSONL line of ``path`` as ``model``; a bad line becomes a problem naming its line and field."""
     for item in read_jsonl(path):
         if isinstance(item, SeedFormatError):
             yield RecordProblem.of(item)
             continue
         number, data = item
         try:
-            yield LabelledFailure.model_validate(data)
+            yield model.model_validate(data)
         except ValidationError as exc:
             field, problem = _first_error(exc)
             yield RecordProblem(path=str(path), line=number, field=field, problem=problem)
         except RecursionError:
             yield RecordProblem(path=str(path), line=number, field="<record>", problem="nested too deeply to be a record")
+
+
+def iter_records(path: str | Path) -> Iterator[LabelledFailure | RecordProblem]:
+    """Read a labelled-failure JSONL file; a bad line becomes a problem naming its line and field."""
+    return iter_validated(path, LabelledFailure)
 
 
 def load_records(path: str | Path) -> tuple[list[LabelledFailure], list[RecordProblem]]:
