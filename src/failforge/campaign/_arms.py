@@ -84,6 +84,10 @@ class OriginalArm(BaseModel):
     def passes(self, cfg: DecisivenessConfig) -> bool:
         return self.status == "measured" and self.success_rate >= cfg.original_min_success
 
+    def alone(self) -> dict[str, Any]:
+        """``provenance.decisiveness`` of a record whose injected arm was not run (its point failed, or another filter rejected it)."""
+        return {"checked": True, "original": self.verdict(), "original_success_rate": self.success_rate}
+
     def verdict(self) -> dict[str, Any]:
         """What every record of this point carries about the original arm."""
         return {
@@ -113,6 +117,13 @@ def arm_key(config_hash: str, seed_hash: str, step: int) -> str:
     return canonical_hash({"config": config_hash, "seed": seed_hash, "step": step})[:24]
 
 
+def continuing_agent(models: Models, cfg: DecisivenessConfig, deadline: float, run: int) -> Any:
+    """The agent one run of either arm continues with: the candidate's own settings, or sampled with a seed per run."""
+    if cfg.temperature is None:
+        return models.agent(deadline=deadline)
+    return models.agent(deadline=deadline, temperature=cfg.temperature, seed=run + 1)
+
+
 def run_original_arm(seed: Trajectory, spec: ArmSpec, models: Models, config: CampaignConfig) -> OriginalArm:
     """Replay ``seed`` to ``spec.step``, serve its own a_t, continue live ``original_k`` times.
 
@@ -126,7 +137,7 @@ def run_original_arm(seed: Trajectory, spec: ArmSpec, models: Models, config: Ca
     runs: list[ArmRun] = []
     for i in range(cfg.original_k):
         started = time.monotonic()
-        agent = models.agent(deadline=deadline) if cfg.temperature is None else models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
+        agent = continuing_agent(models, cfg, deadline, i)
         try:
             result = branch(seed, spec.step, response=original, agent=agent, agent_model=models.agent_spec, branch_id=f"original-arm-{i}", deadline=deadline)
         except DriftError as exc:

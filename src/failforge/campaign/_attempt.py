@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from failforge.campaign._arms import ArmSpec, OriginalArm, arm_key, run_original_arm
+from failforge.campaign._arms import ArmSpec, OriginalArm, arm_key, continuing_agent, run_original_arm
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
@@ -85,7 +85,7 @@ def not_decisive(arm: OriginalArm, config: CampaignConfig, base: dict[str, Any])
     A drifting seed is the seed's fault, not the candidate's: failed (drift), like a drift in the attempt's own replay.
     """
     cfg = config.filters.decisiveness
-    provenance = {**base["provenance"], "decisiveness": {"checked": True, "original": arm.verdict(), "original_success_rate": arm.success_rate}}
+    provenance = {**base["provenance"], "decisiveness": arm.alone()}
     fields = {**base, "provenance": provenance}
     reason = arm.why_not_decisive(cfg)
     if arm.status == "drift":
@@ -105,7 +105,7 @@ def decisiveness(
     if cfg.temperature is None:
         outcomes.append(bool(candidate.outcome and candidate.outcome.success))
     for i in range(cfg.injected_k - len(outcomes)):
-        agent = models.agent(deadline=deadline) if cfg.temperature is None else models.agent(deadline=deadline, temperature=cfg.temperature, seed=i + 1)
+        agent = continuing_agent(models, cfg, deadline, i)
         run = branch(seed, spec.step, response=injected, agent=agent, agent_model=models.agent_spec, branch_id=f"decisive-injected-{i}", deadline=deadline)
         outcomes.append(bool(run.trajectory.outcome and run.trajectory.outcome.success))
     injected_rate = sum(outcomes) / len(outcomes)
@@ -180,7 +180,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     kind = guide_kind_for(config.guide_kind, mode.code)
     guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else models.guide_spec.name
     provenance = {**provenance, "guide_kind": kind, "guide_name": guide_name}
-    base: dict[str, Any] = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample, "provenance": provenance}
+    base = {**_base(seed, spec, provenance), "mode": mode.code}
 
     def failed(stage: str, exc: BaseException, note: str | None = None) -> AttemptResult:
         return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note, error=_error(exc), error_kind=error_kind(exc)))  # type: ignore[arg-type]
@@ -239,7 +239,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
         if not verdict.passed:
             rejected = [verdict]
     elif arm is not None:  # rejected by another filter: the injected arm is not run, the shared original arm is still told
-        trajectory.provenance["decisiveness"] = {"checked": True, "original": arm.verdict(), "original_success_rate": arm.success_rate}
+        trajectory.provenance["decisiveness"] = arm.alone()
     else:
         trajectory.provenance["decisiveness"] = dict(NOT_CHECKED)
     if rejected:

@@ -261,7 +261,7 @@ def run_campaign(
                     on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
 
             if config.filters.decisiveness.enabled:
-                pending = _settle_arms(pending, config, config_hash, resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
+                pending = _settle_arms(pending, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
             results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
@@ -311,6 +311,7 @@ def _settle_arms(
     pending: list[tuple[Trajectory, AttemptSpec]],
     config: CampaignConfig,
     config_hash: str,
+    seed_hash: dict[str, str],
     resolved: ResolvedModels,
     provenance: dict[str, Any],
     out: Path,
@@ -323,17 +324,12 @@ def _settle_arms(
     """Run the original arm of every point the pending attempts need (once per point, reusing the folder's
     ``arms.jsonl``), then hand each attempt its point's arm. Attempts at a point whose arm failed are
     settled here, with no guide or agent call; the rest go to the executor."""
-    seed_hash = {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed, _ in pending}
     key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}
     cached = load_arms(out / ARMS)
-    needed: dict[str, tuple[Trajectory, ArmSpec]] = {}
-    for seed, spec in pending:
-        key = key_of[spec.attempt_id]
-        if key not in cached and key not in needed:
-            needed[key] = (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key))
     at_point: dict[str, list[tuple[Trajectory, AttemptSpec]]] = {}
     for seed, spec in pending:
         at_point.setdefault(key_of[spec.attempt_id], []).append((seed, spec))
+    needed = {key: (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key)) for key, ((seed, spec), *_) in at_point.items() if key not in cached}
     errors: set[str] = set()
     if needed:
         if on_progress:
@@ -356,14 +352,13 @@ def _settle_arms(
                     on_progress("arm", None, summary)
         finally:
             jobs.close()
-    used = {key_of[spec.attempt_id] for _, spec in pending}
+    used = set(at_point)
     points = [cached[k] for k in used if k in cached]
     run_now = [cached[k] for k in needed if k in cached]
-    attempts_at = {k: sum(1 for v in key_of.values() if v == k) for k in used}
     summary.arms = {
         "points": len(used), "run_now": len(run_now), "reused": len(points) - len(run_now), "errors": len(errors),
         "live_calls": sum(a.live_calls for a in run_now), "seconds": round(sum(a.seconds for a in run_now), 1),
-        "live_calls_one_per_attempt": sum(cached[k].live_calls * attempts_at[k] for k in needed if k in cached),
+        "live_calls_one_per_attempt": sum(cached[k].live_calls * len(at_point[k]) for k in needed if k in cached),
         "failed_points": sum(1 for a in points if not a.passes(config.filters.decisiveness)),
     }
     to_run: list[tuple[Trajectory, AttemptSpec]] = []
