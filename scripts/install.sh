@@ -108,6 +108,7 @@ wheel=("$LOGS"/wheels/llama_cpp_python-*.whl)
 "${PIP[@]}" install "${QUIET[@]}" "${wheel[@]}" -e ".[all]"
 # The sandbox's Python side is in now: the same script checks packages, daemon and image again (quick) and says per backend whether it works.
 bash scripts/install_sandbox.sh
+PYTHON="$PY" bash scripts/install_benchmarks.sh
 "$PY" -c "import failforge, llama_cpp, agentdojo; from failforge.llm import local_model_path; local_model_path()" \
   || { echo "failforge: install check failed" >&2; exit 1; }
 echo "failforge: last step (the wheel, the rest of .[all], the checks) done in $((SECONDS - finish))s" >&2
