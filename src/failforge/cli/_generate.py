@@ -257,48 +257,53 @@ def generate(
     _run_generate(config, force=force, retry_failed=retry_failed)
 
 
-BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkboxes", "choose-list", "click-tab")
-
-
 @app.command()
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
     seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: bundled AgentDojo oracle seeds, single- and multi-agent)")] = None,
-    browser: Annotated[bool, typer.Option("--browser", help="the browser part instead: MiniWoB++ demonstrations in headless Chromium")] = False,
+    environment_name: Annotated[
+        Optional[str], typer.Option("--environment", "-e", help="another environment's demo instead: its oracle seeds of a few quick tasks (see `failforge plugins`)")
+    ] = None,
+    browser: Annotated[bool, typer.Option("--browser", help="the browser part: MiniWoB++ demonstrations in headless Chromium (same as --environment miniwob)")] = False,
     fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
 ) -> None:
     """The main job on embedded defaults: bundled AgentDojo oracle seeds (single-agent, orchestrator-workers
     and plan-execute-verify), the local model as guide and as every agent.
 
-    With --browser: records MiniWoB++ demonstration seeds (pages cached in OUTPUT/http-cache), then
+    With --environment NAME (or --browser for MiniWoB++): records that environment's oracle seeds of the
+    few tasks it names for a demo (its ``demo`` hook; MiniWoB's pages cached in OUTPUT/http-cache), then
     branches them the same way.
     """
     import shutil
 
     from failforge.campaign import CampaignConfig
 
+    if browser and environment_name not in (None, "miniwob"):
+        raise ConfigError(f"--browser is --environment miniwob; it cannot be combined with --environment {environment_name}")
+    env_name = "miniwob" if browser else environment_name
     if fresh and output.exists():
         shutil.rmtree(output)
     started = time.perf_counter()
-    seed_path = seeds or (bundled_seeds_path() if browser else _demo_seeds(output))
-    if browser and seeds is None:
+    seed_path = seeds or (bundled_seeds_path() if env_name else _demo_seeds(output))
+    if env_name and seeds is None:
+        from failforge.environments import environment
         from failforge.seeds import oracle_seed
         from failforge.trajectory import write_jsonl
 
         output.mkdir(parents=True, exist_ok=True)
-        seed_path = output / "miniwob_seeds.jsonl"
+        seed_path = output / f"{env_name}_seeds.jsonl"
         if not seed_path.exists():
-            cache = (output / "http-cache").resolve()
-            made = [oracle_seed("miniwob", task, {"cache_dir": str(cache)}) for task in BROWSER_DEMO_TASKS]
+            tasks, options = environment(env_name).demo(output)
+            made = [oracle_seed(env_name, task, options) for task in tasks]
             write_jsonl(seed_path, made)
-            out.print(f"recorded {len(made)} MiniWoB demonstration seeds in {seed_path}")
+            out.print(f"recorded {len(made)} {env_name} oracle seeds in {seed_path}")
     # Without a judge, a semantic-mode candidate can only be rejected as unverified (the 135M model is
     # no judge): the demo plans the structural modes, which rules write notes for and rules verify.
     from failforge.campaign._config import PlanConfig
     from failforge.conformance import STRUCTURAL_MODES
 
     config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
-    summary = _run_generate(config, "browser demo attempts" if browser else "demo attempts")
+    summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
         console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")

@@ -19,6 +19,7 @@ import abc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -115,7 +116,8 @@ class Environment(abc.ABC):
     :meth:`oracle` (None: no oracle seeds), :meth:`ground_truth` (None: no team oracle),
     :meth:`tool_domains` (None: team harnesses refuse it), :meth:`default_harness`
     (``failforge.tool_calling`` with its defaults), :meth:`stored_spec` (the spec itself),
-    :meth:`seed_name` (``<name>-<hash of the spec's config>-oracle``), :meth:`doctor` (works).
+    :meth:`seed_name` (``<name>-<hash of the spec's config>-oracle``), :meth:`doctor` (works),
+    :meth:`demo` (the first six tasks with default options: what ``failforge demo --environment NAME`` records).
     """
 
     name: ClassVar[str]
@@ -164,6 +166,12 @@ class Environment(abc.ABC):
         """A stable, readable id for the oracle seed of ``spec`` (e.g. ``agentdojo-banking-user_task_3-oracle``);
         default the environment's name and a hash of the spec's config, stable across runs."""
         return f"{self.name}-{canonical_hash(spec.config)[:12]}-oracle"
+
+    def demo(self, output: Path) -> tuple[list[str], dict[str, Any]]:
+        """The tasks and options ``failforge demo --environment NAME`` records oracle seeds of (``output`` is the
+        demo's folder, for caches it may keep there); default the first six tasks with default options. An
+        environment whose oracle is slow on some tasks names quick ones here, so a demo stays a demo."""
+        return self.tasks(self.Options())[:6], {}
 
     def doctor(self) -> tuple[bool, str]:
         """Whether this environment can run here, and why not; default: it can (nothing to check)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,9 @@ from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES, OracleE
 from failforge.errors import ConfigError, DomDrift, EnvironmentDrift
 from failforge.plugins import environments
 from failforge.trajectory import ComponentSpec
+
+#: What ``failforge demo --browser`` records: quick tasks, one of each kind of action.
+BROWSER_DEMO_TASKS = ("click-button", "enter-text", "login-user", "click-checkboxes", "choose-list", "click-tab")
 
 if TYPE_CHECKING:
     from failforge.llm import Responder
@@ -85,6 +89,10 @@ class MiniWoBEnvironment(Environment):
 
     def tasks(self, options: BaseModel) -> list[str]:
         return list(DEMO_TASKS)
+
+    def demo(self, output: Path) -> tuple[list[str], dict[str, Any]]:
+        """Six quick tasks, their pages cached in the demo's folder (``OUTPUT/http-cache``)."""
+        return list(BROWSER_DEMO_TASKS), {"cache_dir": str((output / "http-cache").resolve())}
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = MiniWoBOptions.model_validate(options.model_dump())

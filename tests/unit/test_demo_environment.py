@@ -1,0 +1,54 @@
+"""`failforge demo --environment NAME`: the environment's demo hook names the tasks, bad names exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from failforge.environments._base import Environment, Episode
+from failforge.environments.miniwob._plugin import BROWSER_DEMO_TASKS, MiniWoBEnvironment
+from failforge.trajectory import ComponentSpec
+
+
+class _Counting(Environment):
+    name: ClassVar[str] = "counting"
+
+    def tasks(self, options: BaseModel) -> list[str]:
+        return [f"t{i}" for i in range(10)]
+
+    def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
+        return ComponentSpec(name=self.name, config={"task": task_id})
+
+    def open(self, spec: ComponentSpec) -> Episode:
+        raise NotImplementedError("not opened in this test")
+
+
+def test_default_demo_is_the_first_six_tasks_with_default_options(tmp_path: Path) -> None:
+    assert _Counting().demo(tmp_path) == (["t0", "t1", "t2", "t3", "t4", "t5"], {})
+
+
+def test_miniwob_demo_caches_pages_in_the_demo_folder(tmp_path: Path) -> None:
+    tasks, options = MiniWoBEnvironment().demo(tmp_path)
+    assert tasks == list(BROWSER_DEMO_TASKS)
+    assert options == {"cache_dir": str((tmp_path / "http-cache").resolve())}
+
+
+def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "failforge", "demo", "-o", str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def test_unknown_environment_exits_2_naming_it(tmp_path: Path) -> None:
+    done = _demo(tmp_path, "--environment", "nosuchworld")
+    assert done.returncode == 2, done.stderr
+    assert "nosuchworld" in done.stderr
+    assert not (tmp_path / "out" / "nosuchworld_seeds.jsonl").exists()
+
+
+def test_browser_with_another_environment_exits_2(tmp_path: Path) -> None:
+    done = _demo(tmp_path, "--browser", "--environment", "agentdojo")
+    assert done.returncode == 2, done.stderr
+    assert "--browser is --environment miniwob" in done.stderr
