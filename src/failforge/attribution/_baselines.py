@@ -7,6 +7,10 @@
 - ``majority-agent``: per source, the agent most often at fault in the evaluated records' gold (LongRCA's
   per-source majority-role baseline; it reads the gold labels, so it is a prior, not a method); its
   first step; the source's most frequent gold mode.
+- ``role-prior``: LongRCA's role prior: per source, the most frequent *role* of the gold agent (the role the
+  record gives the agent, else its name, as in Who&When where agents are named by role); predicted as the
+  first agent of this record with that role, at its first step; no mode. Where agent names differ from run
+  to run but roles do not (failforge's teams: ``worker``), it is the stronger of the two priors.
 """
 
 from __future__ import annotations
@@ -58,3 +62,19 @@ class MajorityAgent:
         else:
             out.problems.append(f"the majority agent {agent!r} wrote no step here")
         return out
+
+
+@methods.register("role-prior", description="LongRCA's role prior: the source's most frequent gold role, its first agent and step")
+class RolePrior:
+    kind = "baseline"
+
+    def predict(self, ctx: MethodContext) -> Outcome:
+        assert ctx.dataset is not None
+        record = ctx.record
+        role = ctx.dataset.majority_role.get(record.source)
+        writers = [record.steps[i].agent for i in record.candidate_steps() if record.steps[i].kind == "agent"]
+        agent = next((a for a in dict.fromkeys(writers) if (record.roles.get(a) or a) == role), None)
+        if agent is None:
+            return Outcome(problems=[f"no agent of the prior role {role!r} wrote a step here"])
+        steps = agent_steps(record, agent)
+        return Outcome(agent=agent, step=steps[0], step_text=str(steps[0])) if steps else Outcome(agent=agent)

@@ -45,21 +45,26 @@ class DatasetFacts:
 
     majority_agent: dict[str, str]
     majority_mode: dict[str, str | None]
+    #: Per source, the most frequent role of the gold agent (its role as the record names it, else its name).
+    majority_role: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: list[LabelledFailure]) -> DatasetFacts:
         agents: dict[str, Counter[str]] = {}
+        roles: dict[str, Counter[str]] = {}
         modes: dict[str, Counter[str]] = {}
         for r in records:
             if r.gold.agent:
                 agents.setdefault(r.source, Counter())[r.gold.agent] += 1
+                roles.setdefault(r.source, Counter())[r.roles.get(r.gold.agent) or r.gold.agent] += 1
             modes.setdefault(r.source, Counter())
             if r.gold.mode:
                 modes[r.source][r.gold.mode] += 1
         def pick(c: Counter[str]) -> str:
             return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
-        return cls({s: pick(c) for s, c in agents.items() if c}, {s: (pick(c) if c else None) for s, c in modes.items()})
+        return cls({s: pick(c) for s, c in agents.items() if c}, {s: (pick(c) if c else None) for s, c in modes.items()},
+                   {s: pick(c) for s, c in roles.items() if c})
 
 
 @dataclass

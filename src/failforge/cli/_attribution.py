@@ -70,6 +70,19 @@ def import_(
         raise typer.Exit(1)
 
 
+def _subset_members(manifest_path: Path, records: list[Any]) -> list[Any]:
+    """The members of a fixed subset, after checking that these records reproduce its manifest."""
+    from failforge.attribution._subset import check_subset, load_manifest
+
+    if not manifest_path.exists():
+        raise ConfigError(f"{manifest_path}: no such subset manifest (make one with `failforge subset`)")
+    if manifest_path.is_dir():
+        manifest_path = manifest_path / "manifest.json"
+    members = check_subset(load_manifest(manifest_path), records, where=str(manifest_path))
+    out.print(f"subset {manifest_path}: {len(members)} of {len(records)} records (manifest checked)")
+    return members
+
+
 def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], source: Optional[str]) -> list[Any]:
     if source:
         records = [r for r in records if r.source == source or r.source.startswith(source + "/") or r.source.endswith("/" + source)]
@@ -90,7 +103,7 @@ def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], so
 @app.command()
 def attribute(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
-    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, incremental, leave-one-out")] = "all-at-once",
+    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, incremental, leave-one-out")] = "all-at-once",
     output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
     menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
@@ -109,6 +122,7 @@ def attribute(
     n_ctx: Annotated[int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")] = 8192,
     timeout: Annotated[float, typer.Option(help="seconds one judge call may take (a CPU-bound local model is slow on long logs)")] = 600.0,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")] = False,
+    subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")] = None,
 ) -> None:
     """Run an attribution method over labelled failures; every judge call is recorded for replay."""
     from failforge.attribution._methods import methods
@@ -117,7 +131,8 @@ def attribute(
 
     kind = methods.get(method).kind
     skipped: list[str] = []
-    records = _pick(_records(records_path, skipped), limit, ids, source)
+    every = _records(records_path, skipped)
+    records = _pick(_subset_members(subset, every) if subset is not None else every, limit, ids, source)
     endpoint = _endpoint(base_url, model, api_key_env)
     config = AttributeConfig(
         method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
@@ -216,6 +231,7 @@ def score(
     compare_with: Annotated[Optional[Path], typer.Option("--compare", help="second predictions file: paired bootstrap of the difference")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
+    subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: score its members only (refused if the records do not reproduce it)")] = None,
 ) -> None:
     """Score predictions against gold: Agent, Step exact/±k, MAE, signed error, mode/family macro-F1, Joint."""
     from failforge.attribution._metrics import compare
@@ -223,6 +239,8 @@ def score(
 
     skipped: list[str] = []
     records = _records(records_path, skipped)
+    if subset is not None:
+        records = _subset_members(subset, records)
     predictions = _predictions(predictions_path, skipped)
     report: dict[str, Any] = score_report(records, predictions, k=k)
     counts = report["counts"]
@@ -301,4 +319,81 @@ def export(
                       + ", ".join(f"'{field}' {n}" for field, n in reasons.most_common()) + "); each is named below")
         for problem in skipped:
             console.print(f"[yellow]skipped[/] {problem}")
+        raise typer.Exit(1)
+
+
+@app.command("subset")
+def subset_(
+    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL or a run folder)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="folder for manifest.json, records.jsonl and ids.txt")] = Path("subset"),
+    per_source: Annotated[int, typer.Option("--per-source", help="records drawn per source (all of a source that has fewer)")] = 40,
+    seed: Annotated[int, typer.Option(help="seed of the draw (kept in the manifest; a subset is never rerolled)")] = 0,
+) -> None:
+    """Draw a fixed, source-stratified subset from the record ids alone (never labels or predictions), with a hashed manifest."""
+    from failforge.attribution import write_records
+    from failforge.attribution._subset import make_manifest
+
+    skipped: list[str] = []
+    records = _records(records_path, skipped)
+    if skipped:
+        raise ConfigError(f"{records_path}: {len(skipped)} record(s) could not be read; a subset's dataset hash must cover the whole file, fix or remove them first")
+    manifest = make_manifest(records, per_source, seed)
+    if (output / "manifest.json").exists():
+        raise ConfigError(f"{output / 'manifest.json'} exists; a fixed subset is not redrawn over itself (give another --output)")
+    output.mkdir(parents=True, exist_ok=True)
+    by_id = {r.id: r for r in records}
+    write_records(output / "records.jsonl", [by_id[m.id] for m in manifest.members])
+    (output / "ids.txt").write_text("".join(f"{m.id}\n" for m in manifest.members), encoding="utf-8")
+    (output / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    table = Table(title=f"subset: {per_source} per source, seed {seed}")
+    for col in ("source", "population", "drawn"):
+        table.add_column(col, justify="left" if col == "source" else "right")
+    for name, stratum in manifest.strata.items():
+        table.add_row(name, str(stratum.population), str(stratum.drawn))
+    out.print(table)
+    out.print(f"manifest: {output / 'manifest.json'} (dataset sha256 {manifest.dataset_sha256[:12]})\nrecords:  {output / 'records.jsonl'}")
+
+
+@app.command("subset-fidelity")
+def fidelity_(
+    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="the full set of labelled failures")],
+    predictions_paths: Annotated[list[Path], typer.Argument(metavar="PREDICTIONS...", help="full-set predictions, one file or run folder per method")],
+    subset: Annotated[Path, typer.Option("--subset", help="the subset manifest (from `failforge subset`)")],
+    k: Annotated[int, typer.Option("--k", help="tolerance of Step ±k")] = 5,
+    aggregate: Annotated[str, typer.Option(help="macro (each source weighs the same, LongRCA's Macro-5) or micro")] = "macro",
+    report_json: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
+) -> None:
+    """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking holds."""
+    from failforge.attribution._subset import FIDELITY_METRICS, fidelity, load_manifest
+
+    if aggregate not in ("macro", "micro"):
+        raise ConfigError(f"--aggregate must be macro or micro, got {aggregate!r}")
+    skipped: list[str] = []
+    records = _records(records_path, skipped)
+    manifest_path = subset / "manifest.json" if subset.is_dir() else subset
+    if not manifest_path.exists():
+        raise ConfigError(f"{manifest_path}: no such subset manifest (make one with `failforge subset`)")
+    by_method: dict[str, list[Any]] = {}
+    for path in predictions_paths:
+        preds = _predictions(path, skipped)
+        names = sorted({p.method for p in preds})
+        name = names[0] if len(names) == 1 else str(path)
+        if name in by_method:
+            name = f"{name} ({path})"
+        by_method[name] = preds
+    report = fidelity(records, load_manifest(manifest_path), by_method, k=k, aggregate=aggregate)
+    table = Table(title=f"fidelity: subset {report['subset_size']} of {report['full_size']} ({aggregate} over sources, points)")
+    table.add_column("method")
+    for m in FIDELITY_METRICS:
+        table.add_column(f"{m} full / subset / |dev|", justify="right")
+    for row in report["methods"]:  # type: ignore[attr-defined]
+        table.add_row(row["method"], *(f"{row['full'][m]} / {row['subset'][m]} / {row['deviation_pp'][m]}" for m in FIDELITY_METRICS))
+    out.print(table)
+    out.print(f"deviation: mean {report['mean_deviation_pp']} pp, max {report['max_deviation_pp']} pp over methods x metrics; "
+              f"Kendall tau of the Step-exact ranking {report['kendall_tau_step_exact']}")
+    if report_json:
+        report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        out.print(f"report: {report_json}")
+    if skipped:
+        console.print(f"[yellow]{len(skipped)} line(s) skipped[/] (each named above): the scores are over what could be read")
         raise typer.Exit(1)
