@@ -23,7 +23,7 @@ MethodKind = Literal["judge", "baseline", "likelihood"]
 methods: Registry[Any] = Registry(
     "attribution method",
     group="failforge.attribution_methods",
-    builtin_modules=("failforge.attribution._protocols", "failforge.attribution._baselines", "failforge.attribution._likelihood"),
+    builtin_modules=("failforge.attribution._protocols", "failforge.attribution._baselines", "failforge.attribution._likelihood", "failforge.attribution._rcta"),
 )
 
 

@@ -103,7 +103,7 @@ def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], so
 @app.command()
 def attribute(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
-    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, incremental, leave-one-out")] = "all-at-once",
+    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, incremental, leave-one-out")] = "all-at-once",
     output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
     menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
