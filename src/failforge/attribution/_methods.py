@@ -91,4 +91,5 @@ def method_key(name: str, kind: MethodKind, prompt: PromptConfig) -> str:
     """The method with the prompt variants that change what it asks: all-at-once/answer/menu."""
     if kind != "judge":
         return name
-    return f"{name}/{'answer' if prompt.with_answer else 'no-answer'}/{'menu' if prompt.menu else 'free-text'}"
+    menu = ("paraphrased-menu" if prompt.paraphrased_menu else "menu") if prompt.menu else "free-text"
+    return f"{name}/{'answer' if prompt.with_answer else 'no-answer'}/{menu}"

@@ -14,6 +14,10 @@ lets a llama.cpp server reuse its cached prefix).
 
 from __future__ import annotations
 
+from functools import cache
+from importlib import resources
+
+import yaml
 from pydantic import BaseModel, Field
 
 from failforge.attribution._record import FailureStep, LabelledFailure
@@ -25,6 +29,8 @@ Messages = list[dict[str, str]]
 class PromptConfig(BaseModel):
     with_answer: bool = True
     menu: bool = True
+    #: With ``menu``: the taxonomy's own names and definitions, or the same codes reworded (the label-menu ablation).
+    paraphrased_menu: bool = False
     max_step_chars: int = Field(default=600, ge=40)
     min_step_chars: int = Field(default=60, ge=10)
     budget_chars: int = Field(default=9000, ge=200, description="characters of trajectory text in one prompt")
@@ -59,14 +65,25 @@ def _answer_line(record: LabelledFailure, config: PromptConfig) -> str:
     return ""
 
 
-def mode_menu() -> str:
+@cache
+def _paraphrases() -> dict[str, str]:
+    text = resources.files("failforge").joinpath("data/prompts/mode_menu_paraphrased.yaml").read_text(encoding="utf-8")
+    loaded: dict[str, str] = yaml.safe_load(text)
+    return loaded
+
+
+def mode_menu(config: PromptConfig | None = None) -> str:
+    """The 18 codes with the taxonomy's names and definitions, or (``paraphrased_menu``) reworded: same codes,
+    no names or families, every definition in other words (``data/prompts/mode_menu_paraphrased.yaml``)."""
+    if config is not None and config.paraphrased_menu:
+        return "\n".join(f"- {m.code}: {_paraphrases()[m.code]}" for m in MODES)
     return "\n".join(f"- {m.code}: {m.name} ({m.family.value}). {m.definition}" for m in MODES)
 
 
 def _mode_instruction(config: PromptConfig) -> tuple[str, str]:
     """(what to ask, which answer line) for the error mode."""
     if config.menu:
-        return ("the error mode, one code from this list:\n" + mode_menu() + "\n", "Error Mode: (one code from the list)")
+        return ("the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Error Mode: (one code from the list)")
     return ("a short description of what kind of error it is, in your own words.\n", "Error Description: (your description)")
 
 

@@ -102,7 +102,7 @@ def _answer_line(record: LabelledFailure, config: PromptConfig) -> str:
 
 def _mode_parts(config: PromptConfig) -> tuple[str, str]:
     if config.menu:
-        return "and the error mode, one code from this list:\n" + mode_menu() + "\n", "Mode: (one code from the list)"
+        return "and the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Mode: (one code from the list)"
     return "and a short description of the kind of error, in your own words.", "Mode: (your description)"
 
 

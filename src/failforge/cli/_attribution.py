@@ -107,6 +107,7 @@ def attribute(
     output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
     menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
+    paraphrased_menu: Annotated[bool, typer.Option("--paraphrased-menu", help="with --menu: the same 18 codes, every definition reworded (label-menu ablation)")] = False,
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (default: the embedded local model)")] = None,
     model: Annotated[Optional[str], typer.Option(help="judge model name (with --base-url)")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the judge's API key")] = "OPENAI_API_KEY",
@@ -130,13 +131,15 @@ def attribute(
     from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
 
     kind = methods.get(method).kind
+    if paraphrased_menu and not menu:
+        raise ConfigError("--paraphrased-menu rewords the menu; it cannot be combined with --free-text (no menu)")
     skipped: list[str] = []
     every = _records(records_path, skipped)
     records = _pick(_subset_members(subset, every) if subset is not None else every, limit, ids, source)
     endpoint = _endpoint(base_url, model, api_key_env)
     config = AttributeConfig(
         method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
-        prompt=PromptConfig(with_answer=answer, menu=menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
+        prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
         likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
     )
     if recording is not None and not (recording / "calls.jsonl").exists():

@@ -105,6 +105,19 @@ def test_baselines(records):
 
 def test_every_documented_method_is_registered():
     assert set(methods.names()) == {"all-at-once", "step-by-step", "binary-search", "hybrid", "random", "first-agent-step", "last-step",
-                                    "majority-agent", "incremental", "leave-one-out"}
-    assert {methods.get(n).kind for n in ("all-at-once", "step-by-step", "binary-search", "hybrid")} == {"judge"}
+                                    "majority-agent", "role-prior", "rcta", "incremental", "leave-one-out"}
+    assert {methods.get(n).kind for n in ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta")} == {"judge"}
     assert {methods.get(n).kind for n in ("incremental", "leave-one-out")} == {"likelihood"}
+
+
+def test_paraphrased_menu_keeps_the_codes_and_drops_the_taxonomy_wording(records):
+    from failforge.attribution._methods import method_key
+
+    record = records[0]
+    plain = all_at_once(record, PromptConfig(menu=True))[1]["content"]
+    para = all_at_once(record, PromptConfig(menu=True, paraphrased_menu=True))[1]["content"]
+    assert all(f"- {m.code}:" in para for m in MODES)
+    assert not any(m.name in para or m.definition in para for m in MODES) and all(m.definition in plain for m in MODES)
+    assert parse_all_at_once("Agent Name: X\nStep Number: 3\nError Mode: A.2\nReason for Mistake: r", menu=True).mode == "A.2"
+    keys = {method_key("all-at-once", "judge", PromptConfig(menu=m, paraphrased_menu=p)) for m, p in ((True, False), (True, True), (False, False))}
+    assert keys == {"all-at-once/answer/menu", "all-at-once/answer/paraphrased-menu", "all-at-once/answer/free-text"}
