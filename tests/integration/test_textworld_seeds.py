@@ -11,16 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests._required import require
 
 from failforge.environments import environment
 from failforge.environments.conformance import check_environment
 from failforge.environments.textworld_env import TextWorldDrift, default_cache_dir, game_path
+from failforge.injection._planner import step_context
 from failforge.replay import replay
 from failforge.runlog import Plan, RunLog
 from failforge.seeds import env_spec, oracle_seed
 from failforge.taxonomy import applicable_modes
-from failforge.injection._planner import step_context
-from tests._required import require
 
 require("textworld")
 
