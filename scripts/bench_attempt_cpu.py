@@ -5,7 +5,8 @@ An attempt is the campaign's unit of work (``run_attempt``): the guide's call, t
 replayed up to the branch step, the injected step, the live continuation, the benchmark's evaluator
 and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
 every millisecond measured is failforge's, the environment's, or the model client's. Per
-environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox) it prints
+environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld with
+``--envs textworld``) it prints
 medians in milliseconds of:
 
 - ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
@@ -43,7 +44,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
+ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld")
+#: Measured when --envs is not given; textworld only on request (``--envs textworld``), so a ``--before``
+#: revision that predates it still records every default seed.
+DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
 METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
 
 
@@ -167,6 +171,8 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
             row = {name: statistics.median(values) for name, values in attempt_samples.items()}
             row["per replayed step"] = statistics.median(prefix) / steps
             row["attempts/min"] = 60000 / row["attempt"]
+            for name in METRICS:  # a stage the attempt never reached (rejected before the filters) is not a number
+                row.setdefault(name, float("nan"))
             results[env] = row
         models.close()
     return results
@@ -187,6 +193,7 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         "miniwob": ("miniwob", "click-button", {"cache_dir": str(directory / "miniwob-cache")}),
         "humaneval-docker": ("humaneval", "HumanEval/0", {"backend": "docker"}),
         "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}),
+        "textworld": ("textworld", "simple-dense/1", {}),
     }
     for env in envs:
         name, task, options = plans[env]
@@ -242,7 +249,7 @@ def _load() -> str:
 def arguments() -> argparse.ArgumentParser:
     """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=ENVIRONMENTS)
+    parser.add_argument("--envs", nargs="+", default=list(DEFAULT_ENVS), choices=ENVIRONMENTS)
     parser.add_argument("--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round")
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
     parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
