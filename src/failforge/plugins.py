@@ -193,7 +193,8 @@ def _first_line(obj: object) -> str:
 environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
-    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval"),
+    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval",
+                     "failforge.environments.scienceworld_env"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
