@@ -87,8 +87,9 @@ _idle: list[Any] = []
 _start_lock = threading.Lock()
 
 
-def start_world(jar: str | None = None) -> Any:
-    """A fresh ScienceWorldEnv on its own JVM; a jar that will not start is a one-line ConfigError."""
+def start_world(jar: str | None = None, jvm_options: tuple[str, ...] = JVM_OPTIONS) -> Any:
+    """A fresh ScienceWorldEnv on its own JVM; a jar that will not start is a one-line ConfigError.
+    ``jvm_options`` other than :data:`JVM_OPTIONS` only to show what they prevent (the tests)."""
     try:
         from scienceworld import ScienceWorldEnv
     except ImportError as exc:
@@ -103,7 +104,7 @@ def start_world(jar: str | None = None) -> Any:
     try:
         with _start_lock:  # the wrapper takes no JVM options: its launch_gateway is given ours while it starts
             original = wrapper.launch_gateway
-            wrapper.launch_gateway = functools.partial(original, javaopts=list(JVM_OPTIONS))
+            wrapper.launch_gateway = functools.partial(original, javaopts=list(jvm_options))
             try:
                 return ScienceWorldEnv("", serverPath=path, envStepLimit=STEP_LIMIT)
             finally:
