@@ -146,8 +146,12 @@ class WorldTask:
     simplifications: str = ""
 
 
-def load(world: Any, task: WorldTask) -> None:
-    """The reset: rebuild the world from the task's script (gold path generated, as for every episode)."""
+def load(world: Any, task: WorldTask) -> str:
+    """The reset: rebuild the world from the task's script (gold path generated, as for every episode),
+    then "look around" as the wrapper's own ``reset()`` does; returns that first look.
+
+    The look matters: right after ``load`` the world has not scored its goals yet and reports score 100
+    and completed (measured on every task); its first step, even a free one like this, computes them."""
     maximum = int(world.get_max_variations(task.name))
     if not 0 <= task.variation < maximum:
         raise ConfigError(f"ScienceWorld task {task.name!r} has variations 0..{maximum - 1}, not {task.variation}")
@@ -155,6 +159,7 @@ def load(world: Any, task: WorldTask) -> None:
         world.load(task.name, task.variation, task.simplifications, generateGoldPath=True)
     except ValueError as exc:  # the wrapper's own checks of the task name and simplifications
         raise ConfigError(f"ScienceWorld: {str(exc).splitlines()[0][:300]}") from exc
+    return step(world, "look around")
 
 
 def world_state(world: Any) -> dict[str, Any]:
@@ -255,9 +260,8 @@ class ScienceWorldEpisode:
         self.task = task
         self.world: Any = acquire_world()
         try:
-            load(self.world, task)
+            self._first_look = load(self.world, task)
             self._description = str(self.world.server.freeActionTaskDesc())
-            self._first_look = str(self.world.server.freeActionLook())
         except BaseException:
             release_world(self.world)
             raise
