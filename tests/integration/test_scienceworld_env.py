@@ -16,7 +16,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from tests._required import require
 
 require("scienceworld")
