@@ -5,7 +5,8 @@ An attempt is the campaign's unit of work (``run_attempt``): the guide's call, t
 replayed up to the branch step, the injected step, the live continuation, the benchmark's evaluator
 and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
 every millisecond measured is failforge's, the environment's, or the model client's. Per
-environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox) it prints
+environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; ScienceWorld with
+``--envs scienceworld``) it prints
 medians in milliseconds of:
 
 - ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
@@ -44,6 +45,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
 ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
+#: Measured only when asked for (``--envs scienceworld``): it needs the JVM, and a ``--before`` tree may not have it.
+OPTIONAL_ENVIRONMENTS = ("scienceworld",)
 METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
 
 
@@ -187,6 +190,7 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         "miniwob": ("miniwob", "click-button", {"cache_dir": str(directory / "miniwob-cache")}),
         "humaneval-docker": ("humaneval", "HumanEval/0", {"backend": "docker"}),
         "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}),
+        "scienceworld": ("scienceworld", "freeze/0", {}),
     }
     for env in envs:
         name, task, options = plans[env]
@@ -242,7 +246,7 @@ def _load() -> str:
 def arguments() -> argparse.ArgumentParser:
     """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=ENVIRONMENTS)
+    parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=ENVIRONMENTS + OPTIONAL_ENVIRONMENTS)
     parser.add_argument("--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round")
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
     parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
