@@ -170,6 +170,8 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
             row = {name: statistics.median(values) for name, values in attempt_samples.items()}
             row["per replayed step"] = statistics.median(prefix) / steps
             row["attempts/min"] = 60000 / row["attempt"]
+            for metric in METRICS:  # an attempt rejected before the filters (ScienceWorld: the zero-latency model does not solve its continuation) times none
+                row.setdefault(metric, float("nan"))
             results[env] = row
         models.close()
     return results
