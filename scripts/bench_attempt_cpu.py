@@ -5,8 +5,8 @@ An attempt is the campaign's unit of work (``run_attempt``): the guide's call, t
 replayed up to the branch step, the injected step, the live continuation, the benchmark's evaluator
 and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
 every millisecond measured is failforge's, the environment's, or the model client's. Per
-environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld with
-``--envs textworld``) it prints
+environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld and
+ScienceWorld with ``--envs textworld scienceworld``) it prints
 medians in milliseconds of:
 
 - ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld")
-#: Measured when --envs is not given; textworld only on request (``--envs textworld``), so a ``--before``
-#: revision that predates it still records every default seed.
+ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld")
+#: Measured when --envs is not given; textworld and scienceworld only on request (``--envs textworld``), so a
+#: ``--before`` revision that predates them still records every default seed (and no JVM is needed by default).
 DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
 METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
 
@@ -194,6 +194,7 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         "humaneval-docker": ("humaneval", "HumanEval/0", {"backend": "docker"}),
         "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}),
         "textworld": ("textworld", "simple-dense/1", {}),
+        "scienceworld": ("scienceworld", "freeze/0", {}),
     }
     for env in envs:
         name, task, options = plans[env]

@@ -79,6 +79,15 @@ def external_venv(name: str, *modules: str) -> str | None:
     return None if done.returncode == 0 else f"{python} cannot import {', '.join(modules)}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
 
 
+def _java() -> str | None:
+    """ScienceWorld's jar runs on a JVM: ``java -version`` must work."""
+    try:
+        done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"java -version failed: {exc}"
+    return None if done.returncode == 0 else f"java -version exited {done.returncode}"
+
+
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
@@ -96,6 +105,7 @@ CHECKS = {
     "mcp": (lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"), "pip install -e ."),
     "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),
     "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
+    "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
 }
 

@@ -194,7 +194,7 @@ environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
     builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval",
-                     "failforge.environments.textworld_env"),
+                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
