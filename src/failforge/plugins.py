@@ -194,7 +194,7 @@ environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
     builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval",
-                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env"),
+                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
@@ -204,6 +204,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.tool_calling",
         "failforge.harnesses.agentdojo_pipeline",
         "failforge.harnesses.orchestrator_workers",
+        "failforge.harnesses.conversation",
         "failforge.harnesses.plan_execute_verify",
         "failforge.harnesses.smolagents_team",
         "failforge.harnesses.openai_agents_team",

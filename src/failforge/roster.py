@@ -46,6 +46,7 @@ ROLES: dict[str, str] = {
     "worker": "carries out delegated subtasks with its own tools and reports back",
     "executor": "carries out a plan with the tools",
     "verifier": "checks a result against the task and accepts it or sends it back",
+    "user": "the simulated user of a conversation: told a scenario, talks to the agent, may act on its own side",
 }
 #: Roles whose messages to other agents delegate or assign work (where C.1 can happen).
 COORDINATING_ROLES = frozenset({"orchestrator", "supervisor", "manager", "planner", "selector"})
