@@ -193,7 +193,7 @@ def _first_line(obj: object) -> str:
 environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
-    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval"),
+    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval", "failforge.environments.bfcl"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
@@ -209,6 +209,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
         "failforge.harnesses.external",
+        "failforge.harnesses.multi_turn",
     ),
     base="failforge.harnesses._base:Harness",
 )
