@@ -14,13 +14,14 @@ from tests._required import require
 
 require("bfcl")
 
+from tests.integration.framework_adapters import NOTES, campaign, concrete, slipped  # noqa: E402
+
 from failforge.environments.bfcl import entry_of, oracle_script  # noqa: E402
 from failforge.environments.conformance import assert_conformant  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.replay import replay  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
-from tests.integration.framework_adapters import NOTES, campaign, concrete, slipped  # noqa: E402
 
 TASK = "multi_turn_base_100"  # TradingBot: get_stock_info, then fund_account(amount=2203.4) in turn 2
 

@@ -4,7 +4,6 @@ call strings safe for BFCL's checker, the checker's module globals cleaned, held
 from __future__ import annotations
 
 import pytest
-
 from tests._required import require
 
 require("bfcl")
