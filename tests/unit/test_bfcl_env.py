@@ -105,3 +105,15 @@ def test_miss_func_offers_the_held_out_function_only_from_its_turn():
     episode.turn = 3
     assert "sort" in {d["name"] for d in episode.offered_docs()}
     assert episode.task_record().metadata["turns"][3].startswith("I have updated some more functions")
+
+
+def test_arguments_are_copied_so_the_recorded_call_never_changes_later():
+    entry, _ = entry_of("multi_turn_base_147")
+    sims = Simulators(entry)
+    sims.call("authenticate_twitter", {"username": "analyst_pro", "password": "Kj8#mP9$vL2"})
+    args = {"content": "hi", "tags": [], "mentions": ["@a"]}
+    sims.call("post_tweet", args)
+    tweet_id = max(sims.instances["TwitterAPI"].tweets)
+    sims.call("mention", {"tweet_id": tweet_id, "mentioned_usernames": ["@b"]})
+    assert sims.instances["TwitterAPI"].tweets[tweet_id]["mentions"] == ["@a", "@b"]  # the simulator did mutate its own list
+    assert args["mentions"] == ["@a"]

@@ -211,8 +211,8 @@ class Simulators:
         method = self.methods.get(name)
         if method is None:
             return ToolResult(content=f"Error during execution: name '{name}' is not defined", error=f"no function {name!r} in this task")
-        try:
-            return ToolResult(content=bfcl_result(method(**arguments)))
+        try:  # a copy: a simulator keeps argument lists in its state and mutates them later (TwitterAPI.mention)
+            return ToolResult(content=bfcl_result(method(**copy.deepcopy(arguments))))
         except Exception as exc:  # the simulator rejecting a call is the agent's observation, not our crash
             return ToolResult(content=f"Error during execution: {exc}", error=f"{type(exc).__name__}: {exc}")
 
