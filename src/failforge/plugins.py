@@ -194,7 +194,8 @@ environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
     builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval",
-                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2"),
+                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2",
+                     "failforge.environments.bfcl"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
@@ -211,6 +212,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
         "failforge.harnesses.external",
+        "failforge.harnesses.multi_turn",
     ),
     base="failforge.harnesses._base:Harness",
 )
