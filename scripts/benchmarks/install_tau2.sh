@@ -14,7 +14,7 @@ PYTHON="${PYTHON:-python3}"
     "deepdiff" "docstring-parser" "pyyaml" "rich" "pydantic>=2"
 "$PYTHON" -m pip install -q --no-deps "litellm==1.110.2" "fastuuid==0.14.0" "importlib_metadata==8.9.0" \
     "zipp==4.1.2" "h2==4.4.1" "hpack==4.2.0" "hyperframe==6.1.0"
-"$PYTHON" - <<'PY'
+LITELLM_LOCAL_MODEL_COST_MAP=True "$PYTHON" - <<'PY'
 import tau2.registry  # noqa: F401  (fails loudly if a dependency is missing)
 from tau2.registry import registry
 print("tau2 ok:", ", ".join(d for d in registry.get_domains() if d in ("airline", "retail", "telecom")))
