@@ -70,15 +70,22 @@ def import_(
         raise typer.Exit(1)
 
 
-def _subset_members(manifest_path: Path, records: list[Any]) -> list[Any]:
-    """The members of a fixed subset, after checking that these records reproduce its manifest."""
-    from failforge.attribution._subset import check_subset, load_manifest
+def _manifest(path: Path) -> tuple[Path, Any]:
+    """A subset manifest given as its file or its folder (from `failforge subset`), loaded."""
+    from failforge.attribution._subset import load_manifest
 
+    manifest_path = path / "manifest.json" if path.is_dir() else path
     if not manifest_path.exists():
         raise ConfigError(f"{manifest_path}: no such subset manifest (make one with `failforge subset`)")
-    if manifest_path.is_dir():
-        manifest_path = manifest_path / "manifest.json"
-    members = check_subset(load_manifest(manifest_path), records, where=str(manifest_path))
+    return manifest_path, load_manifest(manifest_path)
+
+
+def _subset_members(manifest_path: Path, records: list[Any]) -> list[Any]:
+    """The members of a fixed subset, after checking that these records reproduce its manifest."""
+    from failforge.attribution._subset import check_subset
+
+    manifest_path, manifest = _manifest(manifest_path)
+    members = check_subset(manifest, records, where=str(manifest_path))
     out.print(f"subset {manifest_path}: {len(members)} of {len(records)} records (manifest checked)")
     return members
 
@@ -270,6 +277,11 @@ def score(
             if isinstance(r, dict):
                 table.add_row(name, str(r["observed"]), f"[{r['low']}, {r['high']}]", str(r["p_value"]))
         out.print(table)
+    _finish(report, report_json, skipped)
+
+
+def _finish(report: Any, report_json: Optional[Path], skipped: list[str]) -> None:
+    """Write the report as JSON when asked; exit 1 when lines were skipped (the scores are over what could be read)."""
     if report_json:
         report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         out.print(f"report: {report_json}")
@@ -367,15 +379,13 @@ def fidelity_(
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
 ) -> None:
     """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking holds."""
-    from failforge.attribution._subset import FIDELITY_METRICS, fidelity, load_manifest
+    from failforge.attribution._subset import FIDELITY_METRICS, fidelity
 
     if aggregate not in ("macro", "micro"):
         raise ConfigError(f"--aggregate must be macro or micro, got {aggregate!r}")
     skipped: list[str] = []
     records = _records(records_path, skipped)
-    manifest_path = subset / "manifest.json" if subset.is_dir() else subset
-    if not manifest_path.exists():
-        raise ConfigError(f"{manifest_path}: no such subset manifest (make one with `failforge subset`)")
+    _, manifest = _manifest(subset)
     by_method: dict[str, list[Any]] = {}
     for path in predictions_paths:
         preds = _predictions(path, skipped)
@@ -384,7 +394,7 @@ def fidelity_(
         if name in by_method:
             name = f"{name} ({path})"
         by_method[name] = preds
-    report = fidelity(records, load_manifest(manifest_path), by_method, k=k, aggregate=aggregate)
+    report = fidelity(records, manifest, by_method, k=k, aggregate=aggregate)
     table = Table(title=f"fidelity: subset {report['subset_size']} of {report['full_size']} ({aggregate} over sources, points)")
     table.add_column("method")
     for m in FIDELITY_METRICS:
@@ -394,9 +404,4 @@ def fidelity_(
     out.print(table)
     out.print(f"deviation: mean {report['mean_deviation_pp']} pp, max {report['max_deviation_pp']} pp over methods x metrics; "
               f"Kendall tau of the Step-exact ranking {report['kendall_tau_step_exact']}")
-    if report_json:
-        report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        out.print(f"report: {report_json}")
-    if skipped:
-        console.print(f"[yellow]{len(skipped)} line(s) skipped[/] (each named above): the scores are over what could be read")
-        raise typer.Exit(1)
+    _finish(report, report_json, skipped)
