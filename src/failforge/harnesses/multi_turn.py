@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from failforge.environments._base import Toolbox
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
+from failforge.harnesses.tool_calling import call_until_answer
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, single_agent_roster
 
@@ -68,26 +69,6 @@ class MultiTurnAgent(Harness):
 
     def _turn(self, client: openai.OpenAI, model: str, messages: list[dict[str, Any]], toolbox: Toolbox) -> str | None:
         cfg = self.config
-        extra: dict[str, Any] = {}
-        if cfg.max_tokens is not None:
-            extra["max_tokens"] = cfg.max_tokens
-        if cfg.seed is not None:
-            extra["seed"] = cfg.seed
-        for _ in range(cfg.max_model_calls_per_turn):
-            completion = client.chat.completions.create(
-                model=model, messages=messages, tools=toolbox.schemas(), temperature=cfg.temperature, **extra  # type: ignore[arg-type]
-            )
-            message = completion.choices[0].message
-            calls = [c for c in (message.tool_calls or []) if c.type == "function"]
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
-            if calls:
-                entry["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls
-                ]
-            messages.append(entry)
-            if not calls:
-                return message.content or ""
-            for call in calls:
-                result = toolbox.call(call.function.name, call.function.arguments or "", call.id)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return None
+        answered, content = call_until_answer(client, model, messages, toolbox, max_model_calls=cfg.max_model_calls_per_turn,
+                                              temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed, reread_tools=True)
+        return (content or "") if answered else None
