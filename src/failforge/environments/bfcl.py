@@ -32,13 +32,15 @@ import keyword
 import random
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from failforge.environments._base import Environment, Fingerprint, ToolResult, fingerprint_of, observe_tool_call, parse_tool_arguments
-from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift
+from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift, SeedFormatError
+from failforge.jsonl import read_jsonl
 from failforge.plugins import environments
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task
@@ -82,16 +84,21 @@ def _category(category: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[
         raise ConfigError(f"unknown BFCL multi-turn category {category!r}; expected one of {', '.join(CATEGORIES)} or all")
     root = data_dir()
     entries: dict[str, dict[str, Any]] = {}
-    for line in (root / f"BFCL_v4_multi_turn_{category}.json").read_text().splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            entries[entry["id"]] = entry
+    for entry in _rows(root / f"BFCL_v4_multi_turn_{category}.json"):
+        entries[entry["id"]] = entry
     answers: dict[str, list[list[str]]] = {}
-    for line in (root / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json").read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            answers[row["id"]] = row["ground_truth"]
+    for row in _rows(root / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json"):
+        answers[row["id"]] = row["ground_truth"]
     return entries, answers
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of one of bfcl-eval's JSONL data files, through failforge's one reader; a bad line in the
+    package's own data is an install problem, raised (naming the file and line) rather than skipped."""
+    for item in read_jsonl(path):
+        if isinstance(item, SeedFormatError):
+            raise item
+        yield item[1]
 
 
 def category_of(task_id: str) -> str:
@@ -139,7 +146,7 @@ def _func_docs(class_name: str) -> tuple[dict[str, Any], ...]:
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 
     path = data_dir() / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
-    return tuple(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return tuple(_rows(path))
 
 
 def tool_schema(doc: dict[str, Any]) -> dict[str, Any]:
