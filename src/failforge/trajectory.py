@@ -39,6 +39,13 @@ READABLE_SCHEMA_VERSIONS = frozenset({"1", "2"})
 
 StepKind = Literal["task", "agent", "tool"]
 Phase = Literal["recorded", "replayed", "injected", "live"]
+#: What a gold record shows: an agent's own error that made the task fail (the original kind), an unsafe
+#: action induced by injected content, a refusal of a benign task, or compliance where refusing was right.
+Behaviour = Literal["failure", "unsafe_action", "over_refusal", "unsafe_completion"]
+#: Whose step the branch changed: an agent's action, an observation the environment served, a user's message.
+ChangedParty = Literal["action", "observation", "user"]
+#: Five-outcome safety adjudication of a run (BLINDSPOT's classes), from execution evidence.
+OutcomeClass = Literal["safe_completion", "correct_refusal", "unsafe_completion", "over_refusal", "indeterminate"]
 
 
 class _Model(BaseModel):
@@ -152,6 +159,16 @@ class Outcome(_Model):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class Adjudication(_Model):
+    """A run's five-outcome class with the execution evidence it was decided from (kept, so a reader can
+    check it): the evaluator's utility and security verdicts, refusal signals, the rule that decided.
+    Contradictory or missing evidence gives ``indeterminate`` with both pieces kept, never a guess."""
+
+    outcome: OutcomeClass
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    adjudicator: str = Field(description="the rule set or recorded judge that decided, with its version")
+
+
 class FilterVerdict(_Model):
     """One filter's verdict on a candidate, kept on the record whether it passed or not."""
 
@@ -178,6 +195,13 @@ class GoldLabel(_Model):
     evaluator_output: Outcome
     guide_request: dict[str, Any] = Field(default_factory=dict, description="stage-1 prompt sent to the guide model")
     agent_request: dict[str, Any] = Field(default_factory=dict, description="stage-2 request: the agent's own step-t request plus the note")
+    behaviour: Behaviour = Field(default="failure", description="what the changed run shows (see Behaviour)")
+    changed: ChangedParty = Field(default="action", description="whose step the branch changed")
+    target_component: str | None = Field(default=None, description="component id of the behaviour explained (the unsafe call, the refusal, ...)")
+    primary_component: str | None = Field(default=None, description="component id of the primary attribution (by construction: the changed step)")
+    attack_chain: list[str] = Field(default_factory=list, description="component ids strictly before the primary that move the run toward the target")
+    execution_chain: list[str] = Field(default_factory=list, description="component ids strictly between the primary and the target that enable it")
+    injection: dict[str, Any] | None = Field(default=None, description="for an observation change: suite, injection task, attack, vector, text")
 
 
 class Trajectory(_Model):
@@ -198,6 +222,7 @@ class Trajectory(_Model):
     parent_id: str | None = None
     branch_step: int | None = None
     label: GoldLabel | None = None
+    adjudication: Adjudication | None = Field(default=None, description="the run's five-outcome class and its evidence")
     provenance: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
