@@ -3,15 +3,23 @@
 ``evaluate_simulation`` asks ``registry.get_env_constructor(domain)`` for a constructor and builds two
 environments (predicted and gold), each re-reading the domain DB from disk (airline: 7 MB, ~1 s each).
 For the duration of the call the evaluator module's ``registry`` is a view of tau2's registry whose
-``get_env_constructor`` returns the shared-template constructor of :mod:`._package`; each build also
-restarts telecom's seeded id stream, so the evaluator's replay of the run mints the ids the run saw.
-Everything else (which checks run, how rewards combine) is tau2's code, unchanged.
+``get_env_constructor`` returns a constructor of :class:`_LazyEnvironment`: it keeps the ``set_state``
+and ``make_tool_call`` it is given and builds the real environment (on a copy-on-access DB,
+:mod:`._cow`, restarting telecom's seeded id stream so the replay mints the ids the run saw) only when
+something needs it. The two DB hashes are memoised by exactly what determined them (domain, mode,
+initial state, message history, tool calls): the gold environment is the same for every attempt of a
+task, so after the first evaluation it costs a dictionary lookup. Everything else (which checks run,
+how rewards combine) is tau2's code, unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from failforge.environments.tau2 import _package as pkg
@@ -21,6 +29,88 @@ if TYPE_CHECKING:
     from failforge.environments.tau2 import Tau2Episode
 
 _lock = threading.Lock()
+
+
+#: Hashes of environments already built, by what built them (bounded: one entry per distinct run history).
+_HASHES: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
+_HASHES_MAX = 512
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    raise TypeError(f"cannot key {type(value).__name__}")
+
+
+class _LazyEnvironment:
+    """A tau2 environment that is built only when needed, with DB hashes memoised (see the module).
+
+    ``make_tool_call`` is deferred and answers None: tau2's evaluator discards what the gold
+    environment's calls return, and an exception one raises is caught when the environment is built, as
+    tau2's evaluator catches it (it logs and goes on)."""
+
+    def __init__(self, key: str, build: Callable[[], Any]) -> None:
+        self._key = key
+        self._build = build
+        self._state: dict[str, Any] | None = None
+        self._calls: list[dict[str, Any]] = []
+        self._real: Any = None
+
+    def set_state(self, **kwargs: Any) -> None:
+        if self._real is not None:
+            self._real.set_state(**kwargs)
+        else:
+            self._state = kwargs
+
+    def make_tool_call(self, tool_name: str, requestor: str = "assistant", **arguments: Any) -> Any:
+        if self._real is not None:
+            return self._real.make_tool_call(tool_name=tool_name, requestor=requestor, **arguments)
+        self._calls.append({"tool_name": tool_name, "requestor": requestor, **arguments})
+        return None
+
+    def _memo_key(self) -> str:
+        text = json.dumps([self._key, self._state, self._calls], sort_keys=True, default=_plain)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _materialise(self) -> Any:
+        if self._real is None:
+            real = self._build()
+            if self._state is not None:
+                real.set_state(**self._state)
+            for call in self._calls:
+                try:
+                    real.make_tool_call(**call)
+                except Exception:  # tau2's evaluator logs a failing gold action and goes on
+                    pass
+            self._real = real
+        return self._real
+
+    def _hashes(self) -> tuple[str | None, str | None]:
+        key = self._memo_key()
+        with _lock_hashes:
+            found = _HASHES.get(key)
+            if found is not None:
+                _HASHES.move_to_end(key)
+                return found
+        real = self._materialise()
+        found = (real.get_db_hash(), real.get_user_db_hash())
+        with _lock_hashes:
+            _HASHES[key] = found
+            while len(_HASHES) > _HASHES_MAX:
+                _HASHES.popitem(last=False)
+        return found
+
+    def get_db_hash(self) -> str | None:
+        return self._hashes()[0]
+
+    def get_user_db_hash(self) -> str | None:
+        return self._hashes()[1]
+
+    def __getattr__(self, name: str) -> Any:  # anything else (env assertions, ...) needs the real one
+        return getattr(self._materialise(), name)
+
+
+_lock_hashes = threading.Lock()
 
 
 class _Registry:
@@ -42,8 +132,11 @@ def evaluate(episode: Tau2Episode, messages: list[Any], stopped: bool) -> Outcom
     build_inner = pkg.constructor(episode.domain)
 
     def build(solo_mode: bool = False) -> Any:
-        episode._reset()
-        return build_inner(solo_mode=solo_mode)
+        def real() -> Any:
+            episode._reset()
+            return build_inner(solo_mode=solo_mode)
+
+        return _LazyEnvironment(f"{episode.domain}/{episode.split}/ids-{episode.id_seed}/{solo_mode}", real)
 
     sim = SimulationRun(id=f"failforge-{episode.task_id}", task_id=episode.task_id, timestamp="0", start_time="0", end_time="0", duration=0.0,
                         termination_reason=TerminationReason.USER_STOP if stopped else TerminationReason.MAX_STEPS, messages=messages)

@@ -106,20 +106,23 @@ def _load(cls: Any, path: Any) -> Any:
 
 
 def constructor(domain: str) -> Callable[..., Any]:
-    """``environment_constructor(solo_mode=False)`` as tau2's registry gives it, built on deep copies of the parsed DB."""
+    """``environment_constructor(solo_mode=False)`` as tau2's registry gives it, built on copy-on-access copies
+    of the parsed DB (:mod:`._cow`: a record is deep-copied when a tool first reaches it)."""
+    from failforge.environments.tau2._cow import cow_copy
+
     check_domain(domain)
     db, user_db = _templates(domain)
     if domain == "airline":
         from tau2.domains.airline.environment import get_environment as airline_env
 
-        return lambda solo_mode=False: airline_env(db=db.model_copy(deep=True), solo_mode=solo_mode)
+        return lambda solo_mode=False: airline_env(db=cow_copy(db), solo_mode=solo_mode)
     if domain == "retail":
         from tau2.domains.retail.environment import get_environment as retail_env
 
-        return lambda solo_mode=False: retail_env(db=db.model_copy(deep=True), solo_mode=solo_mode)
+        return lambda solo_mode=False: retail_env(db=cow_copy(db), solo_mode=solo_mode)
     from tau2.domains.telecom.environment import get_environment as telecom_env
 
-    return lambda solo_mode=False: telecom_env(db=db.model_copy(deep=True), user_db=user_db.model_copy(deep=True), solo_mode=solo_mode)
+    return lambda solo_mode=False: telecom_env(db=cow_copy(db), user_db=cow_copy(user_db), solo_mode=solo_mode)
 
 
 # -- deterministic ids ---------------------------------------------------------------------------
