@@ -1,10 +1,11 @@
-"""A campaign on a tau2 conversation seed: gold whose decisive step is the agent's, confirmed failed by tau2's
-own evaluator. (Gold at the simulated user's steps is not kept yet with this seed: see docs/environments/tau2.md.)
+"""A campaign on a tau2 conversation seed: gold whose decisive step is the agent's, and gold whose decisive
+step is the simulated customer's, each confirmed failed by tau2's own evaluator.
 
-The model is a loopback policy, a pure function of (agent, request): the agent replays the task's assistant
-ground truth counted from its own history, the customer opens, confirms, and stops after the agent's final
-message. The mode is A.5 (premature termination): under the note, the agent gives its final message before
-its writes are done, or the customer ends the conversation (``###STOP###``) before the agent has acted.
+The model is a loopback policy, a pure function of (agent, request), playing what the oracle plays: the agent
+replays the task's assistant ground truth counted from its own history and asks the customer to confirm each
+write before making it; the customer opens, confirms, and stops after the agent's final message. The mode is
+A.5 (premature termination): under the note, the agent gives its final message before its writes are done,
+or the customer ends the conversation (``###STOP###``) at a confirmation, before the write it was asked about.
 Environment, boundaries, replay, evaluator and filters are real.
 """
 
@@ -20,7 +21,7 @@ require("tau2")
 from tests.integration.framework_adapters import campaign, concrete, judge  # noqa: E402
 
 from failforge.environments.tau2 import _package as pkg  # noqa: E402
-from failforge.environments.tau2._oracle import STOP, final_message, opening  # noqa: E402
+from failforge.environments.tau2._oracle import CONFIRM, STOP, confirmation_request, final_message, opening  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
@@ -33,6 +34,7 @@ class Tau2Policy:
     def __init__(self) -> None:
         self.task = pkg.task(DOMAIN, "base", TASK)
         self.actions = [a for a in self.task.evaluation_criteria.actions if a.requestor == "assistant"]
+        self.writes = pkg.write_tools(DOMAIN)
 
     def respond(self, agent: str, messages: list[dict[str, Any]], early: bool) -> tuple[str | None, list[dict[str, Any]] | None]:
         mine = [m for m in messages if m.get("role") == "assistant"]
@@ -40,11 +42,14 @@ class Tau2Policy:
             if not [m for m in mine if m.get("content") and "help you" not in str(m.get("content"))] and not early:
                 return opening(self.task), None
             last = str(messages[-1].get("content") or "")
-            return (STOP, None) if early or "Everything is done" in last else ("Yes, that is right. Please go ahead.", None)
+            return (STOP, None) if early or "Everything is done" in last else (CONFIRM, None)
         done = sum(1 for m in mine if m.get("tool_calls"))
         if early or done >= len(self.actions):
             return final_message(self.task), None
         action = self.actions[done]
+        asked = bool(mine) and mine[-1].get("content") == confirmation_request(action)
+        if action.name in self.writes and not (asked and messages[-1].get("content") == CONFIRM):
+            return confirmation_request(action), None
         return None, [{"id": f"call_agent_{done}", "type": "function", "function": {"name": action.name, "arguments": json.dumps(dict(action.arguments))}}]
 
     def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
@@ -60,13 +65,24 @@ class Tau2Policy:
         return self.respond(agent, messages[:-1] if early else messages, early)
 
 
-def test_gold_at_agent_steps_confirmed_by_tau2(tmp_path):
+def test_gold_at_agent_and_customer_steps_confirmed_by_tau2(tmp_path):
     seed = oracle_seed("tau2", TASK, {"domain": DOMAIN})
     assert seed.outcome.success
+    confirmations = [s.index for s in seed.steps if s.agent == "customer" and s.content == CONFIRM]
+    assert confirmations, "the oracle's customer confirms the agent's write mid-conversation"
     with LoopbackModelServer(agent_policy=Tau2Policy()) as server:
         summary, gold = campaign(tmp_path, [seed], server, steps=20, modes=("A.5",))
     assert gold, summary
-    assert "agent" in {g.label.original_step.agent for g in gold}, [(g.label.decisive_step, g.label.original_step.agent) for g in gold]
+    by_party = {g.label.decisive_step: g.label.original_step.agent for g in gold}
+    assert "agent" in by_party.values(), by_party
+    at_customer = [g for g in gold if g.label.original_step.agent == "customer"]
+    assert set(confirmations) & {g.label.decisive_step for g in at_customer}, by_party  # mid-conversation user gold
+    for record in at_customer:  # the customer ended the call (at its opening or a confirmation), before the write
+        step = record.label.decisive_step
+        assert record.label.decisive_agent == "customer" and record.steps[step].content == STOP, by_party
+        assert step in confirmations or step == 1, by_party
+        assert not any(c.name in pkg.write_tools(DOMAIN) for s in record.steps[step:] for c in s.tool_calls)
+        assert [s.comparable() for s in record.steps[:step]] == [s.comparable() for s in seed.steps[:step]]
     for record in gold:
         assert record.outcome.success is False and record.outcome.evaluator == "tau2.evaluate_simulation"
         assert record.outcome.details["reward_breakdown"].get("DB") == 0.0

@@ -48,7 +48,9 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         tools_available=bool(request.get("tools")),
         has_image=has_image,
         n_agents=len(seed.agents),
-        is_final=step.is_final(),
+        # Final = the author's last word. A message mid-conversation (to the user, to another agent) after
+        # which its author speaks again is a turn's end, not its final answer: stopping there (A.5) is early.
+        is_final=step.is_final() and not any(s.kind == "agent" and s.agent == step.agent for s in seed.steps[step.index + 1:]),
         prior_agent_steps=prior,
         **team_context(seed, step),
     )

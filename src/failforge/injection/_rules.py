@@ -234,9 +234,18 @@ def _a4(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
 
 def _a5(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
     original = seed.steps[t]
-    if not original.tool_calls:
-        return "a_t is already the final answer, so answering now is not early"
     remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls]
+    if not original.tool_calls:
+        # A message mid-conversation (its author speaks again later): ending the conversation here is early
+        # when the run still had calls to make, by anyone (a customer who hangs up before the agent's write).
+        speaks_again = any(s.kind == "agent" and s.agent == original.agent for s in seed.steps[t + 1:])
+        if not speaks_again:
+            return "a_t is already the final answer, so answering now is not early"
+        if not remaining:
+            return "the run made no tool call from step t on, so ending the conversation here leaves nothing undone"
+        note = ("End the conversation now with your closing message, as if everything needed were already done; "
+                "do not ask for or wait for anything more.")
+        return note, {"ends_conversation": True, "remaining_calls": remaining}
     tool = original.tool_calls[0].name
     note = f"Give the user your final answer now from what you already know, without calling {tool} or any other tool."
     return note, {"skipped_tool": tool, "remaining_calls": remaining}

@@ -242,13 +242,13 @@ class Tau2Environment(Environment):
         from failforge.environments.tau2._oracle import conversation_oracle
 
         cfg = spec.config
-        return conversation_oracle(pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"]))
+        return conversation_oracle(pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"]), pkg.write_tools(cfg["domain"]))
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
         cfg = spec.config
         task = pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"])
         actions = len((task.evaluation_criteria.actions or []) if task.evaluation_criteria else [])
-        return ComponentSpec(name="failforge.conversation", config={"max_turns": max(30, 2 * actions + 10), "max_calls_per_turn": max(10, actions + 4)})
+        return ComponentSpec(name="failforge.conversation", config={"max_turns": max(30, 4 * actions + 10), "max_calls_per_turn": max(10, actions + 4)})
 
     def seed_name(self, spec: ComponentSpec) -> str:
         cfg = spec.config

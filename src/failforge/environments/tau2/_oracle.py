@@ -1,12 +1,18 @@
 """The oracle conversation: both parties played deterministically from a task's ground truth, no model.
 
-The agent replays the task's ground-truth actions whose requestor is ``assistant``, in order; when the
-next action is the user's (telecom's device actions) it asks the user to perform it; when none is left
-it sends one final message carrying every ``communicate_info`` string. The scripted customer opens with
-the scenario's reason for calling and what it knows, performs the user-side actions it is asked for (as
-its own tool calls), confirms anything else ("yes, please go ahead"), and ends with tau2's ``###STOP###``
-once the agent's final message has arrived. One cursor over the actions is shared by the two scripts:
-the harness alternates them, so the cursor says whose turn the next action is.
+The agent replays the task's ground-truth actions whose requestor is ``assistant``, in order. Before
+each write (a tool tau2 types ``ToolType.WRITE``) it asks the customer to confirm it, naming the call and
+its arguments, as the domain policies require ("obtain explicit user confirmation (yes)"), and makes the
+call in its next turn. When the next action is the user's (telecom's device actions) it asks the user to
+perform it; when none is left it sends one final message carrying every ``communicate_info`` string.
+The scripted customer opens with the scenario's reason for calling and what it knows, performs the
+user-side actions it is asked for (as its own tool calls), confirms anything else ("yes, please go
+ahead"), and ends with tau2's ``###STOP###`` once the agent's final message has arrived.
+
+The confirmations are what give the customer decisive steps in the middle of a conversation: a
+customer who ends the call, or refuses, at a confirmation leaves a write undone, and tau2's DB check
+says so. One cursor over the actions is shared by the two scripts: the harness alternates them, so the
+cursor says whose turn the next action is.
 """
 
 from __future__ import annotations
@@ -18,6 +24,13 @@ from failforge.environments.tau2 import AGENT, CUSTOMER
 from failforge.llm import TeamOracle, oracle_tool_call
 
 STOP = "###STOP###"
+CONFIRM = "Yes, that is right. Please go ahead."
+ASK = "Before I go ahead: I will call {name} with {arguments}. Do you confirm (yes/no)?"
+
+
+def confirmation_request(action: Any) -> str:
+    """The agent's confirmation question for a write, naming the call and its arguments."""
+    return ASK.format(name=action.name, arguments=json.dumps(dict(action.arguments), sort_keys=True))
 
 
 def opening(task: Any) -> str:
@@ -35,11 +48,13 @@ def final_message(task: Any) -> str:
 
 
 class _Script:
-    def __init__(self, task: Any) -> None:
+    def __init__(self, task: Any, writes: frozenset[str]) -> None:
         criteria = task.evaluation_criteria
         self.actions = list((criteria.actions or []) if criteria else [])
         self.task = task
+        self.writes = writes
         self.cursor = 0
+        self.confirmed = -1  # the cursor position whose write the customer was asked to confirm
         self.final_sent = False
 
     def _pending(self, requestor: str) -> Any | None:
@@ -53,7 +68,11 @@ class _Script:
         return [oracle_tool_call(agent, ordinal, action.name, dict(action.arguments))]
 
     def agent(self, ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
-        if self._pending("assistant") is not None:
+        action = self._pending("assistant")
+        if action is not None:
+            if action.name in self.writes and self.confirmed != self.cursor:
+                self.confirmed = self.cursor
+                return confirmation_request(action), None
             return None, self._call(AGENT, ordinal)
         user_action = self._pending("user")
         if user_action is not None:
@@ -68,10 +87,11 @@ class _Script:
             return None, self._call(CUSTOMER, ordinal)
         if self.final_sent:
             return STOP, None
-        return "Yes, that is right. Please go ahead.", None
+        return CONFIRM, None
 
 
-def conversation_oracle(task: Any) -> TeamOracle:
-    """Agent and customer of one task, played from its ground truth (see the module docstring)."""
-    script = _Script(task)
+def conversation_oracle(task: Any, writes: frozenset[str] = frozenset()) -> TeamOracle:
+    """Agent and customer of one task, played from its ground truth (see the module docstring); ``writes``
+    are the tools the agent asks the customer to confirm first."""
+    script = _Script(task, writes)
     return TeamOracle({AGENT: script.agent, CUSTOMER: script.customer}, name=f"tau2.ground_truth:{task.id}")

@@ -105,6 +105,15 @@ def _load(cls: Any, path: Any) -> Any:
         raise ConfigError(f"tau2 database {path} cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from exc
 
 
+@functools.cache
+def write_tools(domain: str) -> frozenset[str]:
+    """The agent tools tau2 itself types as writes (``ToolType.WRITE``): what a policy says to confirm first."""
+    from tau2.environment.toolkit import ToolType, get_tool_types
+
+    env = constructor(domain)()
+    return frozenset(name for name, kind in get_tool_types(env.tools).items() if kind == ToolType.WRITE)
+
+
 def constructor(domain: str) -> Callable[..., Any]:
     """``environment_constructor(solo_mode=False)`` as tau2's registry gives it, built on copy-on-access copies
     of the parsed DB (:mod:`._cow`: a record is deep-copied when a tool first reaches it)."""
