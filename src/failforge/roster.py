@@ -127,11 +127,11 @@ def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | N
     """
     rules = profile.handoffs if profile else []
     if purpose and not tool_calls:
-        for rule in rules:
-            if rule.purpose == purpose:
-                if rule.to is not None:
-                    return rule.to
-                target = _json_path(content or "", rule.to_argument or "")
+        for labelled in rules:
+            if labelled.purpose == purpose:
+                if labelled.to is not None:
+                    return labelled.to
+                target = _json_path(content or "", labelled.to_argument or "")
                 return target if target else agent
     handoffs = {h.tool: h for h in rules if h.purpose is None}
     for call in tool_calls:
