@@ -211,6 +211,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.openai_agents_team",
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
+        "failforge.harnesses.magentic_one_team",
         "failforge.harnesses.external",
         "failforge.harnesses.multi_turn",
     ),

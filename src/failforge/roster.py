@@ -66,13 +66,19 @@ class Handoff(BaseModel):
 
     ``to`` names the agent, or ``to_argument`` names the call argument that does (a ``delegate``
     tool whose ``worker`` argument picks the worker).
+
+    With ``purpose`` instead of a tool, the rule is about the *text* of this agent's calls with that
+    purpose, for frameworks that delegate in a structured answer rather than a tool call: ``to`` names
+    the agent, or ``to_argument`` is a dotted path into the text's JSON object naming it (Magentic-One's
+    progress ledger, ``next_speaker.answer``); a final answer made by a labelled call goes ``to`` the user.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tool: str
+    tool: str = ""
     to: str | None = None
     to_argument: str | None = None
+    purpose: str | None = None
 
 
 class AgentProfile(BaseModel):
@@ -111,14 +117,23 @@ class _Call(Protocol):
     arguments: str
 
 
-def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call]) -> str:
+def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call], content: str | None = None) -> str:
     """Whom a model call's output is addressed to.
 
     A handoff tool call addresses its agent; any other tool call addresses the environment; plain text
     goes to ``reports_to``, except the output of a purpose-tagged call (a plan, a ledger, a speaker
-    choice), which the agent keeps for itself.
+    choice), which the agent keeps for itself unless a purpose handoff addresses it (a progress ledger
+    naming the next speaker, a labelled final answer to the user).
     """
-    handoffs = {h.tool: h for h in (profile.handoffs if profile else [])}
+    rules = profile.handoffs if profile else []
+    if purpose and not tool_calls:
+        for labelled in rules:
+            if labelled.purpose == purpose:
+                if labelled.to is not None:
+                    return labelled.to
+                target = _json_path(content or "", labelled.to_argument or "")
+                return target if target else agent
+    handoffs = {h.tool: h for h in rules if h.purpose is None}
     for call in tool_calls:
         rule = handoffs.get(call.name)
         if rule is None:
@@ -132,6 +147,18 @@ def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | N
     if purpose:
         return agent
     return profile.reports_to if profile else USER
+
+
+def _json_path(text: str, path: str) -> str | None:
+    """The string at dotted ``path`` in the JSON object ``text`` holds (fenced or not), or None."""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        value: Any = json.loads(text[start : end + 1]) if 0 <= start < end else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _argument(arguments: str, key: str) -> str | None:
@@ -207,7 +234,7 @@ class StepAddresser:
             recipient = self.lead
         elif step.kind == "agent":
             purpose = getattr(step.model_call, "purpose", None) if step.model_call is not None else None
-            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls)
+            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls, getattr(step, "content", None))
             for call in step.tool_calls:
                 self._callers[call.id] = step.agent
             if step.tool_calls:

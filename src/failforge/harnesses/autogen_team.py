@@ -47,6 +47,27 @@ def agent_of_handler(agent_type: str) -> AgentIdentity:
     return AgentIdentity(base, None, "resolver")
 
 
+def boundary_workbench(tools: list[BoundaryTool]) -> Any:
+    """An AutoGen workbench whose tools are a worker's environment tools, every call through failforge's
+    tool boundary (shared by the AutoGen adapters: SelectorGroupChat, Magentic-One)."""
+    from autogen_core.tools import StaticWorkbench, TextResultContent, ToolResult
+
+    by_name = {t.name: t for t in tools}
+
+    class BoundaryWorkbench(StaticWorkbench):
+        async def list_tools(self) -> list[Any]:
+            return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+
+        async def call_tool(self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None) -> Any:
+            tool = by_name.get(name)
+            if tool is None:  # AssistantAgent only calls listed tools; as StaticWorkbench answers otherwise
+                return ToolResult(name=name, result=[TextResultContent(content=f"Tool {name} not found.")], is_error=True)
+            text = await tool.acall(dict(arguments or {}), call_id)
+            return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=text.startswith("Error:"))
+
+    return BoundaryWorkbench(tools=[])
+
+
 class AutoGenPolicy(TeamPolicy):
     """The scripted team as this group chat spells it: the manager names the worker in its message, the
     selector picks the worker named (else the manager), workers call tools and report in text."""
@@ -111,23 +132,7 @@ class AutoGenTeam(FrameworkAdapter):
         return agent_of_handler(str(agent_id.type))
 
     def worker_tools(self, tools: list[BoundaryTool]) -> Any:
-        """A workbench whose tools are the worker's environment tools, every call through failforge's tool boundary."""
-        from autogen_core.tools import StaticWorkbench, TextResultContent, ToolResult
-
-        by_name = {t.name: t for t in tools}
-
-        class BoundaryWorkbench(StaticWorkbench):
-            async def list_tools(self) -> list[Any]:
-                return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-
-            async def call_tool(self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None) -> Any:
-                tool = by_name.get(name)
-                if tool is None:  # AssistantAgent only calls listed tools; as StaticWorkbench answers otherwise
-                    return ToolResult(name=name, result=[TextResultContent(content=f"Tool {name} not found.")], is_error=True)
-                text = await tool.acall(dict(arguments or {}), call_id)
-                return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=text.startswith("Error:"))
-
-        return BoundaryWorkbench(tools=[])
+        return boundary_workbench(tools)
 
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         return run_async(self._run_team(client, model, instruction, tools))
@@ -174,4 +179,4 @@ class AutoGenTeam(FrameworkAdapter):
         return None if not isinstance(text, str) else text.replace(DONE, "").strip()
 
 
-__all__ = ["NAME", "SELECTION", "SELECTOR", "AutoGenPolicy", "AutoGenTeam", "agent_of_handler"]
+__all__ = ["NAME", "SELECTION", "SELECTOR", "AutoGenPolicy", "AutoGenTeam", "agent_of_handler", "boundary_workbench"]
