@@ -155,7 +155,7 @@ def _macro(groups: dict[str, dict[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {}
     for key in (*(f"top{k}" for k in TOP_K), "mrr"):
         values = [float(g[key]) for g in groups.values() if g.get(key) is not None]  # type: ignore[arg-type]
-        out[key] = round(sum(values) / len(values), 4) if values else None
+        out[key] = round(sum(values) / len(values), 4 if key == "mrr" else 2) if values else None
     for chain in CHAINS:
         for key in ("f1", "exact", "order_f1"):
             values = [float(g[f"{chain}_chain"][key]) for g in groups.values() if g[f"{chain}_chain"][key] is not None]  # type: ignore[index]
