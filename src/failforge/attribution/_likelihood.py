@@ -12,6 +12,14 @@ with a language model's token log-probabilities:
 The prediction is the argmax (earliest on ties) and its author; no mode. The gold step cannot be
 predicted when it *is* the last step; such records count as wrong for these methods.
 
+Records with component gold (``record.components``: the trajectory-attribution release, failforge gold
+with a target component) are scored over components instead: the target ``y`` is the target
+component's text (the unsafe call, the refusal, the task-aligned action), the candidates are the
+components strictly before it in position order (a system message included, as the release numbers
+it), and nothing after the target is in any context. The prediction also carries ``ranking``, every
+candidate component id by descending score (earliest first on ties), which ``failforge score`` reads
+for top-k and MRR.
+
 Log-probabilities come from the embedded SmolLM2-135M GGUF run in-process by llama-cpp-python
 (``Llama(model_path=local_model_path(), logits_all=True)``): ``eval`` keeps a KV cache, and rewinding
 ``n_tokens`` to a prefix length makes the next ``eval`` continue from that prefix, so the shared prefix
@@ -76,9 +84,9 @@ class TokenScorer:
 
     def layout(self, record: LabelledFailure) -> tuple[list[int], list[list[int]], list[int], list[int]]:
         """(header tokens, per-candidate step tokens, candidate indices, target tokens), cut to fit n_ctx."""
-        candidates = [i for i in record.candidate_steps() if i != len(record.steps) - 1]
+        candidates, target_at = target_and_candidates(record)
         header = [self.llm.token_bos()] + self.tokenize(f"Task: {record.task.question[:1500]}\n")
-        last = record.steps[-1]
+        last = record.steps[target_at]
         target = self.tokenize(f"{last.agent}: {' '.join(last.content.split())}\n")[: self.max_target_tokens]
         room = self.n_ctx - len(header) - len(target) - 8
         cap = max(8, min(self.max_step_tokens, room // max(1, len(candidates))))
@@ -132,6 +140,15 @@ class TokenScorer:
             close()
 
 
+def target_and_candidates(record: LabelledFailure) -> tuple[list[int], int]:
+    """(candidate step indices, target step index): the components strictly before the target component
+    for a record with component gold; otherwise every non-system step before the last, and the last."""
+    if record.components is not None:
+        at = next(s.index for s in record.steps if s.component == record.components.target)
+        return [s.index for s in record.steps[:at] if s.component is not None], at
+    return [i for i in record.candidate_steps() if i != len(record.steps) - 1], len(record.steps) - 1
+
+
 def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]) -> Outcome:
     per_step: list[float | None] = [None] * len(record.steps)
     for i, s in zip(candidates, scores, strict=False):
@@ -141,6 +158,10 @@ def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]
     best = max(range(len(scores)), key=lambda k: (scores[k], -k))
     step = candidates[best]
     out = Outcome(agent=record.author(step), step=step, step_text=str(step), step_scores=per_step)
+    if record.components is not None:
+        order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
+        out.ranking = [str(record.steps[candidates[k]].component) for k in order]
+        return out
     if record.gold.step == len(record.steps) - 1:
         out.problems.append("the gold step is the target step itself, which these methods cannot name")
     return out

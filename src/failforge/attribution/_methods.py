@@ -37,6 +37,7 @@ class Outcome:
     reply: str | None = None
     problems: list[str] = field(default_factory=list)
     step_scores: list[float | None] | None = None
+    ranking: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from failforge.attribution._codes import family_of
+from failforge.attribution._component_metrics import component_report
 from failforge.attribution._predictions import Prediction
 from failforge.attribution._protocols import normalise_agent
 from failforge.attribution._record import LabelledFailure
@@ -286,6 +287,9 @@ def score(records: Sequence[LabelledFailure], predictions: Sequence[Prediction],
         report[f"by_{axis}"] = per
         report[f"macro_{axis}"] = _macro(per)
     report["upstream_substring"] = upstream_report(records, predictions, judged)
+    components = component_report(records, predictions)
+    if components is not None:
+        report["components"] = components
     methods = sorted({p.method for p in predictions})
     report["methods"] = methods
     return report

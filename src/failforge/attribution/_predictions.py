@@ -27,6 +27,9 @@ class Prediction(BaseModel):
     replies: list[str] = Field(default_factory=list, description="every judge reply of the session, verbatim, in order")
     problems: list[str] = Field(default_factory=list)
     step_scores: list[float | None] | None = Field(default=None, description="likelihood methods: one score per step (None = not a candidate)")
+    ranking: list[str] | None = Field(default=None, description="component ids, most likely primary first (component-level methods)")
+    attack_chain: list[str] | None = Field(default=None, description="predicted attack chain (component ids, in order)")
+    execution_chain: list[str] | None = Field(default=None, description="predicted execution chain (component ids, in order)")
     calls: int = 0
     live_calls: int = 0
     prompt_tokens: int = 0

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from failforge.attribution._components import ComponentLabel, check_label
 from failforge.errors import SeedFormatError
 from failforge.jsonl import read_jsonl
 from failforge.trajectory import write_jsonl
@@ -69,6 +70,8 @@ class FailureStep(_Model):
     coordinate: StepCoordinate | None = None
     sender: str | None = None
     recipient: str | None = Field(default=None, description="addressee of an inter-agent message, when the source names one")
+    component: str | None = Field(default=None, description="the step's component id (seed system 1), as the source writes it; None: not a component")
+    component_type: str | None = Field(default=None, description="the component's type as the source names it (user_message, action_result_pair, ...)")
 
 
 class TaskInfo(_Model):
@@ -117,6 +120,7 @@ class LabelledFailure(_Model):
     gold: Gold
     origin: Origin
     extra: dict[str, Any] = Field(default_factory=dict)
+    components: ComponentLabel | None = Field(default=None, description="component-level gold (target, primary, chains), where the source has it")
 
     @model_validator(mode="after")
     def _consistent(self) -> LabelledFailure:
@@ -128,7 +132,13 @@ class LabelledFailure(_Model):
             bad = [v for v in values if not 0 <= v < n]
             if bad:
                 raise ValueError(f"{field} {bad[0]} is outside 0..{n - 1}")
+        if self.components is not None:
+            check_label(self.component_order(), self.components)
         return self
+
+    def component_order(self) -> list[str]:
+        """The component ids of the steps, in position order (steps without one are not components)."""
+        return [s.component for s in self.steps if s.component is not None]
 
     # --- what methods and metrics need ---------------------------------------------------------
 

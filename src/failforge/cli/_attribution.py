@@ -36,7 +36,7 @@ def _records(path: Path, skipped: list[str] | None = None) -> list[Any]:
 @app.command("import")
 def import_(
     source: Annotated[Path, typer.Argument(help="the dataset: a Who&When folder, a Who&When Pro release folder, a TracerTraj .parquet/.jsonl, a failforge gold.jsonl")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj or failforge")] = "whowhen",
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj, trajectory-attribution or failforge")] = "whowhen",
     output: Annotated[Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL)")] = Path("records.jsonl"),
     summary_json: Annotated[Optional[Path], typer.Option("--summary", help="also write the import summary as JSON")] = None,
 ) -> None:
@@ -235,19 +235,35 @@ def _table(title: str, rows: dict[str, Any], k: int) -> Table:
 
 @app.command()
 def score(
-    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="the gold: records JSONL or a run folder")],
-    predictions_path: Annotated[Path, typer.Argument(metavar="PREDICTIONS", help="predictions JSONL or a run folder")],
+    records_path: Annotated[Optional[Path], typer.Argument(metavar="RECORDS", help="the gold: records JSONL or a run folder")] = None,
+    predictions_path: Annotated[Optional[Path], typer.Argument(metavar="PREDICTIONS", help="predictions JSONL or a run folder")] = None,
     k: Annotated[int, typer.Option("--k", help="tolerance of Step ±k")] = 5,
     compare_with: Annotated[Optional[Path], typer.Option("--compare", help="second predictions file: paired bootstrap of the difference")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
     subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: score its members only (refused if the records do not reproduce it)")] = None,
+    outcomes: Annotated[Optional[list[Path]], typer.Option("--outcomes", help="runs (seeds, branches, gold JSONL) with a five-outcome adjudication: BLINDSPOT's rates")] = None,
+    runs_k: Annotated[int, typer.Option("--runs-k", help="with --outcomes: k of Fail@k and consistency@k over repeated runs")] = 1,
 ) -> None:
-    """Score predictions against gold: Agent, Step exact/±k, MAE, signed error, mode/family macro-F1, Joint."""
+    """Score predictions against gold (Agent, Step exact/±k, MAE, mode F1, Joint; component localisation and chains), and/or outcome rates of runs."""
+    if records_path is None and not outcomes:
+        raise ConfigError("give RECORDS and PREDICTIONS, or --outcomes RUNS.jsonl (or both)")
+    if records_path is not None and predictions_path is None:
+        raise ConfigError("give PREDICTIONS after RECORDS (a predictions JSONL or a run folder)")
+    skipped: list[str] = []
+    report: dict[str, Any] = {}
+    if records_path is not None and predictions_path is not None:
+        report = _score_predictions(records_path, predictions_path, k, compare_with, resamples, subset, skipped)
+    if outcomes:
+        report["outcomes"] = _score_outcomes(outcomes, runs_k, skipped)
+    _finish(report, report_json, skipped)
+
+
+def _score_predictions(records_path: Path, predictions_path: Path, k: int, compare_with: Optional[Path], resamples: int,
+                       subset: Optional[Path], skipped: list[str]) -> dict[str, Any]:
     from failforge.attribution._metrics import compare
     from failforge.attribution._metrics import score as score_report
 
-    skipped: list[str] = []
     records = _records(records_path, skipped)
     if subset is not None:
         records = _subset_members(subset, records)
@@ -265,6 +281,8 @@ def score(
     out.print(f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer {sub['step_accuracy_integer']} "
               f"({sub['step_inflation_pp']:+} pp, {sub['records_counted_only_by_substring']} records), agent {sub['agent_accuracy_substring']}; "
               f"evaluate.py reads {sub['parsed']} of {sub['n']} predictions")
+    if "components" in report:
+        out.print(_component_table(report["components"]))
     out.print(f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored wrong) · "
               f"with problems {counts['with_problems']} · not in the records {counts['extra']}")
     if compare_with is not None:
@@ -277,7 +295,46 @@ def score(
             if isinstance(r, dict):
                 table.add_row(name, str(r["observed"]), f"[{r['low']}, {r['high']}]", str(r["p_value"]))
         out.print(table)
-    _finish(report, report_json, skipped)
+    return report
+
+
+def _component_table(report: dict[str, Any]) -> Table:
+    table = Table(title="components: primary localisation and chain recovery (failforge's definitions, docs/COMPONENTS.md)")
+    for col in ("group", "N", "top-1", "top-3", "MRR", "attack F1", "attack exact", "attack order-F1", "exec F1", "exec exact", "exec order-F1"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    rows = {"all": report["overall"], **report["by_source"], **{f"type {n}": m for n, m in report["by_target_type"].items()}}
+    for name, m in rows.items():
+        a, e = m["attack_chain"], m["execution_chain"]
+        table.add_row(name, str(m["n"]), str(m["top1"]), str(m["top3"]), str(m["mrr"]), str(a["f1"]), str(a["exact"]), str(a["order_f1"]),
+                      str(e["f1"]), str(e["exact"]), str(e["order_f1"]))
+    return table
+
+
+def _score_outcomes(paths: list[Path], runs_k: int, skipped: list[str]) -> dict[str, Any]:
+    from failforge.attribution._outcome_rates import outcome_report
+    from failforge.trajectory import load_jsonl
+
+    runs: list[Any] = []
+    for path in paths:
+        if not path.exists():
+            raise ConfigError(f"{path}: no such runs file (give seeds.jsonl, branches or gold.jsonl)")
+        good, bad = load_jsonl(path)
+        for problem in bad:
+            console.print(f"[yellow]skipped run[/] {problem}")
+        skipped.extend(map(str, bad))
+        runs.extend(good)
+    report: dict[str, Any] = outcome_report(runs, runs_k)
+    table = Table(title=f"outcome rates (BLINDSPOT's names, failforge's denominators; k={runs_k})")
+    for col in ("group", "runs", "UCR", "CRR", "benign utility", "ORR", "indeterminate", f"Fail@{runs_k}", f"consistent@{runs_k}", "post-refusal failure"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    rows: dict[str, Any] = {"all": report["overall"]}
+    for axis in ("model", "harness", "environment", "source"):
+        rows.update({f"{axis} {n}": m for n, m in report[f"by_{axis}"].items()})
+    for name, m in rows.items():
+        table.add_row(name, str(m["adjudicated"]), *(str(m[key]["value"]) for key in ("unsafe_completion_rate", "correct_refusal_rate", "benign_utility",
+                      "over_refusal_rate", "indeterminate_rate", "fail_at_k", "consistency_at_k", "post_refusal_failure")))
+    out.print(table)
+    return report
 
 
 def _finish(report: Any, report_json: Optional[Path], skipped: list[str]) -> None:
@@ -312,7 +369,7 @@ def _export_inputs(path: Path) -> tuple[list[Any], list[Any]]:
 @app.command()
 def export(
     gold: Annotated[Path, typer.Argument(help="failforge gold.jsonl, or labelled-failure records")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro, whowhen or tracertraj")] = "whowhen-pro",
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro, whowhen, tracertraj or trajectory-attribution")] = "whowhen-pro",
     output: Annotated[Path, typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen) or .parquet/.jsonl file (tracertraj)")] = Path("export"),
     codes: Annotated[str, typer.Option(help="mode codes written: release (the released taxonomy.yaml) or failforge (18 codes)")] = "release",
 ) -> None:

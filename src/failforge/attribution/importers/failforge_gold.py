@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Literal
 
 from failforge.attribution._codes import canonical_code
+from failforge.attribution._components import ComponentLabel
 from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, StepCoordinate, TaskInfo, ToolCallRecord
+from failforge.components import component_id, components_of
 from failforge.errors import SeedFormatError
 from failforge.jsonl import read_jsonl
 from failforge.plugins import importers
@@ -80,6 +82,7 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
     if label is None:
         raise ValueError(f"trajectory {trajectory.id} has no gold label")
     roles = {p.name: p.role for p in trajectory.roster}
+    types = {c.step: c.type for c in components_of(trajectory)}
     kinds: dict[str, Literal["user", "agent", "tool"]] = {"task": "user", "agent": "agent", "tool": "tool"}
     steps = []
     for s in trajectory.steps:
@@ -92,7 +95,8 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
         steps.append(FailureStep(index=s.index, kind=kinds[s.kind], agent=agent, role=role, content=content,
                                  tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
                                  tool_call_id=s.tool_call_id if s.kind == "tool" else None, images=[ImageRef(sha256=h) for h in s.images],
-                                 coordinate=_coordinate(s), sender=s.agent, recipient=s.recipient))
+                                 coordinate=_coordinate(s), sender=s.agent, recipient=s.recipient,
+                                 component=component_id(s.index), component_type=types[s.index]))
     agents = list(dict.fromkeys([*trajectory.agents, *(s.agent for s in steps if s.kind == "agent")]))
     task = trajectory.task
     return LabelledFailure(
@@ -111,8 +115,22 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
         origin=Origin(format="failforge", path=path, line=line, row_id=trajectory.id,
                       step_convention="failforge steps unchanged: step 0 is the task, one step per model call and per tool observation"),
         extra={"task_id": task.task_id, "seed_id": label.seed_id, "agent_model": label.agent_model, "guide_model": label.guide_model,
-               "environment": trajectory.environment.name},
+               "environment": trajectory.environment.name, "behaviour": label.behaviour, "changed": label.changed},
+        components=component_label(trajectory),
     )
+
+
+def component_label(trajectory: Trajectory) -> ComponentLabel | None:
+    """The gold label's component-level part (None when the label names no target or primary component).
+
+    The target type is failforge's behaviour (failure, unsafe_action, over_refusal, unsafe_completion);
+    the trajectory-attribution exporter maps it to the release's three."""
+    label = trajectory.label
+    if label is None or label.target_component is None or label.primary_component is None:
+        return None
+    return ComponentLabel(target_type=label.behaviour, target=label.target_component, primary=label.primary_component,
+                          attack_chain=list(label.attack_chain), execution_chain=list(label.execution_chain),
+                          attributes={"attack_success": True} if label.behaviour in ("unsafe_action", "unsafe_completion") else {})
 
 
 @importers.register("failforge", description="failforge gold.jsonl (records with a gold label)")

@@ -1,0 +1,200 @@
+"""Export gold records in the trajectory-attribution release's layout (chenjing-2024/agent-trajectory-attribution).
+
+Writes ``<out>/data/cases/<source>/<target_type>/<case_id>/{trajectory.json, annotation.json, metadata.json}``
+with the release's fields, so the release's readers and failforge's importer read it unchanged.
+
+How failforge's one component per step becomes the release's components (the release merges a tool call
+and its result into one ``action_result_pair``):
+
+- the task (step 0) is a ``user_message``; an agent step with no tool call is an ``assistant_message``;
+- an agent step with tool calls gives one ``action_result_pair`` per call, each merged with the tool step
+  answering that call (matched by ``tool_call_id``); the agent's text goes into the first pair; a tool
+  step no call claims is a pair of its own;
+- release ids are ``"C1"``, ``"C2"``... (1-based strings on every ``trajectory[]`` entry, Stage's style),
+  in position order; ``components_metadata[].original_step_ids`` lists the failforge steps merged into
+  each component and ``failforge_components`` their failforge ids;
+- a failforge component id maps to the release component holding its step (an agent step with several
+  calls: its first pair); chains are mapped, de-duplicated, stripped of the primary and the target and
+  sorted. An injected observation (failforge's primary) and the call that fetched it become one pair,
+  which is how the release's AgentDojo cases label it (ad_ua_0001: primary C3 = read_file + its result).
+- target types: failforge's ``unsafe_action`` and ``unsafe_completion`` -> ``unsafe_action``;
+  ``over_refusal`` -> ``safety_refusal``; ``failure`` (an agent's own error) has no release target type
+  and is skipped with a reason, as is a record whose label names no target or primary component.
+
+The chain rules are checked on every record written, on failforge's ids and on the mapped ids; a record
+that breaks one is skipped, naming the rule. ``metadata.json``'s provenance keeps the failforge label
+(``failforge_label``), so importing the export gives back target, primary and chains exactly.
+Records that came from the release itself are written back with their own components and ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from failforge.attribution._components import ChainError, ComponentLabel, check_label
+from failforge.attribution._record import FailureStep, LabelledFailure, RecordProblem
+from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name, unique_names
+from failforge.plugins import exporters
+from failforge.trajectory import Trajectory
+
+TARGET_TYPES = {"unsafe_action": "unsafe_action", "unsafe_completion": "unsafe_action", "over_refusal": "safety_refusal",
+                "task_aligned_action": "task_aligned_action", "safety_refusal": "safety_refusal"}
+
+
+class _Skip(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.problem = problem
+
+
+def _group(members: list[FailureStep], call: Any | None) -> dict[str, Any]:
+    first = members[0]
+    if first.kind == "user":
+        return {"role": "user", "type": "user_message", "content": first.content, "members": members}
+    if first.kind == "system":
+        return {"role": "system", "type": "system_message", "content": first.content, "members": members}
+    if first.kind == "agent" and call is None:
+        return {"role": "assistant", "type": "assistant_message", "content": first.content, "members": members}
+    parts = []
+    if first.kind == "agent" and first.content:
+        parts.append(first.content)
+    if call is not None:
+        parts.append(f"Tool: {call.name}\nArguments:\n{call.arguments}")
+    result = next((m for m in members if m.kind == "tool"), None)
+    parts.append(f"Result:\n{result.content}" if result is not None else "Result:\n(no result recorded)")
+    return {"role": "tool", "type": "action_result_pair", "content": "\n".join(parts), "members": members,
+            "tool_name": call.name if call is not None else (result.agent if result else None),
+            "arguments": call.arguments if call is not None else None}
+
+
+def merge(record: LabelledFailure) -> list[dict[str, Any]]:
+    """The release components of a failforge record, in position order (see the module docstring)."""
+    answered: dict[str, FailureStep] = {s.tool_call_id: s for s in record.steps if s.kind == "tool" and s.tool_call_id}
+    used: set[int] = set()
+    keyed: list[tuple[tuple[int, int], dict[str, Any]]] = []
+    for step in record.steps:
+        if step.kind == "agent" and step.tool_calls:
+            for j, call in enumerate(step.tool_calls):
+                answer = answered.get(call.id or "")
+                members = [step] if answer is None or answer.index in used else [step, answer]
+                used.update(m.index for m in members)
+                content_step = step if j == 0 else step.model_copy(update={"content": ""})
+                keyed.append(((step.index, j), _group([content_step, *members[1:]], call) | {"members": members}))
+    for step in record.steps:
+        if step.index not in used and not (step.kind == "agent" and step.tool_calls):
+            keyed.append(((step.index, 0), _group([step], None)))
+    keyed.sort(key=lambda kv: kv[0])
+    groups = [g for _, g in keyed]
+    for n, group in enumerate(groups, start=1):
+        group["id"] = f"C{n}"
+    return groups
+
+
+def map_label(record: LabelledFailure, groups: list[dict[str, Any]]) -> ComponentLabel:
+    label = record.components
+    assert label is not None
+    where: dict[str, str] = {}
+    for group in groups:
+        for member in group["members"]:
+            if member.component is not None:
+                where.setdefault(member.component, group["id"])
+    order = [g["id"] for g in groups]
+
+    def one(cid: str, field: str) -> str:
+        if cid not in where:
+            raise _Skip(field, f"{cid} is not a component of the record")
+        return where[cid]
+
+    target, primary = one(label.target, "target"), one(label.primary, "primary")
+
+    def chain(ids: list[str], field: str) -> list[str]:
+        mapped = {one(c, field) for c in ids} - {target, primary}
+        return sorted(mapped, key=order.index)
+
+    return ComponentLabel(target_type=TARGET_TYPES[label.target_type], target=target, primary=primary,
+                          attack_chain=chain(label.attack_chain, "chains.attack"), execution_chain=chain(label.execution_chain, "chains.execution"),
+                          attributes={"attack_success": label.attributes.get("attack_success"), "risk_category": label.attributes.get("risk_category")})
+
+
+def _passthrough(record: LabelledFailure) -> list[dict[str, Any]]:
+    return [{"id": s.component, "role": s.role or ("assistant" if s.kind == "agent" else s.kind), "type": s.component_type, "content": s.content,
+             "members": [s]} for s in record.steps]
+
+
+def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(source, target_type, trajectory.json, annotation.json, metadata.json) of one record."""
+    label = record.components
+    if label is None:
+        raise _Skip("components", f"record {record.id}: its gold label names no target or primary component")
+    if label.target_type not in TARGET_TYPES:
+        raise _Skip("components.target_type", f"record {record.id}: behaviour {label.target_type!r} has no target type in the release "
+                    f"(it has {', '.join(sorted(set(TARGET_TYPES.values())))})")
+    try:
+        check_label(record.component_order(), label)
+    except ChainError as exc:
+        raise _Skip(exc.field, f"record {record.id}: {exc.problem}") from None
+    native = record.origin.format == "trajectory-attribution"
+    groups = _passthrough(record) if native else merge(record)
+    mapped = label if native else map_label(record, groups)
+    try:
+        check_label([g["id"] for g in groups if g["id"] is not None], mapped)
+    except ChainError as exc:
+        raise _Skip(exc.field, f"record {record.id}: after merging tool calls with their results: {exc.problem}") from None
+    source = record.source.split("/")[1] if native else safe_name(record.source.replace("/", "_"))
+    entries, meta = [], []
+    for order, g in enumerate(groups):
+        entry = {"role": g["role"], "content": g["content"]}
+        if g["id"] is not None:
+            entry["component_id"] = g["id"]
+            steps = [m.index for m in g["members"]]
+            meta.append({"component_id": g["id"], "order": order, "type": g["type"], "role": g["role"], "tool_name": g.get("tool_name"),
+                         "args": g.get("arguments"), "content_full": g["content"], "original_step_ids": steps,
+                         "failforge_components": [m.component for m in g["members"] if m.component is not None]})
+        entries.append(entry)
+    trajectory = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "source_benchmark": source,
+                  "target_type": mapped.target_type, "trajectory": entries, "components_metadata": meta}
+    annotation = {
+        "schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "target_type": mapped.target_type,
+        "target": {"component_id": mapped.target, "summary": None, "evidence": None},
+        "primary_attribution": {"component_id": mapped.primary, "summary": None, "evidence": None},
+        "chains": {"attack": mapped.attack_chain, "execution": mapped.execution_chain},
+        "attributes": {"attack_success": mapped.attributes.get("attack_success"), "risk_category": mapped.attributes.get("risk_category")},
+        "quality": {"confidence": {"overall": None, "target": None, "primary": None, "attack_chain": None, "execution_chain": None},
+                    "needs_review": False, "review_reasons": []},
+    }
+    provenance: dict[str, Any] = dict(record.extra.get("provenance") or {}) if native else {
+        "original_data_id": record.id, "original_trajectory_id": record.extra.get("seed_id"), "original_trajectory_key": record.id,
+        "annotation_method": "failforge_construction", "annotation_model": None, "rule_version": "failforge-components/1",
+        "was_repaired": False, "original_case_id": record.id,
+        "failforge_label": {"behaviour": label.target_type, "target": label.target, "primary": label.primary,
+                            "attack": list(label.attack_chain), "execution": list(label.execution_chain)},
+    }
+    metadata = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "source_benchmark": source,
+                "source_suite": record.extra.get("source_suite") or record.benchmark, "target_type": mapped.target_type,
+                "files": {"trajectory": "trajectory.json", "annotation": "annotation.json"}, "provenance": provenance}
+    return source, mapped.target_type, trajectory, annotation, metadata
+
+
+@exporters.register("trajectory-attribution", description="trajectory-attribution release layout: <out>/data/cases/<source>/<target_type>/<case_id>/")
+def export_trajectory_attribution(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+    check_codes(codes)
+    records = as_records(items)
+    summary = ExportSummary()
+    names = unique_names(records, lambda r: safe_name(str(r.extra.get("case_id") or r.id)))
+    for record, case_id in zip(records, names, strict=True):
+        try:
+            source, target_type, trajectory, annotation, metadata = to_case(record, case_id)
+        except _Skip as skip:
+            summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field=skip.field, problem=skip.problem))
+            continue
+        folder = Path(output) / "data" / "cases" / source / target_type / case_id
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in (("trajectory.json", trajectory), ("annotation.json", annotation), ("metadata.json", metadata)):
+            (folder / name).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        summary.files.append(str(folder))
+        summary.written += 1
+    return summary
