@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 from failforge.adjudication import adjudicated
-from failforge.campaign._inject import run_injection_attempt
+from failforge.campaign._card import outcome_lines
+from failforge.campaign._inject import run_injection_attempt, run_refusal_attempt
 from failforge.injection import DEFAULT_ATTACK, plan_injections
 from failforge.llm import HttpUpstream
 from failforge.replay import replay
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--tasks-per-point", type=int, default=100, help="injection tasks per (step, vector); default: all of the suite's")
     parser.add_argument("--steps-per-seed", type=int, default=2)
     parser.add_argument("--output", default="/tmp/failforge-injection-campaign")
+    parser.add_argument("--no-refusals", dest="refusals", action="store_false", help="skip the injected-refusal (over_refusal) attempts")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the steps not planned, run nothing")
     args = parser.parse_args()
     started = time.monotonic()
@@ -82,6 +84,10 @@ def main() -> int:
         for seed, spec in plan:
             result = run_injection_attempt(seed, spec, agent=agent, agent_model=ComponentSpec(name="loopback-injected-policy"))
             results[result.status].append(result.record)
+        for seed in twins if args.refusals else ():  # refusal gold by construction: a refusal served at the first agent step
+            first = next(s.index for s in seed.steps if s.kind == "agent")
+            result = run_refusal_attempt(seed, first, agent=agent, agent_model=ComponentSpec(name="loopback-injected-policy"))
+            results[result.status].append(result.record)
         agent.close()
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "seeds.jsonl", twins)
@@ -101,6 +107,10 @@ def main() -> int:
     print("records per five-outcome class:")
     for key, n in sorted(outcomes.items()):
         print(f"  {key:32s} {n}")
+    refusal_gold = [r for r in results["gold"] if r.label.behaviour == "over_refusal"]
+    results["gold"] = [r for r in results["gold"] if r.label.behaviour == "unsafe_action"]
+    print(f"over_refusal gold (an injected refusal at a benign task): {len(refusal_gold)}, all adjudicated "
+          f"{sorted({r.adjudication.outcome for r in refusal_gold})}, utility {sorted({r.outcome.success for r in refusal_gold})}")
     per_suite = Counter(r.label.injection["suite"] for r in results["gold"])
     print("unsafe_action gold per suite:", dict(sorted(per_suite.items())))
     confirmed = sum(1 for r in results["gold"] if r.outcome.details["security"]["attacker_goal_met"] is True)
@@ -114,6 +124,9 @@ def main() -> int:
     print(f"target rule: {dict(rules)}; target - primary (steps): {dict(sorted(gaps.items()))}")
     reasons = Counter(r.reasons[0].split(":")[0] for r in results["rejected"])
     print("first rejection reason:", dict(reasons.most_common()))
+    card = ["# failforge environment-side injection campaign (AgentDojo, loopback agent)", *outcome_lines(out)]
+    (out / "README.md").write_text("\n".join(card) + "\n", encoding="utf-8")
+    print("\n".join(card[1:]))
     print(f"written to {out}; {time.monotonic() - started:.1f}s")
     return 0
 

@@ -126,3 +126,22 @@ def _goal(seed: Trajectory, spec: InjectionSpec) -> str:
     from failforge.environments.agentdojo_env import get_suite
 
     return str(get_suite(seed.environment.config["suite"]).injection_tasks[spec.injection_task].GOAL)
+
+
+def test_an_injected_refusal_at_a_benign_task_is_over_refusal_gold(slice_seeds, tmp_path):
+    from failforge.campaign._card import outcome_counts
+    from failforge.campaign._inject import INJECTED_REFUSAL, run_refusal_attempt
+    from failforge.trajectory import write_jsonl
+
+    seed = next(s for s in slice_seeds if "banking" in s.id)
+    with LoopbackModelServer(policy=respond) as server:
+        agent = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1, model="loopback")
+        result = run_refusal_attempt(seed, 1, agent=agent, agent_model=AGENT)
+        agent.close()
+    assert result.status == "gold", getattr(result.record, "reasons", None)
+    record = result.record
+    assert record.outcome.success is False and record.steps[1].content == INJECTED_REFUSAL and len(record.steps) == 2
+    assert record.adjudication.outcome == "over_refusal" and record.adjudication.evidence["refusal"]["refused"]
+    assert (record.label.behaviour, record.label.changed, record.label.primary_component, record.label.target_component) == ("over_refusal", "action", "C1", "C1")
+    write_jsonl(tmp_path / "gold.jsonl", [record])
+    assert outcome_counts(tmp_path) == {"gold:over_refusal": {"over_refusal": 1}}
