@@ -132,4 +132,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from failforge.errors import ConfigError
+
+    try:
+        raise SystemExit(main())
+    except ConfigError as exc:  # a bad attack, vector or injection task: one line naming the valid ones
+        sys.exit(f"error: {exc}")
