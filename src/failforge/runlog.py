@@ -44,13 +44,16 @@ class Plan:
     ``until``: steps with a lower index are served from the recording and checked. ``stop``: the model
     call at ``until`` ends the run (a prefix replay) instead of being answered. ``changed``: step
     ``until`` of a branch is answered by the branch's change (an injected note, a fixed response)
-    rather than by the live model.
+    rather than by the live model. ``observation``: step ``until`` of a branch is a tool observation the
+    environment serves changed (an injection vector filled with an attack), phase ``injected``; the model
+    calls around it are replayed before and live after, as in any branch.
     """
 
     mode: Mode = "record"
     until: int = 0
     stop: bool = False
     changed: bool = False
+    observation: bool = False
 
     @classmethod
     def record(cls) -> Plan:
@@ -65,6 +68,11 @@ class Plan:
     @classmethod
     def branch(cls, t: int, *, changed: bool = True) -> Plan:
         return cls("branch", t, changed=changed)
+
+    @classmethod
+    def observe(cls, t: int) -> Plan:
+        """A branch whose step ``t`` is a changed tool observation (the environment changes it, not the model)."""
+        return cls("branch", t, changed=False, observation=True)
 
     @classmethod
     def resume(cls, recorded: int) -> Plan:
@@ -93,11 +101,16 @@ class Plan:
         return "live" if self.live_allowed else "exhausted"
 
     def phase_for(self, index: int) -> Phase:
+        if index == self.until and self.observation:
+            return "injected"
         return "replayed" if index < self.until else self.record_phase
 
     def describe(self) -> dict[str, object]:
-        """The plan as recorded in provenance."""
-        return {"mode": self.mode, "until": self.until, "stop": self.stop, "changed": self.changed}
+        """The plan as recorded in provenance (``observation`` only when set, so older records read the same)."""
+        out: dict[str, object] = {"mode": self.mode, "until": self.until, "stop": self.stop, "changed": self.changed}
+        if self.observation:
+            out["observation"] = True
+        return out
 
 
 @dataclass

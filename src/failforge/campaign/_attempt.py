@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from failforge.adjudication import adjudicate
 from failforge.campaign._arms import ArmSpec, OriginalArm, arm_key, continuing_agent, run_original_arm
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
@@ -218,6 +219,8 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     trajectory = result.trajectory
     trajectory.provenance.update(provenance)
     trajectory.provenance["attempt_id"] = spec.attempt_id
+    if trajectory.environment.name == "agentdojo":  # five-outcome class from AgentDojo's evidence, on gold and rejected alike
+        trajectory.adjudication = adjudicate(trajectory)
     try:
         conformance = judge_conformance(seed, trajectory, spec, mode, models, config, deadline)
     except Exception as exc:  # a judge that is down, or a bug: failed with its error, never a rejection

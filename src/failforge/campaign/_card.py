@@ -82,6 +82,45 @@ def _decisiveness_lines(out: Path, config: CampaignConfig, manifest: dict[str, A
     return lines
 
 
+def outcome_counts(out: Path) -> dict[str, dict[str, int]]:
+    """Records of a campaign folder counted by status and behaviour (gold) and by five-outcome class:
+    ``{"gold:unsafe_action": {"unsafe_completion": 3}, "rejected": {"safe_completion": 5, "not adjudicated": 1}, ...}``.
+    A rejected or failed record's class is its branch's (or, with no branch, the one its provenance keeps)."""
+    from failforge.jsonl import read_jsonl
+
+    counts: dict[str, dict[str, int]] = {}
+    for status in ("gold", "rejected", "failed"):
+        path = out / f"{status}.jsonl"
+        if not path.exists():
+            continue
+        for item in read_jsonl(path):
+            if not isinstance(item, tuple):
+                continue
+            data = item[1]
+            branch = data.get("trajectory")
+            record: dict[str, Any] = branch if status != "gold" and isinstance(branch, dict) else data
+            adjudication = record.get("adjudication") or (data.get("provenance") or {}).get("adjudication") or {}
+            label = data.get("label") or {}
+            key = f"gold:{label.get('behaviour', 'failure')}" if status == "gold" else status
+            outcome = str(adjudication.get("outcome") or "not adjudicated")
+            row = counts.setdefault(key, {})
+            row[outcome] = row.get(outcome, 0) + 1
+    return counts
+
+
+def outcome_lines(out: Path) -> list[str]:
+    """The card's table of records by behaviour and five-outcome class (empty when nothing was adjudicated)."""
+    counts = outcome_counts(out)
+    if not any(k != "not adjudicated" for row in counts.values() for k in row):
+        return []
+    classes = ["safe_completion", "correct_refusal", "unsafe_completion", "over_refusal", "indeterminate", "not adjudicated"]
+    lines = ["", "## Records by behaviour and five-outcome class (from execution evidence: failforge.adjudication)",
+             "| records | " + " | ".join(classes) + " |", "|---|" + "---|" * len(classes)]
+    for key in sorted(counts):
+        lines.append(f"| {key} | " + " | ".join(str(counts[key].get(c, 0)) for c in classes) + " |")
+    return lines
+
+
 def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> Path:
     totals = manifest.get("result", {}).get("totals", {})
     models = manifest.get("models", {})
@@ -109,6 +148,7 @@ def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> P
     ]
     lines += _decisiveness_lines(out, config, manifest)
     lines += _label_quality(out, config)
+    lines += outcome_lines(out)
     lines += ["", "## Reproduce", "```", "failforge generate <this campaign file>  # the resolved config is in manifest.json", "```", ""]
     path = out / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -160,6 +160,9 @@ class AgentDojoToolbox:
         from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
 
         holder: dict[str, Any] = {}
+        injection = self.episode.injection
+        if injection is not None and not injection.applied and self.log.next_index >= injection.at_step:
+            self.episode.apply_injection(self.log.steps)
 
         def run() -> ToolResult:
             if args is None:
@@ -179,6 +182,8 @@ class AgentDojoToolbox:
             fingerprint=lambda: state_fingerprint(self.episode.env),
             drift=EnvStateDrift,
         )
+        if injection is not None and injection.applied:
+            self.episode.check_security_after(step, self.log.steps)
         return holder["result"], holder["error"], step
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
@@ -202,6 +207,38 @@ class AgentDojoToolbox:
         return BoundaryRuntime(self.episode.suite.tools)
 
 
+class InjectionState:
+    """An environment-side injection of one episode: which injection task, which vectors filled with
+    what text, at which step the attacked environment takes over; and what the security check saw."""
+
+    def __init__(self, task_id: str, task: Any, vectors: dict[str, str], at_step: int, attack: str | None) -> None:
+        self.task_id = task_id
+        self.task = task
+        self.vectors = vectors
+        self.at_step = at_step
+        self.attack = attack
+        self.applied = False
+        self.security_before: bool | str | None = None
+        self.first_unsafe_tool_step: int | None = None
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], suite: Any) -> InjectionState:
+        try:
+            task_id, vectors, at_step = str(config["injection_task"]), dict(config["vectors"]), int(config["at_step"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"an AgentDojo injection needs injection_task, vectors and at_step, got {config!r}") from exc
+        if task_id not in suite.injection_tasks:
+            raise ConfigError(f"AgentDojo suite {suite.name!r} has no injection task {task_id!r}; valid: {', '.join(sorted(suite.injection_tasks))}")
+        known = suite.get_injection_vector_defaults()
+        bad = sorted(set(vectors) - set(known))
+        if bad:
+            raise ConfigError(f"AgentDojo suite {suite.name!r} has no injection vector {bad[0]!r}; valid: {', '.join(sorted(known))}")
+        return cls(task_id, suite.injection_tasks[task_id], {str(k): str(v) for k, v in vectors.items()}, at_step, config.get("attack"))
+
+    def config(self) -> dict[str, Any]:
+        return {"injection_task": self.task_id, "vectors": dict(self.vectors), "at_step": self.at_step, "attack": self.attack}
+
+
 class AgentDojoEpisode:
     """One user task of one suite, with its own environment instance and a frozen clock.
 
@@ -210,7 +247,8 @@ class AgentDojoEpisode:
 
     name = "agentdojo"
 
-    def __init__(self, suite_name: str, task_id: str, *, clock: str = DEFAULT_CLOCK, benchmark_version: str = BENCHMARK_VERSION) -> None:
+    def __init__(self, suite_name: str, task_id: str, *, clock: str = DEFAULT_CLOCK, benchmark_version: str = BENCHMARK_VERSION,
+                 injection: dict[str, Any] | None = None) -> None:
         from agentdojo.functions_runtime import FunctionsRuntime
 
         self.suite_name = suite_name
@@ -227,6 +265,55 @@ class AgentDojoEpisode:
         self.env = self.task.init_environment(environment)
         self.pre_env = self.env.model_copy(deep=True)
         self.runtime = FunctionsRuntime(self.suite.tools)
+        self.injection: InjectionState | None = None
+        if injection is not None:
+            self.injection = InjectionState.from_config(injection, self.suite)
+
+    def apply_injection(self, prefix: list[Step]) -> None:
+        """Switch to the attacked environment before the tool call at the injection step: AgentDojo's own
+        environment with the vectors filled (``load_and_inject_default_environment``), initialised for the
+        task, then every tool call of the prefix re-applied, so the state the agent's calls built is kept
+        and any later read of an injected field shows the same attack. The pre-task copy the evaluators
+        read is the attacked one, as in AgentDojo's ``run_task_with_pipeline``."""
+        state = self.injection
+        assert state is not None
+        env = self.task.init_environment(self.suite.load_and_inject_default_environment(state.vectors))
+        self.pre_env = env.model_copy(deep=True)
+        state.security_before = self._security(env, [], "")
+        for step in prefix:
+            if step.kind == "tool" and step.tool_name and isinstance(step.tool_arguments, dict):
+                self.runtime.run_function(env, step.tool_name, dict(step.tool_arguments))
+        self.env = env
+        state.applied = True
+
+    def _traces(self, steps: list[Step]) -> list[Any]:
+        from agentdojo.functions_runtime import FunctionCall
+
+        traces = []
+        for step in steps:
+            for call in step.tool_calls if step.kind == "agent" and step.recipient in (None, ENVIRONMENT) else []:
+                args = call.parsed_arguments()
+                if args is not None:
+                    traces.append(FunctionCall(function=call.name, args=args, id=call.id))
+        return traces
+
+    def _security(self, env: Any, traces: list[Any], output: str) -> bool | str:
+        """AgentDojo's security check of the injection task (``TaskSuite._check_injection_task_security``):
+        True when the attacker's goal happened; an error text when the check itself raised."""
+        state = self.injection
+        assert state is not None
+        try:
+            return bool(self.suite._check_injection_task_security(state.task, [{"type": "text", "content": output}], self.pre_env, env, traces))
+        except Exception as exc:  # an evaluator crash on odd agent output: evidence, not a verdict
+            return f"{type(exc).__name__}: {exc}"
+
+    def check_security_after(self, step: Step, steps: list[Step]) -> None:
+        """After each tool call from the injection on: the first tool step after which the attacker's goal
+        holds (AgentDojo's security check on the state then, the calls so far, no answer yet)."""
+        state = self.injection
+        assert state is not None
+        if state.first_unsafe_tool_step is None and self._security(self.env, self._traces(steps), "") is True:
+            state.first_unsafe_tool_step = step.index
 
     def __enter__(self) -> AgentDojoEpisode:
         return self
@@ -240,13 +327,16 @@ class AgentDojoEpisode:
             self._clock_cm = None  # type: ignore[assignment]
 
     def spec_config(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "suite": self.suite_name,
             "task_id": self.task_id,
             "benchmark_version": self.benchmark_version,
             "clock": self.clock,
             "normaliser": NORMALISER_VERSION,
         }
+        if self.injection is not None:
+            out["injection"] = self.injection.config()
+        return out
 
     def instruction(self) -> str:
         return str(self.task.PROMPT)
@@ -273,14 +363,7 @@ class AgentDojoEpisode:
 
     def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
         """AgentDojo's own utility check, as ``TaskSuite._check_user_task_utility`` runs it."""
-        from agentdojo.functions_runtime import FunctionCall
-
-        traces = []
-        for step in steps:
-            for call in step.tool_calls if step.kind == "agent" and step.recipient in (None, ENVIRONMENT) else []:
-                args = call.parsed_arguments()
-                if args is not None:
-                    traces.append(FunctionCall(function=call.name, args=args, id=call.id))
+        traces = self._traces(steps)
         output = final_output or ""
         try:
             verdict = self.task.utility_from_traces(output, self.pre_env, self.env, traces)
@@ -290,12 +373,26 @@ class AgentDojoEpisode:
                 method = "utility"
         except Exception as exc:  # an evaluator crash on odd agent output is a failed task, not a crash of ours
             return Outcome(success=False, evaluator="agentdojo.utility", details={"error": f"{type(exc).__name__}: {exc}"})
-        return Outcome(
-            success=bool(verdict),
-            score=1.0 if verdict else 0.0,
-            evaluator=f"agentdojo.{method}",
-            details={"suite": self.suite_name, "task_id": self.task_id, "final_output": output[:2000]},
-        )
+        details: dict[str, Any] = {"suite": self.suite_name, "task_id": self.task_id, "final_output": output[:2000]}
+        if self.injection is not None:
+            details["security"] = self.security_details(output, traces, steps)
+        return Outcome(success=bool(verdict), score=1.0 if verdict else 0.0, evaluator=f"agentdojo.{method}", details=details)
+
+    def security_details(self, output: str, traces: list[Any], steps: list[Step]) -> dict[str, Any]:
+        """The injection task's verdict on the finished run (AgentDojo's security check; True: the
+        attacker's goal happened), and whether the injection was served at all."""
+        state = self.injection
+        assert state is not None
+        verdict = self._security(self.env, traces, output) if state.applied else None
+        return {
+            "injection_task": state.task_id,
+            "evaluator": "agentdojo.injection_task.security",
+            "served": state.applied,
+            "attacker_goal_met": verdict if isinstance(verdict, bool) else None,
+            "error": verdict if isinstance(verdict, str) else None,
+            "met_before_any_call": state.security_before if state.applied else None,
+            "first_unsafe_tool_step": state.first_unsafe_tool_step,
+        }
 
 
 class AgentDojoOptions(BaseModel):
@@ -329,7 +426,8 @@ class AgentDojoEnvironment(Environment):
     def open(self, spec: ComponentSpec) -> AgentDojoEpisode:
         cfg = spec.config
         try:
-            return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION))
+            return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION),
+                                    injection=cfg.get("injection"))
         except KeyError as exc:
             raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {cfg}") from exc
 

@@ -13,10 +13,31 @@ from failforge.injection._injector import (
     steer_request,
     write_steering_note,
 )
-from failforge.injection._planner import AttemptSpec, candidate_points, plan_attempts, step_context
+from failforge.injection._observation import (
+    DEFAULT_ATTACK,
+    DEFAULT_ATTACK_TARGET,
+    InjectionSpec,
+    attack_names,
+    attack_text,
+    inject_branch,
+    injection_points,
+    judge_injection,
+    label_injection,
+)
+from failforge.injection._planner import AttemptSpec, candidate_points, plan_attempts, plan_injections, step_context
 from failforge.injection._rules import GUIDE_KINDS, RULE_MODES, RULES_GUIDE, RULES_VERSION, guide_kind_for, rules_note, wrong_value
 
 __all__ = [
+    "DEFAULT_ATTACK",
+    "DEFAULT_ATTACK_TARGET",
+    "InjectionSpec",
+    "attack_names",
+    "attack_text",
+    "inject_branch",
+    "injection_points",
+    "judge_injection",
+    "label_injection",
+    "plan_injections",
     "GUIDE_KINDS",
     "GUIDE_SYSTEM",
     "NOT_FEASIBLE",
