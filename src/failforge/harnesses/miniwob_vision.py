@@ -7,8 +7,8 @@ fallback for a model that rejects images. The environment must run the coordinat
 page after every action. The boundary stores each screenshot once by SHA-256 and hashes requests on
 that hash (:mod:`failforge.images`), so replay checks every screenshot byte for byte.
 
-Only the latest screenshot stays an image in the conversation; earlier ones become a short text
-placeholder (a real model is charged per image, and the request stays the same size every step).
+Only the latest screenshot stays an image in the conversation; earlier ones are dropped
+(their text stays) (a real model is charged per image, and the request stays the same size every step).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ VISION_SYSTEM_PROMPT = (
     "key(key) presses a key, scroll(x, y, dx, dy) scrolls, answer(text) reports an answer. After each action you get a new "
     "screenshot. When the task is done, reply with a short final message and no tool call."
 )
-EARLIER_SCREENSHOT = "(an earlier screenshot, omitted)"
 
 
 class VisionAgentConfig(BaseModel):
@@ -109,10 +108,11 @@ def _page_of(result: str) -> str:
 
 
 def _drop_old_images(messages: list[dict[str, Any]]) -> None:
+    """Earlier screenshots leave the conversation (their text parts stay)."""
     for i, message in enumerate(messages):
         content = message.get("content")
         if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
-            messages[i] = {**message, "content": [p if p.get("type") != "image_url" else {"type": "text", "text": EARLIER_SCREENSHOT} for p in content]}
+            messages[i] = {**message, "content": [p for p in content if not (isinstance(p, dict) and p.get("type") == "image_url")]}
 
 
 __all__ = ["VISION_SYSTEM_PROMPT", "VisionAgent", "VisionAgentConfig"]

@@ -340,11 +340,34 @@ def _colour_box(screen: Screen, name: str) -> Box:
 # ---------------------------------------------------------------------------------- the responder
 
 
+_NOTE_CLICK = re.compile(r"Click at \((\d+), (\d+)\)")
+_NOTE_TYPE = re.compile(r"Type '(.*)', the value")
+
+
+def _noted_action(body: dict[str, Any]) -> Action | None:
+    """A guidance note at the end of the request (a branch's stage 2), acted on as a model would: the point
+    or text it names. Only the last message counts: a note lives in the one request it was added to."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if not isinstance(last, dict) or last.get("role") != "system" or not isinstance(last.get("content"), str):
+        return None
+    click = _NOTE_CLICK.search(last["content"])
+    if click:
+        return "click", {"x": int(click.group(1)), "y": int(click.group(2))}
+    typed = _NOTE_TYPE.search(last["content"])
+    if typed:
+        return "type", {"text": typed.group(1)}
+    return None
+
+
 def vision_action(body: dict[str, Any]) -> Action | None:
     """The next action for ``body`` (None: the task is done). Pure: the same request gives the same action."""
     png = last_image(body)
     if png is None:
         raise VisionPolicyError("vision policy: the request carries no screenshot (run the harness with observation='image')")
+    steered = _noted_action(body)
+    if steered is not None:
+        return steered
     plan = _plan(_utterance(body))
     cached = functools.lru_cache(maxsize=2)(lambda words: read_screen(png, with_words=words))
     return plan(_history(body), cached)
@@ -352,7 +375,10 @@ def vision_action(body: dict[str, Any]) -> Action | None:
 
 def vision_script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
     """:func:`vision_action` as an oracle script for :class:`failforge.llm.OracleResponder`."""
-    action = vision_action(body)
+    try:
+        action = vision_action(body)
+    except VisionPolicyError as exc:  # as a model would: it says what it cannot see and stops (never a guessed action)
+        return f"I cannot continue: {exc}", None
     if action is None:
         return "Done: the task is complete.", None
     name, args = action
