@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from failforge.report._dataset import Dataset, Record, prefix_hash
-from failforge.report._summary import describe_realism, summarise
 from failforge.report._screenshot import decisive_screenshot
+from failforge.report._summary import describe_realism, summarise
 from failforge.trajectory import Step
 
 TEXT_LIMIT = 1500
