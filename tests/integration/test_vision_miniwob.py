@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from _required import require
 
 require("chromium")
 require("tesseract")
 
-from failforge.attribution.importers.whowhen_pro import import_whowhen_pro  # noqa: E402
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
+from failforge.attribution.importers.whowhen_pro import import_whowhen_pro  # noqa: E402
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign  # noqa: E402
 from failforge.environments.miniwob import env_spec  # noqa: E402
 from failforge.environments.miniwob._vision_policy import vision_script  # noqa: E402
