@@ -58,11 +58,16 @@ def main() -> int:
             ok = bool(seed.outcome and seed.outcome.success)
             images = sorted({h for s in seed.steps for h in s.images})
             row.update(recorded=True, success=ok, steps=len(seed.steps), images=len(images), reward=seed.outcome.score if seed.outcome else None)
+            if not ok:
+                row["policy_said"] = next((s.content for s in reversed(seed.steps) if s.kind == "agent" and s.content), "")[:200]
             if ok:
                 (args.out / "seeds" / f"{seed.id}.json").write_text(seed.model_dump_json(indent=1))
                 if not args.no_audit:
                     report = replay(seed, raise_on_drift=False)
                     row.update(identical=report.identical, drift=type(report.drift).__name__ if report.drift else None)
+                    if report.drift is not None:
+                        row["drift_at"] = report.drift.step
+                        row["drift_message"] = str(report.drift).splitlines()[0][:200]
             row["seconds"] = round(time.monotonic() - started, 1)
             rows.append(row)
             print(json.dumps(row), flush=True)

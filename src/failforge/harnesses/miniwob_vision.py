@@ -43,7 +43,7 @@ class VisionAgentConfig(BaseModel):
     seed: int | None = 0
 
 
-@harnesses.register("failforge.miniwob_vision", aliases=("vision",), description="screenshots to the model, coordinate actions (MiniWoB++)")
+@harnesses.register("failforge.miniwob_vision", aliases=("vision",), environments=("miniwob",), description="screenshots to the model, coordinate actions (MiniWoB++)")
 class VisionAgent(Harness):
     name = "failforge.miniwob_vision"
     Config = VisionAgentConfig

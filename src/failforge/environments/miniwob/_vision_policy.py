@@ -71,6 +71,8 @@ class Screen:
     pixels: Any  # numpy uint8 array (H, W, 3)
     widgets: list[Widget]
     words: list[Word] = field(default_factory=list)
+    #: the policy's own earlier actions (from the request), for steps that depend on where it clicked
+    history: list[Action] = field(default_factory=list)
 
     def buttons(self) -> list[Widget]:
         return [w for w in self.widgets if w.kind == "button"]
@@ -91,6 +93,11 @@ class Screen:
     def word(self, text: str) -> Word:
         want = _norm(text)
         hits = [w for w in self.words if _norm(w.text) == want]
+        if not hits:  # OCR slips a letter now and then: the closest word, if it is close
+            import difflib
+
+            scored = sorted(((difflib.SequenceMatcher(None, _norm(w.text), want).ratio(), i) for i, w in enumerate(self.words)), reverse=True)
+            hits = [self.words[i] for ratio, i in scored[:1] if ratio >= 0.75]
         if not hits:
             raise VisionPolicyError(f"vision policy: no word {text!r} on the screen (read: {[w.text for w in self.words][:30]})")
         return hits[0]
@@ -157,8 +164,8 @@ def read_screen(png: bytes, *, with_words: bool = False) -> Screen:
         if inner.size and int(np.median(inner)) >= 250:  # white inside: a text field or a check box
             box = Box(xs.start + x0, ys.start + y0, w, h)
             widgets.append(Widget("checkbox" if w <= 18 and h <= 18 else "field", box))
-    # buttons by their face: Chromium fills a default <button> with (239, 239, 239)
-    face = flat & (np.abs(gray - 239) <= 1)
+    # buttons by their face: Chromium fills a default <button> with (239, 239, 239), jQuery UI with (246, 246, 246)
+    face = flat & (((gray >= 237) & (gray <= 240)) | (np.abs(gray - 246) <= 1))  # Chromium's <button>; jQuery UI's ui-state-default
     face_labels, _ = ndimage.label(face)
     for found in ndimage.find_objects(face_labels):
         if found is None:
@@ -220,7 +227,9 @@ def _sequence(steps: list[Callable[[Screen], Action]], words: bool = False) -> C
     def run(history: list[Action], screen: Callable[..., Screen]) -> Action | None:
         if len(history) >= len(steps):
             return None
-        return steps[len(history)](screen(words))
+        seen = screen(words)
+        seen.history = history
+        return steps[len(history)](seen)
 
     return run
 
@@ -258,12 +267,12 @@ def _plan(utterance: str) -> Callable[[list[Action], Callable[..., Screen]], Act
     m = re.fullmatch(r"Enter the password \"(.*)\" into both text fields and press submit\.", u)
     if m:
         pw = m.group(1)
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": pw}), lambda s: _click(_nth(s.fields(), 1, "text field")),
+        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": pw}), lambda s: _click(_field_below(s)),
                           lambda s: ("type", {"text": pw}), lambda s: _click(s.button("Submit"))])
     m = re.fullmatch(r"Enter the username \"(.*)\" and the password \"(.*)\" into the text fields and press login\.", u)
     if m:
         user, pw = m.group(1), m.group(2)
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": user}), lambda s: _click(_nth(s.fields(), 1, "text field")),
+        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": user}), lambda s: _click(_field_below(s)),
                           lambda s: ("type", {"text": pw}), lambda s: _click(s.button("Login"))])
     if u == "Focus into the textbox.":
         return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field"))])
@@ -283,7 +292,84 @@ def _plan(utterance: str) -> Callable[[list[Action], Callable[..., Screen]], Act
     m = re.fullmatch(r"Click on the link \"(.*)\"\.", u)
     if m:
         return _sequence([lambda s: _click(s.word(_quoted(u)))], words=True)
+    m = re.fullmatch(r"Click on a \"(checkbox|button)\" widget\.", u)
+    if m:
+        kind = m.group(1)
+        return _sequence([lambda s: _click(_nth(s.checkboxes() if kind == "checkbox" else s.buttons(), 0, kind))])
+    if u == "Solve the math problem and type your answer into the textbox. Press submit when done.":
+        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": _arithmetic(s)}),
+                          lambda s: _click(s.button("Submit"))], words=True)
+    if u == 'Close the dialog box by clicking the "x".':
+        return _sequence([lambda s: _click(_close_glyph(s))])
+    m = re.fullmatch(r"Click the button in the dialog box labeled \"(.*)\"\.", u)
+    if m:
+        label = m.group(1)
+        return _sequence([lambda s: _click(_close_glyph(s) if label == "x" else s.button(label))])
+    m = re.fullmatch(r"Click on Tab #(\d+)\.", u)
+    if m:
+        number = m.group(1)
+        return _sequence([lambda s: _click(_tab(s, number))], words=True)
+    if u == "Expand the section below and click submit.":
+        return _sequence([lambda s: _click(_colour_box(s, "ui-active")), lambda s: _click(s.button("Submit"))])
+    m = re.fullmatch(r"Enter (\d\d/\d\d/\d{4}) as the date and hit submit\.", u)
+    if m:
+        date = m.group(1)
+        return _sequence([lambda s: _click(_field_start(s)), lambda s: ("type", {"text": date}), lambda s: _click(s.button("Submit"))])
+    m = re.fullmatch(r"Enter (\d{1,2}):(\d\d) (AM|PM) as the time and press submit\.", u)
+    if m:
+        keys = f"{int(m.group(1)):02d}{m.group(2)}{m.group(3)[0]}"
+        return _sequence([lambda s: _click(_field_start(s)), lambda s: ("type", {"text": keys}), lambda s: _click(s.button("Submit"))])
     raise VisionPolicyError(f"vision policy: no plan for the task {u!r}")
+
+
+def _field_start(screen: Screen) -> Box:
+    """The first segment of a date/time field (a click at its left end focuses the month/hour)."""
+    box = _nth(screen.fields(), 0, "text field").box
+    return Box(box.x + 4, box.y, 12, box.h)
+
+
+def _field_below(screen: Screen) -> Widget:
+    """The next text field below the one the policy last clicked (a focused field is drawn with a focus ring, not
+    the gray outline, so it may be missing from the fields found; the one below it is not)."""
+    clicks = [a for name, a in screen.history if name == "click"]
+    last_y = int(clicks[-1]["y"]) if clicks else -1
+    below = [f for f in screen.fields() if f.box.y > last_y]
+    return _nth(below, 0, "text field below the last click")
+
+
+def _tab(screen: Screen, number: str) -> Widget | Word:
+    tabs = [b for b in screen.buttons() if _norm(b.label) == _norm(f"Tab #{number}")]
+    if tabs:
+        return tabs[0]
+    return screen.word(f"#{number}")
+
+
+def _arithmetic(screen: Screen) -> str:
+    text = " ".join(w.text for w in screen.words).replace("x", "*").replace("\u2014", "-").replace("\u2013", "-")
+    found = re.search(r"(-?\d+)\s*([+*-])\s*(-?\d+)\s*=", text)
+    if not found:
+        raise VisionPolicyError(f"vision policy: no arithmetic problem read on the screen ({text!r})")
+    a, op, b = int(found.group(1)), found.group(2), int(found.group(3))
+    return str(a + b if op == "+" else a - b if op == "-" else a * b)
+
+
+def _close_glyph(screen: Screen) -> Box:
+    """The dialog's close button: the dark glyph at the right end of its title bar (the top band of the dialog)."""
+    from scipy import ndimage
+
+    dialogs = [w for w in screen.widgets if w.kind == "field" and w.box.h > 60]
+    if not dialogs:
+        raise VisionPolicyError("vision policy: no dialog box on the screen")
+    box = dialogs[0].box
+    small = [b for b in screen.buttons() if b.box.w <= 24 and b.box.h <= 24 and box.y <= b.box.y <= box.y + 30 and b.box.x > box.x + box.w // 2]
+    if small:
+        return small[0].box
+    band = screen.pixels[box.y: box.y + 30, box.x + box.w // 2: box.x + box.w].astype(int).mean(axis=2) < 110
+    labels, count = ndimage.label(band)
+    if count == 0:
+        raise VisionPolicyError("vision policy: no close glyph in the dialog's title bar")
+    ys, xs = max(ndimage.find_objects(labels), key=lambda f: f[1].stop)  # type: ignore[arg-type, return-value]
+    return Box(box.x + box.w // 2 + xs.start, box.y + ys.start, xs.stop - xs.start, ys.stop - ys.start)
 
 
 def _checkbox_step(name: str) -> Callable[[Screen], Action]:
@@ -300,8 +386,11 @@ def _checkbox_of(screen: Screen, name: str) -> Widget:
     """The check box (or radio) left of the word ``name`` on the same line."""
     word = screen.word(name)
     near = [c for c in screen.checkboxes() if abs(c.box.centre[1] - word.box.centre[1]) <= 8 and c.box.x < word.box.x]
-    if not near:
-        raise VisionPolicyError(f"vision policy: no check box left of {name!r}")
+    if not near:  # a radio button is round (no straight outline to find): it is drawn just left of its label
+        x, y = word.box.x - 13, word.box.centre[1]
+        if x < 0:
+            raise VisionPolicyError(f"vision policy: no control left of {name!r}")
+        return Widget("radio", Box(x - 6, y - 6, 13, 13))
     return max(near, key=lambda c: c.box.x)
 
 
@@ -309,6 +398,7 @@ _COLOURS = {
     "red": (255, 0, 0), "green": (0, 128, 0), "blue": (0, 0, 255), "yellow": (255, 255, 0), "black": (0, 0, 0), "white": (255, 255, 255),
     "grey": (128, 128, 128), "gray": (128, 128, 128), "purple": (128, 0, 128), "orange": (255, 165, 0), "pink": (255, 192, 203),
     "brown": (165, 42, 42), "cyan": (0, 255, 255), "magenta": (255, 0, 255), "aqua": (0, 255, 255), "lime": (0, 255, 0),
+    "ui-active": (0, 127, 255),  # jQuery UI's active header / selected tab
     "maroon": (128, 0, 0), "navy": (0, 0, 128), "olive": (128, 128, 0), "silver": (192, 192, 192), "teal": (0, 128, 128), "fuchsia": (255, 0, 255),
 }
 
@@ -388,5 +478,7 @@ def vision_script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[
 #: Tasks the policy has a plan for (how many it solves is measured, not claimed: scripts/vision_seeds.py).
 VISION_TASKS = (
     "click-button", "click-test", "click-test-2", "click-button-sequence", "enter-text", "enter-text-2", "enter-password", "login-user",
-    "focus-text", "focus-text-2", "click-checkboxes", "click-option", "click-color", "click-link",
+    "focus-text", "focus-text-2", "click-checkboxes", "click-option", "click-color", "click-link", "click-widget", "simple-arithmetic",
+    "click-dialog", "click-dialog-2", "click-tab", "click-collapsible", "enter-text-dynamic", "click-test-transfer",
+    "click-checkboxes-large", "click-checkboxes-transfer", "enter-date", "enter-time",
 )
