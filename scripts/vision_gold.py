@@ -23,6 +23,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--modes", default="P.2,P.1")
     parser.add_argument("--steps", type=int, default=3, help="steps per seed")
+    parser.add_argument("--glob", default="*.json", help="which seed files of --seeds/seeds to use (e.g. '*-seed1-vision.json')")
     args = parser.parse_args()
     os.environ.setdefault("FAILFORGE_IMAGE_DIR", str((args.seeds / "images").resolve()))
 
@@ -33,7 +34,7 @@ def main() -> int:
     from failforge.testing import LoopbackModelServer
     from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 
-    seeds = [Trajectory.model_validate_json(p.read_text()) for p in sorted((args.seeds / "seeds").glob("*.json"))]
+    seeds = [Trajectory.model_validate_json(p.read_text()) for p in sorted((args.seeds / "seeds").glob(args.glob))]
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "seeds.jsonl", seeds)
     modes = [m for m in args.modes.split(",") if m]
@@ -49,9 +50,10 @@ def main() -> int:
     rejected_path = args.out / "campaign" / "rejected.jsonl"
     rejected = [json.loads(line) for line in rejected_path.read_text().splitlines()] if rejected_path.exists() else []
     reasons = Counter(str(r.get("mode")) + ": " + str((r.get("reasons") or ["?"])[0])[:90] for r in rejected)
-    print(json.dumps({"seeds": len(seeds), "attempted": summary.attempted if hasattr(summary, "attempted") else None, "kept": dict(kept),
-                      "rejected": len(rejected), "failed": summary.failed, "image_bytes_per_record": sizes,
-                      "top_rejections": reasons.most_common(6)}, indent=1, default=str))
+    kept_tasks = sorted({r.task.task_id for r in gold})
+    print(json.dumps({"seeds": len(seeds), "planned": summary.planned, "attempts": summary.attempts, "kept": dict(kept), "kept_tasks": kept_tasks,
+                      "rejected": len(rejected), "rejected_by": dict(summary.rejected_by), "failed": summary.failed, "failed_by": dict(summary.failed_by),
+                      "image_bytes_per_record": sizes, "top_rejections": reasons.most_common(8)}, indent=1, default=str))
     return 0
 
 
