@@ -118,3 +118,18 @@ def test_misreadings_are_confusable_single_substitutions() -> None:
     found = misreadings("Jerald")
     assert "JeraId" in found and "Jerald" not in found
     assert all(abs(len(v) - 6) <= 1 for v in found)
+
+
+def test_http_upstream_names_a_text_only_model_refusing_a_screenshot() -> None:
+    import httpx
+
+    from failforge.llm import HttpUpstream
+
+    refuse = httpx.MockTransport(lambda request: httpx.Response(400, json={"error": {"message": "Invalid content type. image_url is only supported by certain models."}}))
+    upstream = HttpUpstream("http://text-only.invalid/v1", api_key_env=None, model="text-model", transport=refuse)
+    with pytest.raises(ImageInputRejected, match="model 'text-model' rejects image input") as caught:
+        upstream({"model": "text-model", **_body(_png((9, 9, 9)))} | {"model": "text-model"})
+    assert "observation='dom'" in str(caught.value)
+    with pytest.raises(ModelUnavailable) as plain:
+        upstream({"model": "text-model", "messages": [{"role": "user", "content": "hi"}]})
+    assert not isinstance(plain.value, ImageInputRejected)
