@@ -304,7 +304,10 @@ class MiniWoBEpisode:
     def screenshot(self) -> str:
         """PNG of the viewport stored as <screenshot_dir>/<sha256>.png; returns the sha256."""
         with self.session.guard("taking a screenshot"):
-            data = self.session.page.screenshot(type="png", timeout=self.config.operation_timeout_s * 1000)
+            # CSS transitions run on the compositor's real time, not the paused clock: a screenshot the model sees
+            # (coordinate actions) has them finished first, so a loaded machine cannot catch one halfway.
+            still = {"animations": "disabled"} if self.config.action_space == "coordinate" else {}
+            data = self.session.page.screenshot(type="png", timeout=self.config.operation_timeout_s * 1000, **still)
         digest = hashlib.sha256(data).hexdigest()
         directory = self.config.screenshot_directory()
         directory.mkdir(parents=True, exist_ok=True)
