@@ -111,3 +111,25 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
     finally:
         (tmp_path / "moved.png").rename(ImageStore(images).path(missing.steps[2].images[0].sha256))  # type: ignore[arg-type]
     assert skipped.written == 0 and "not in the image store" in skipped.skipped[0].problem
+
+
+def test_p1_gold_is_a_misread_rendered_value_that_miniwob_scores_wrong(images: str, tmp_path) -> None:
+    spec = env_spec("enter-text", 1, cache_dir=str(tmp_path / "cache"), cache_mode="record", action_space="coordinate")
+    seed = record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+                  upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True, trajectory_id="vision-enter-text")
+    assert seed.outcome is not None and seed.outcome.success
+    typed = next(i for i, s in enumerate(seed.steps) if s.kind == "agent" and s.tool_calls and s.tool_calls[0].name == "type")
+    write_jsonl(tmp_path / "seeds.jsonl", [seed])
+    with LoopbackModelServer(agent_policy=lambda agent, body: vision_script(0, body)) as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="vision-policy", api_key_env=None)
+        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), guide_kind="rules",
+                                plan={"steps_per_seed": 4, "modes_per_step": 1, "modes": ["P.1"]})
+        summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
+    assert summary.failed == 0
+    gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
+    [g] = gold
+    assert g.label is not None and g.label.mode_code == "P.1" and g.label.decisive_step == typed
+    wanted = json.loads(seed.steps[typed].tool_calls[0].arguments)["text"]
+    got = json.loads(g.steps[typed].tool_calls[0].arguments)["text"]
+    assert got != wanted and wanted in seed.task.instruction and got not in seed.task.instruction
+    assert g.outcome is not None and g.outcome.details["raw_reward"] < 0  # MiniWoB scored the submitted misreading wrong
