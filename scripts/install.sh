@@ -68,6 +68,7 @@ part() {  # part NAME NICENESS COMMAND...: COMMAND in the background, its output
 
 system_part() {
   bash scripts/install_browser.sh
+  bash scripts/install_vision.sh  # tesseract-ocr for the vision test policy
   # docker.io, debootstrap, bubblewrap, util-linux; starts dockerd if it is not running; builds the sandbox image once.
   bash scripts/install_sandbox.sh --system
 }

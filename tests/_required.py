@@ -98,12 +98,21 @@ def _tau2() -> str | None:
     return None
 
 
+def _tesseract() -> str | None:
+    try:
+        found = subprocess.run(["tesseract", "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"tesseract --version failed: {exc}"
+    return None if found.returncode == 0 else f"tesseract --version exited {found.returncode}"
+
+
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
     "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
     "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
+    "tesseract": (_tesseract, "bash scripts/install_vision.sh (Debian tesseract-ocr)"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
     "local_sandbox": (lambda: _sandbox("local"), "bash scripts/install_sandbox.sh"),
     "llama": (_llama, "bash scripts/install.sh"),

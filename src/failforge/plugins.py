@@ -203,6 +203,7 @@ harnesses: Registry[Any] = Registry(
     group="failforge.harnesses",
     builtin_modules=(
         "failforge.harnesses.tool_calling",
+        "failforge.harnesses.miniwob_vision",
         "failforge.harnesses.agentdojo_pipeline",
         "failforge.harnesses.orchestrator_workers",
         "failforge.harnesses.conversation",

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from failforge.conformance._perception import PERCEPTION_CHECKS
 from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
 from failforge.conformance._verdict import ConformanceVerdict
 from failforge.trajectory import Step, ToolCall, Trajectory
@@ -291,6 +292,9 @@ def check_structural(seed: Trajectory, injected: Step, t: int, mode: str) -> Con
 
 def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -> ConformanceVerdict:
     """Structural modes: decided. Semantic modes: False when off-task, else unverified (judge needed)."""
+    if mode in PERCEPTION_CHECKS:  # P.1 / P.2 on a screenshot agent's step: decided where the DOM gives the truth
+        decided, why = PERCEPTION_CHECKS[mode](seed, injected, t)
+        return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
     if mode in STRUCTURAL_CHECKS:
         return check_structural(seed, injected, t, mode)
     engaged, why = on_task(seed, injected, t)

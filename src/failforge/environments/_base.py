@@ -45,6 +45,7 @@ class Fingerprint:
 class ToolResult:
     content: str
     error: str | None = None
+    images: tuple[str, ...] = ()  # sha256 of images the observation comes with (screenshots), part of the step
 
 
 class Toolbox(Protocol):
@@ -242,6 +243,7 @@ def _observe(
         state_fingerprint=fp.digest,
         state_parts=fp.parts,
         error=result.error,
+        images=list(result.images),
         phase=log.phase_for(index),
     )
     if log.replaying(index):

@@ -85,7 +85,7 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
     if first_user is None:
         raise NotExportable("eva needs a user (task) step")
     prompt = record.task.system_prompts.get(record.gold.agent or "") or next(iter(record.task.system_prompts.values()), "")
-    out: list[dict[str, Any]] = [{"kind": "system", "content": prompt}, {"kind": "user", "content": first_user.content}]
+    out: list[dict[str, Any]] = [{"kind": "system", "content": prompt}, {"kind": "user", "content": first_user.content, **_images_field(first_user.images)}]
     native: dict[int, int] = {first_user.index: 1}
     pending: list[FailureStep] = []
 
@@ -97,6 +97,7 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             "content": pending[0].content if len(pending) == 1 else "\n\n".join(f"[{s.agent}]\n{s.content}" for s in pending),
             "tool_call_id": pending[0].tool_call_id,
             "tool_name": pending[0].agent if len(pending) == 1 else ",".join(s.agent for s in pending),
+            **_images_field([i for s in pending for i in s.images]),
         }
         for s in pending:
             native[s.index] = len(out)
@@ -212,11 +213,44 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         "framework": framework,
         "benchmark": record.benchmark or record.source.split("/")[0],
         "modality": record.modality,
-        "task": {"query": record.task.question, "answer": record.task.gold_answer or ""},
+        "task": {"query": record.task.question, "answer": record.task.gold_answer or "", **_images_field(_task_images(record))},
         "trajectory": trajectory,
         "ground_truth": ground_truth,
         **extras,
     }
+
+
+def image_path(ref: Any) -> str | None:
+    """Where an image lives in the release layout: ``images/<sha256>.png`` beside ``data/`` (a path kept as given)."""
+    return f"images/{ref.sha256}.png" if ref.sha256 else ref.path
+
+
+def _images_field(refs: list[Any]) -> dict[str, Any]:
+    paths = [p for p in (image_path(r) for r in refs) if p]
+    return {"images": [{"path": p} for p in paths]} if paths else {}
+
+
+def _task_images(record: LabelledFailure) -> list[Any]:
+    first_user = next((s for s in record.steps if s.kind == "user"), None)
+    return list(first_user.images) if first_user is not None else []
+
+
+def _copy_images(record: LabelledFailure, output: Path) -> str | None:
+    """Copy the record's images from the image store into ``<output>/images``; the first one missing, else None."""
+    from failforge.images import ImageMissing, ImageStore
+
+    store = ImageStore()
+    for ref in {r.sha256 for s in record.steps for r in s.images if r.sha256}:
+        target = Path(output) / "images" / f"{ref}.png"
+        if target.exists():
+            continue
+        try:
+            data = store.get(ref)
+        except ImageMissing as exc:
+            return str(exc)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return None
 
 
 def _role_of(record: LabelledFailure, agent: str) -> str:
@@ -261,7 +295,11 @@ def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Pa
     by_split: dict[str, list[str]] = {}
     for record in records:
         try:
-            by_split.setdefault(record.modality, []).append(release_row(to_release_dict(record, codes)))
+            row = release_row(to_release_dict(record, codes))
+            missing = _copy_images(record, output) if record.modality == "image" else None
+            if missing is not None:  # a screenshot not in the image store: that record is reported and skipped
+                raise NotExportable(missing)
+            by_split.setdefault(record.modality, []).append(row)
         except NotExportable as exc:
             summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="steps", problem=f"record {record.id}: {exc}"))
     data = Path(output) / "data"

@@ -43,6 +43,7 @@ import httpx
 
 from failforge.canonical import canonical_hash, readable_diff
 from failforge.errors import AgentDrift, ConfigError, FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted, SeedIntegrityError
+from failforge.images import externalise
 from failforge.llm._identity import AgentIdentity, AgentResolver, RequestLike, resolve_identity, route_of
 from failforge.llm._request import canonical_request, request_hash
 from failforge.llm._stream import SSE_CONTENT_TYPE, sse_body, wants_stream, wants_usage
@@ -275,7 +276,7 @@ class ModelBoundary(httpx.BaseTransport):
             stream=agent,
             ordinal=ordinal,
             purpose=identity.purpose,
-            request=_without_secrets(body),
+            request=externalise(_without_secrets(body)),  # images stored once by sha256, referenced here
             request_hash=body_hash,
             response=response,
             response_hash=response_hash or canonical_hash(response),

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from failforge.canonical import canonical_hash
+from failforge.images import canonical_parts
 
 #: Request fields that never change what the model is asked.
 TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "extra_headers", "metadata", "store"})
@@ -23,7 +24,7 @@ def canonical_request(body: dict[str, Any]) -> dict[str, Any]:
     Only what is changed is copied (the messages and their tool calls); the rest, the tool schemas
     above all, is shared with ``body``, which is never modified: hashing a request with twenty tool
     schemas need not copy them."""
-    out = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
+    out = {k: v for k, v in canonical_parts(body).items() if k not in TRANSPORT_FIELDS}  # images by their sha256
     if isinstance(out.get("messages"), list):
         out["messages"] = [_message_copy(m) for m in out["messages"]]
     renames: dict[str, str] = {}

@@ -19,6 +19,7 @@ import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
+from failforge.images import image_rejection
 from failforge.secrets import redact_known, remember, strip_userinfo, userinfo_secrets
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -94,6 +95,11 @@ class HttpUpstream:
                     return self._checked(url, response)
         except _Retryable as exc:
             raise self._gave_up(url, deadline, exc) from exc
+        except ModelUnavailable as exc:  # a text-only model refusing screenshots: say so, and how to fall back
+            rejected = image_rejection(exc, body)
+            if rejected is exc:
+                raise
+            raise rejected from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def acall(self, body: dict[str, Any], *, deadline: float | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from failforge.report._dataset import Dataset, Record, prefix_hash
+from failforge.report._screenshot import decisive_screenshot
 from failforge.report._summary import describe_realism, summarise
 from failforge.trajectory import Step
 
@@ -79,6 +80,7 @@ def _record_json(ds: Dataset, record: Record, seeds_out: dict[str, list[dict[str
         "original": compact_step(record.original) if record.original is not None else None,
         "branch": [compact_step(s) for s in record.branch.steps[t:]] if record.branch is not None else None,
         "task": (record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else ""))[:TEXT_LIMIT],
+        "screenshot": decisive_screenshot(record.original, record.branch.steps[t] if record.branch is not None and len(record.branch.steps) > t else None),
     }
 
 
@@ -276,6 +278,7 @@ function renderRecord(id){
     h += '<div class="'+cls.trim()+'">'+i+(k===0?' ★':'')+'</div><div class="'+cls.trim()+'" '+(k===0?'id="rv-original"':'')+'>'+stepHtml(a)+'</div><div class="'+(k===0?'decisive inj':'')+'" '+(k===0?'id="rv-injected"':'')+'>'+(r.branch?stepHtml(b):'<span class="muted">no branch was run ('+esc(r.stage)+')</span>')+'</div>';
   }
   h += '</div>';
+  if (r.screenshot) h += '<h3>Screen at the decisive step</h3><p class="muted">green ring: the seed\'s click; red cross: the injected click</p><img id="rv-screenshot" src="'+r.screenshot+'" alt="screenshot at step '+r.t+'">';
   h += '<h3>Steering note</h3><p id="rv-note">'+(r.note ? esc(r.note) : '<span class="muted">none</span>')+'</p>';
   if (r.conf) h += '<h3>Mode conformance</h3><p id="rv-conformance"><span class="badge '+(r.conf.exhibited===true?'ok':r.conf.exhibited===false?'bad':'')+'">'+(r.conf.exhibited===true?'exhibited':r.conf.exhibited===false?'not exhibited':'unverified')+'</span> ('+esc(r.conf.method)+') '+esc(r.conf.reason)+(r.conf.judge?'<br>judge <code>'+esc(r.conf.judge.model)+'</code>: '+esc(r.conf.judge.rationale):'')+'</p>';
   h += '<h3>Filter verdicts</h3><table class="grid" id="rv-verdicts"><tr><th>filter</th><th>verdict</th><th>reason</th></tr>';

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from failforge.attribution._codes import canonical_code
 from failforge.attribution._components import ComponentLabel
@@ -94,7 +94,7 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
             agent, role, content = s.tool_name or "environment", "tool", s.error or s.content or ""
         steps.append(FailureStep(index=s.index, kind=kinds[s.kind], agent=agent, role=role, content=content,
                                  tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
-                                 tool_call_id=s.tool_call_id if s.kind == "tool" else None, images=[ImageRef(sha256=h) for h in s.images],
+                                 tool_call_id=s.tool_call_id if s.kind == "tool" else None, images=[ImageRef(sha256=h) for h in s.images or _task_images(trajectory, s)],
                                  coordinate=_coordinate(s), sender=s.agent, recipient=s.recipient,
                                  component=component_id(s.index), component_type=types[s.index]))
     agents = list(dict.fromkeys([*trajectory.agents, *(s.agent for s in steps if s.kind == "agent")]))
@@ -152,3 +152,13 @@ def import_failforge(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
             yield from_trajectory(trajectory, str(path), number)
         except ValueError as exc:
             yield RecordProblem(path=str(path), line=number, field="<record>", problem=" ".join(str(exc).split())[:300])
+
+
+def _task_images(trajectory: Trajectory, step: Any) -> list[str]:
+    """The task step of a screenshot agent shows the page the first request carries (its first image)."""
+    from failforge.images import image_refs
+
+    if step.kind != "task":
+        return []
+    first = next((s for s in trajectory.steps if s.kind == "agent" and s.model_call is not None), None)
+    return image_refs(first.model_call.request)[:1] if first is not None and first.model_call is not None else []

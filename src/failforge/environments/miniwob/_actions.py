@@ -27,6 +27,19 @@ from failforge.environments.miniwob._browser import BrowserSession
 class ActionOutcome:
     error: str | None = None
     note: str | None = None
+    #: A coordinate click: the element at the point (bid, tag, text, box), read before the click.
+    hit: dict[str, Any] | None = None
+
+
+_HIT_JS = """([x, y]) => {
+  const el = document.elementFromPoint(x, y);
+  if (!el) return null;
+  const holder = el.closest('[bid]');
+  const r = (holder || el).getBoundingClientRect();
+  return {bid: holder ? holder.getAttribute('bid') : null, tag: (holder || el).tagName.toLowerCase(),
+          text: ((holder || el).innerText || (holder || el).value || '').replace(/\\s+/g, ' ').trim().slice(0, 80),
+          box: [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)]};
+}"""
 
 
 class _Args(BaseModel):
@@ -93,10 +106,42 @@ TOOLS: dict[str, tuple[type[_Args], str]] = {
 }
 
 
-def tool_schemas() -> list[dict[str, Any]]:
+class PointArgs(_Args):
+    x: int = Field(ge=0, description="pixels from the screenshot's left edge")
+    y: int = Field(ge=0, description="pixels from the screenshot's top edge")
+
+
+class TextArgs(_Args):
+    text: str = Field(description="text typed with the keyboard into the focused element")
+
+
+class KeyArgs(_Args):
+    key: str = Field(description="a key name such as Enter, Tab, ArrowDown, Backspace, or a chord like Control+a")
+
+
+class ScrollAtArgs(PointArgs):
+    dx: int = Field(default=0, description="pixels to scroll right (negative: left)")
+    dy: int = Field(default=0, description="pixels to scroll down (negative: up)")
+
+
+#: The computer-use action space: the agent sees a screenshot and acts by pixel coordinates.
+COORDINATE_TOOLS: dict[str, tuple[type[_Args], str]] = {
+    "click": (PointArgs, "Click the mouse at pixel (x, y) of the screenshot."),
+    "type": (TextArgs, "Type text with the keyboard into the focused element."),
+    "key": (KeyArgs, "Press a key (or key chord)."),
+    "scroll": (ScrollAtArgs, "Scroll by dx, dy pixels with the mouse at (x, y)."),
+    "answer": (AnswerArgs, "Report a textual answer to the task."),
+}
+
+
+def tool_table(action_space: str) -> dict[str, tuple[type[_Args], str]]:
+    return COORDINATE_TOOLS if action_space == "coordinate" else TOOLS
+
+
+def tool_schemas(action_space: str = "bid") -> list[dict[str, Any]]:
     """OpenAI function-calling schemas, in a fixed order (they are part of every recorded request)."""
     out = []
-    for name, (model, description) in TOOLS.items():
+    for name, (model, description) in tool_table(action_space).items():
         schema = model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -105,11 +150,12 @@ def tool_schemas() -> list[dict[str, Any]]:
     return out
 
 
-def parse_arguments(name: str, arguments: dict[str, Any] | None, raw: str) -> _Args | str:
+def parse_arguments(name: str, arguments: dict[str, Any] | None, raw: str, action_space: str = "bid") -> _Args | str:
     """Validated arguments, or a fixed-wording error the model can act on."""
-    spec = TOOLS.get(name)
+    table = tool_table(action_space)
+    spec = table.get(name)
     if spec is None:
-        return f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}"
+        return f"unknown tool {name!r}; the tools are: {', '.join(table)}"
     if arguments is None:
         return f"the arguments of {name} are not a JSON object: {raw[:200]!r}"
     try:
@@ -122,8 +168,9 @@ def parse_arguments(name: str, arguments: dict[str, Any] | None, raw: str) -> _A
 class Actions:
     """Performs validated tool calls on one page."""
 
-    def __init__(self, session: BrowserSession, *, origin: str) -> None:
+    def __init__(self, session: BrowserSession, *, origin: str, action_space: str = "bid") -> None:
         self.session = session
+        self.action_space = action_space
         self.origin = origin.rstrip("/")
         self.answers: list[str] = []
 
@@ -134,7 +181,7 @@ class Actions:
     def perform(self, name: str, args: _Args) -> ActionOutcome:
         from playwright.sync_api import Error as PlaywrightError
 
-        method = getattr(self, f"_do_{name}")
+        method = getattr(self, f"_{'xy' if self.action_space == 'coordinate' else 'do'}_{name}")
         with self.session.guard(f"running {name}({json.dumps(args.model_dump(), ensure_ascii=False)[:200]})", agent_errors=True):
             try:
                 outcome: ActionOutcome = method(args)
@@ -255,6 +302,36 @@ class Actions:
                 raise
             return ActionOutcome(error=f"could not open {target}")
         return ActionOutcome()
+
+    # ------------------------------------------------------------------ coordinate tools (computer use)
+
+    def hit(self, x: int, y: int) -> dict[str, Any] | None:
+        """The element drawn at (x, y): its bid, tag, text and box (the DOM's truth about a click there)."""
+        found: dict[str, Any] | None = self.page.evaluate(_HIT_JS, [x, y])
+        return found
+
+    def _xy_click(self, args: PointArgs) -> ActionOutcome:
+        width, height = self.session.config.viewport.width, self.session.config.viewport.height
+        if args.x >= width or args.y >= height:
+            return ActionOutcome(error=f"({args.x}, {args.y}) is outside the {width}x{height} screen")
+        target = self.hit(args.x, args.y)
+        self.page.mouse.click(args.x, args.y)
+        return ActionOutcome(note=f"clicked at ({args.x}, {args.y})", hit=target)
+
+    def _xy_type(self, args: TextArgs) -> ActionOutcome:
+        self.page.keyboard.type(args.text)
+        return ActionOutcome()
+
+    def _xy_key(self, args: KeyArgs) -> ActionOutcome:
+        return self._do_press(PressArgs(key=args.key))
+
+    def _xy_scroll(self, args: ScrollAtArgs) -> ActionOutcome:
+        self.page.mouse.move(args.x, args.y)
+        self.page.mouse.wheel(args.dx, args.dy)
+        return ActionOutcome()
+
+    def _xy_answer(self, args: AnswerArgs) -> ActionOutcome:
+        return self._do_answer(args)
 
     def _do_answer(self, args: AnswerArgs) -> ActionOutcome:
         self.answers.append(args.text)

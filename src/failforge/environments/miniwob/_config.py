@@ -84,6 +84,9 @@ class MiniWoBConfig(_Model):
         "(except in the live steps after a branch point, which fetch and record); off: always fetch, never store",
     )
     screenshots: bool = False
+    action_space: Literal["bid", "coordinate"] = Field(
+        default="bid", description="bid: tools name elements by bid; coordinate: click(x, y), type, key, scroll on the screenshot (implies screenshots)"
+    )
     screenshot_dir: str | None = Field(default=None, description="where screenshots are stored by sha256; default <cache_dir>/../screenshots")
     chromium: str = CHROMIUM_EXECUTABLE
     chromium_args: tuple[str, ...] = CHROMIUM_ARGS
@@ -101,4 +104,8 @@ class MiniWoBConfig(_Model):
     def screenshot_directory(self) -> Path:
         if self.screenshot_dir:
             return Path(self.screenshot_dir)
+        if self.action_space == "coordinate":  # the screenshots the model sees: the boundary's image store, so each is stored once
+            from failforge.images import default_image_dir
+
+            return default_image_dir()
         return Path(self.cache_dir).parent / "screenshots"

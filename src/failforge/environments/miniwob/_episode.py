@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,12 @@ class MiniWoBToolbox:
         self.log = log
 
     def schemas(self) -> list[dict[str, Any]]:
-        return tool_schemas()
+        return tool_schemas(self.episode.config.action_space)
+
+    def screenshot_png(self) -> tuple[str, bytes]:
+        """(sha256, PNG) of the page as the latest step left it (a fresh one before any action)."""
+        digest = self.episode.last_image or self.episode.screenshot()
+        return digest, screenshot_path(self.episode.config, digest).read_bytes()
 
     def call(self, name: str, arguments: str, call_id: str | None) -> str:
         parsed = parse_tool_arguments(arguments)
@@ -65,18 +71,31 @@ class MiniWoBToolbox:
                 name=name,
                 arguments=parsed,
                 call_id=call_id,
-                run=lambda: self.episode.act(name, parsed, arguments),
+                run=lambda: self._act(index, name, parsed, arguments),
                 fingerprint=self.episode.last_fingerprint,
                 drift=DomDrift,
             )
         except DriftError as exc:
             exc.locate(self.log.trajectory_id, index)
             raise
-        # Screenshots are attachments, not assertions (pixels depend on fonts and GPU); the DOM
-        # fingerprint is what replay checks. They are attached after the step is asserted.
-        step.images.extend(self.episode.take_pending_images())
         content = step.content or ""
         return content if step.error is None else f"Error: {step.error}\n\n{content}"
+
+
+    def _act(self, index: int, name: str, parsed: dict[str, Any] | None, raw: str) -> ToolResult:
+        """The action, with the screenshots taken after it; replaying coordinate actions (the model saw these
+        screenshots) they must be the seed's byte for byte; with bid actions they stay attachments."""
+        result = self.episode.act(name, parsed, raw)
+        images = tuple(self.episode.take_pending_images())
+        expected = self.log.expected_step(index) if self.log.replaying(index) else None
+        if expected is not None and expected.kind == "tool" and self.episode.config.action_space != "coordinate":
+            images = tuple(expected.images)  # bid actions: screenshots are attachments (the DOM is checked), the seed's are kept
+        elif expected is not None and expected.kind == "tool" and list(images) != list(expected.images):
+            raise DomDrift(
+                f"the screenshot after step {index} ({name}) is not the recorded one: the page looks different although replayed exactly",
+                trajectory_id=self.log.error_id, step=index, expected=[h[:12] for h in expected.images], actual=[h[:12] for h in images],
+            )
+        return ToolResult(content=result.content, error=result.error, images=images)
 
 
 class MiniWoBEpisode:
@@ -105,13 +124,15 @@ class MiniWoBEpisode:
         self._actions_done = 0
         self._last: DomSnapshot | None = None
         self._pending_images: list[str] = []
+        #: sha256 of the latest screenshot taken after an action (what a vision harness shows next).
+        self.last_image: str | None = None
         self._utterance = ""
         self._initial_observation = ""
         self.server = LoopbackServer(html_dir)
         self.cache = ToolCache(config.cache_dir, mode="record") if config.cache_mode != "off" else None
         self.session = BrowserSession(config)
         self.network = PageNetwork(origin=config.origin, cache=self.cache, server=self.server, strict=self._strict)
-        self.actions = Actions(self.session, origin=config.origin)
+        self.actions = Actions(self.session, origin=config.origin, action_space=config.action_space)
         try:
             self._start()
         except DriftError as exc:  # a page load missing from the cache: the run fails at its first step
@@ -228,7 +249,7 @@ class MiniWoBEpisode:
     def act(self, name: str, arguments: dict[str, Any] | None, raw: str = "") -> ToolResult:
         """Run one tool call, let virtual time settle, read the page. Called inside observe_tool_call."""
         self.session.check_alive(f"running {name}")
-        args = parse_arguments(name, arguments, raw)
+        args = parse_arguments(name, arguments, raw, self.config.action_space)
         if isinstance(args, str):
             outcome = ActionOutcome(error=args)
         else:
@@ -246,11 +267,16 @@ class MiniWoBEpisode:
             self._apply_faults(self._actions_done)
             self._actions_done += 1
             self._last = snapshot(self.session.page)
-        if self.config.screenshots:
-            self._pending_images.append(self.screenshot())
+        if self.config.screenshots or self.config.action_space == "coordinate":
+            self.last_image = self.screenshot()
+            self._pending_images.append(self.last_image)
         content = self._last.observation_text()
-        if outcome.note:
-            content = f"{outcome.note}\n{content}"
+        note = outcome.note
+        if outcome.hit is not None:  # the DOM's account of where a coordinate click landed (P.2's truth)
+            hit = outcome.hit
+            note = f"{note} on [{hit.get('bid')}] {hit.get('tag')} {json.dumps(hit.get('text', ''), ensure_ascii=False)} box={tuple(hit.get('box') or ())}"
+        if note:
+            content = f"{note}\n{content}"
         return ToolResult(content=content, error=outcome.error)
 
     def observe(self) -> str:
@@ -278,7 +304,10 @@ class MiniWoBEpisode:
     def screenshot(self) -> str:
         """PNG of the viewport stored as <screenshot_dir>/<sha256>.png; returns the sha256."""
         with self.session.guard("taking a screenshot"):
-            data = self.session.page.screenshot(type="png", timeout=self.config.operation_timeout_s * 1000)
+            # CSS transitions run on the compositor's real time, not the paused clock: a screenshot the model sees
+            # (coordinate actions) has them finished first, so a loaded machine cannot catch one halfway.
+            still = {"animations": "disabled"} if self.config.action_space == "coordinate" else {}
+            data = self.session.page.screenshot(type="png", timeout=self.config.operation_timeout_s * 1000, **still)
         digest = hashlib.sha256(data).hexdigest()
         directory = self.config.screenshot_directory()
         directory.mkdir(parents=True, exist_ok=True)

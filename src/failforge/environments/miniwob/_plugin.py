@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +53,9 @@ class MiniWoBOptions(BaseModel):
     cache_dir: str | None = Field(default=None, description="where page loads are cached (seeds replay from it)")
     screenshots: bool = Field(default=False, description="store a screenshot after every action")
     screenshot_dir: str | None = Field(default=None, description="where screenshots go (default: beside the cache)")
+    action_space: Literal["bid", "coordinate"] | None = Field(
+        default=None, description="coordinate: click(x, y)/type/key/scroll on screenshots, for the vision harness (default: bid)"
+    )
 
 
 def default_seed(task: str) -> int:

@@ -1,0 +1,226 @@
+"""Images at the model boundary: stored once by SHA-256, referenced by hash in every stored request.
+
+A vision harness sends each observation as an OpenAI ``image_url`` content part carrying a
+``data:image/png;base64,...`` URL. Keeping that base64 in every recorded request would repeat the same
+screenshot in each later request (the history grows) and bloat every seed, so the boundary stores
+the request with each data URL replaced by a reference ``failforge-image:sha256:<hex>`` and the bytes
+written once to an :class:`ImageStore` (``<hex>.png``). The request hash is taken on the same form
+(:func:`canonical_parts`), so two requests hash alike exactly when their images are byte-identical:
+a replay whose screenshot changed by one pixel is a :class:`~failforge.errors.PromptDrift` naming the
+step, and a stored request can be turned back into the one that was sent (:func:`inline`).
+
+Video is not handled (no frame parts exist in the chat-completions format failforge serves).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from failforge.errors import ConfigError, ModelUnavailable
+
+#: How a stored request names an image instead of carrying its bytes.
+REF_PREFIX = "failforge-image:sha256:"
+_DATA_PREFIX = "data:"
+IMAGE_DIR_ENV = "FAILFORGE_IMAGE_DIR"
+
+
+class ImageMissing(ConfigError):
+    """An image a record references is not in the store (a dataset folder copied without its images)."""
+
+
+class ImageInputRejected(ModelUnavailable):
+    """The model endpoint refused a request because it carries image parts (a text-only model)."""
+
+
+def image_rejection(exc: ModelUnavailable, body: dict[str, Any]) -> ModelUnavailable:
+    """``exc`` as :class:`ImageInputRejected` when the refused request carried images and the endpoint
+    says so (its error text names images), else ``exc`` unchanged: one line naming the model and the fallback."""
+    text = str(exc).lower()
+    if not image_refs(body) or not any(word in text for word in ("image", "vision", "multimodal", "content part", "image_url")):
+        return exc
+    return ImageInputRejected(
+        f"model {body.get('model')!r} rejects image input ({str(exc).splitlines()[0][:200]}); use a vision model, or fall back to DOM text: "
+        "harness failforge.miniwob_vision with observation='dom', or the builtin harness with the miniwob action_space='bid'"
+    )
+
+
+def default_image_dir() -> Path:
+    """The process's image store: ``$FAILFORGE_IMAGE_DIR``, else ``<FAILFORGE_CACHE_DIR or ~/.cache/failforge>/images``."""
+    explicit = os.environ.get(IMAGE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    root = os.environ.get("FAILFORGE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "failforge")
+    return Path(root) / "images"
+
+
+class ImageStore:
+    """A folder of images named by the SHA-256 of their bytes (``<hex>.png``); writes are atomic and idempotent."""
+
+    def __init__(self, directory: Path | str | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_image_dir()
+
+    def path(self, digest: str) -> Path:
+        return self.directory / f"{digest}.png"
+
+    def put(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.path(digest)
+        if not target.exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        return digest
+
+    def get(self, digest: str) -> bytes:
+        """The bytes stored as ``digest``, checked against it (a file edited in place is refused)."""
+        target = self.path(digest)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise ImageMissing(f"image {digest[:12]} is not in the image store {self.directory} (copy the dataset's images/ folder with it)") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise ImageMissing(f"image file {target} does not hash to its name: it was changed after it was stored")
+        return data
+
+    def has(self, digest: str) -> bool:
+        return self.path(digest).is_file()
+
+
+def data_url(data: bytes, mime: str = "image/png") -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def image_part(data: bytes) -> dict[str, Any]:
+    """The OpenAI chat content part for a PNG."""
+    return {"type": "image_url", "image_url": {"url": data_url(data)}}
+
+
+def decode_data_url(url: str) -> bytes | None:
+    """The bytes of a base64 ``data:`` URL, else None (an http URL, a reference)."""
+    if not url.startswith(_DATA_PREFIX) or ";base64," not in url:
+        return None
+    try:
+        return base64.b64decode(url.split(";base64,", 1)[1], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def ref_of(url: str) -> str | None:
+    """The sha256 a reference URL names, else None."""
+    return url[len(REF_PREFIX):] if url.startswith(REF_PREFIX) else None
+
+
+def _map_parts(body: dict[str, Any], fn: Any) -> dict[str, Any]:
+    """A copy of ``body`` whose image parts' URLs went through ``fn`` (untouched messages are shared)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return body
+    out_messages = []
+    changed = False
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            out_messages.append(message)
+            continue
+        parts = []
+        for part in content:
+            url = ((part.get("image_url") or {}).get("url") if isinstance(part, dict) and part.get("type") == "image_url" else None)
+            new = fn(url) if isinstance(url, str) else None
+            if new is not None and new != url:
+                part = {**part, "image_url": {**part["image_url"], "url": new}}
+                changed = True
+            parts.append(part)
+        out_messages.append({**message, "content": parts})
+    return {**body, "messages": out_messages} if changed else body
+
+
+def canonical_parts(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with every inline image replaced by its hash reference: what the request hash is taken on."""
+    def to_ref(url: str) -> str | None:
+        data = decode_data_url(url)
+        return None if data is None else REF_PREFIX + hashlib.sha256(data).hexdigest()
+
+    return _map_parts(body, to_ref)
+
+
+def externalise(body: dict[str, Any], store: ImageStore | None = None) -> dict[str, Any]:
+    """``body`` as it is stored: each inline image written once to ``store`` and replaced by its reference."""
+    target = store or ImageStore()
+
+    def to_ref(url: str) -> str | None:
+        data = decode_data_url(url)
+        return None if data is None else REF_PREFIX + target.put(data)
+
+    return _map_parts(body, to_ref)
+
+
+def inline(body: dict[str, Any], store: ImageStore | None = None) -> dict[str, Any]:
+    """A stored request with its references turned back into the data URLs that were sent."""
+    source = store or ImageStore()
+
+    def to_data(url: str) -> str | None:
+        digest = ref_of(url)
+        return None if digest is None else data_url(source.get(digest))
+
+    return _map_parts(body, to_data)
+
+
+def image_refs(body: dict[str, Any]) -> list[str]:
+    """The sha256 of every image in ``body`` (inline or referenced), in order."""
+    found: list[str] = []
+
+    def collect(url: str) -> None:
+        digest = ref_of(url)
+        if digest is None:
+            data = decode_data_url(url)
+            digest = hashlib.sha256(data).hexdigest() if data is not None else None
+        if digest is not None:
+            found.append(digest)
+
+    _map_parts(body, collect)
+    return found
+
+
+def last_image(body: dict[str, Any], store: ImageStore | None = None) -> bytes | None:
+    """The bytes of the latest image in ``body`` (inline, or a reference read from ``store``); None without one."""
+    messages = body.get("messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for part in reversed(content):
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                url = str((part.get("image_url") or {}).get("url", ""))
+                data = decode_data_url(url)
+                if data is not None:
+                    return data
+                digest = ref_of(url)
+                if digest is not None:
+                    return (store or ImageStore()).get(digest)
+    return None
+
+
+__all__ = [
+    "IMAGE_DIR_ENV",
+    "REF_PREFIX",
+    "ImageInputRejected",
+    "ImageMissing",
+    "ImageStore",
+    "canonical_parts",
+    "data_url",
+    "decode_data_url",
+    "default_image_dir",
+    "externalise",
+    "image_part",
+    "image_refs",
+    "image_rejection",
+    "inline",
+    "last_image",
+    "ref_of",
+]
