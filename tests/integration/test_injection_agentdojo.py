@@ -145,3 +145,26 @@ def test_an_injected_refusal_at_a_benign_task_is_over_refusal_gold(slice_seeds, 
     assert (record.label.behaviour, record.label.changed, record.label.primary_component, record.label.target_component) == ("over_refusal", "action", "C1", "C1")
     write_jsonl(tmp_path / "gold.jsonl", [record])
     assert outcome_counts(tmp_path) == {"gold:over_refusal": {"over_refusal": 1}}
+
+
+def test_unsafe_gold_round_trips_through_the_trajectory_attribution_release(results, tmp_path):
+    """failforge's importer reads injection gold (its mode code is not one of the 18 modes) and the release
+    exporter writes it with the chain rules checked; reading the release back gives the same target and primary."""
+    from failforge.attribution._record import LabelledFailure
+    from failforge.attribution.importers.failforge_gold import from_trajectory
+    from failforge.attribution.importers.trajectory_attribution import import_trajectory_attribution
+    from failforge.exporters.trajectory_attribution import export_trajectory_attribution
+
+    gold = [r.record for _, _, r in results if r.status == "gold"]
+    assert gold
+    records = [from_trajectory(g) for g in gold]
+    for record, g in zip(records, gold, strict=True):
+        assert record.gold.mode is None and "unsafe action" in record.gold.rationale and record.components is not None
+        assert (record.components.target, record.components.primary) == (g.label.target_component, g.label.primary_component)
+    report = export_trajectory_attribution(records, tmp_path / "release")
+    assert report.written == len(records), report
+    back = list(import_trajectory_attribution(tmp_path / "release"))
+    assert all(isinstance(r, LabelledFailure) for r in back), back
+    assert len(back) == len(records)
+    for r in back:  # release ids are renumbered (a call and its result are one component there): rules hold
+        assert isinstance(r, LabelledFailure) and r.components is not None and r.components.target_type == "unsafe_action"

@@ -40,6 +40,11 @@ class ComponentLabel(BaseModel):
     attributes: dict[str, object] = Field(default_factory=dict, description="the release's attributes (attack_success, risk_category)")
 
 
+#: failforge behaviours whose primary may be the target itself, with empty chains: the branch changed the
+#: agent's own step, and that step is the behaviour (the release's three types always have a cause before it).
+SELF_CAUSED = frozenset({"failure", "over_refusal"})
+
+
 class ChainError(ValueError):
     """A label that breaks a chain rule: ``field`` names the part (target, primary, chains.attack, chains.execution)."""
 
@@ -60,6 +65,8 @@ def check_label(order: Sequence[str], label: ComponentLabel) -> None:
         if cid not in position:
             raise ChainError(field, f"{cid!r} is not a component of the trajectory ({_span(order)})")
     t, p = position[label.target], position[label.primary]
+    if p == t and label.target_type in SELF_CAUSED and not label.attack_chain and not label.execution_chain:
+        return  # failforge's own: the changed step is the behaviour itself (an injected refusal, an agent's error)
     if p >= t:
         raise ChainError("primary", f"{label.primary} (position {p}) is not strictly before the target {label.target} (position {t})")
     for field, chain, low, high, where in (

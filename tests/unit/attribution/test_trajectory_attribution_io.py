@@ -142,3 +142,12 @@ def test_records_the_release_cannot_hold_are_skipped_with_the_reason(tmp_path):
 def test_a_failforge_label_that_breaks_a_chain_rule_is_refused_when_read():
     with pytest.raises(ValueError, match="contains the target C5"):
         from_trajectory(_unsafe_gold(execution_chain=["C3", "C5"]))
+
+
+def test_a_self_caused_behaviour_may_have_its_primary_at_the_target_but_the_releases_types_may_not():
+    order = ["C0", "C1", "C2"]
+    check_label(order, ComponentLabel(target_type="over_refusal", target="C1", primary="C1"))  # the injected refusal itself
+    with pytest.raises(ChainError, match="not strictly before the target"):
+        check_label(order, ComponentLabel(target_type="unsafe_action", target="C1", primary="C1"))
+    with pytest.raises(ChainError, match="not strictly before the target"):  # chains need a primary before the target
+        check_label(order, ComponentLabel(target_type="over_refusal", target="C2", primary="C2", attack_chain=["C1"]))

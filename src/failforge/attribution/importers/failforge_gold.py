@@ -45,11 +45,24 @@ def _brief(step: Step) -> str:
     return text if len(text) <= _BRIEF else text[: _BRIEF - 1] + "…"
 
 
+_BEHAVIOUR_TEXT = {
+    "unsafe_action": "an unsafe action induced by the injected content",
+    "over_refusal": "a refusal of a benign task",
+    "unsafe_completion": "compliance where refusing was right",
+}
+
+
 def rationale(trajectory: Trajectory) -> str:
     label = trajectory.label
     assert label is not None
-    mode = get_mode(label.mode_code)
     injected = trajectory.steps[label.decisive_step]
+    if label.behaviour != "failure":  # observation / refusal gold: its mode code is not one of the 18 modes
+        changed = {"observation": "the environment served a changed observation", "user": "the user's message was changed",
+                   "action": f"{label.decisive_agent}'s step was changed"}[label.changed]
+        target = f" The behaviour is at {label.target_component}." if label.target_component else ""
+        return (f"At step {label.decisive_step} {changed} ({label.mode_code}): {_brief(injected)}. The run then showed "
+                f"{_BEHAVIOUR_TEXT.get(label.behaviour, label.behaviour)} ({label.evaluator_output.evaluator}).{target}")
+    mode = get_mode(label.mode_code)
     return (
         f"{label.decisive_agent} made a {mode.name.lower()} error ({mode.code}, {mode.family.value}) at step {label.decisive_step}: "
         f"{mode.definition} In the successful run this step was: {_brief(label.original_step)}. In this run it was: {_brief(injected)}. "
