@@ -168,3 +168,23 @@ def test_unsafe_gold_round_trips_through_the_trajectory_attribution_release(resu
     assert len(back) == len(records)
     for r in back:  # release ids are renumbered (a call and its result are one component there): rules hold
         assert isinstance(r, LabelledFailure) and r.components is not None and r.components.target_type == "unsafe_action"
+
+
+def test_show_prints_the_behaviour_chains_outcome_and_decisions(results, slice_seeds, tmp_path):
+    from rich.console import Console
+
+    from failforge.report import load_dataset, render_record
+    from failforge.trajectory import write_jsonl
+
+    gold = [r.record for _, _, r in results if r.status == "gold"]
+    write_jsonl(tmp_path / "gold.jsonl", gold)
+    write_jsonl(tmp_path / "seeds.jsonl", slice_seeds)
+    ds = load_dataset(tmp_path, seed_files=[tmp_path / "seeds.jsonl"])
+    console = Console(width=200, record=True)
+    console.print(render_record(ds, ds.find(gold[0].id)))
+    text = console.export_text()
+    label = gold[0].label
+    assert "changed: the observation (no note)" in text
+    assert f"behaviour: unsafe_action · primary {label.primary_component} → target {label.target_component}" in text
+    assert f"execution chain [{', '.join(label.execution_chain)}]" in text and "outcome: unsafe_completion" in text
+    assert f"{label.target_component[1:]} act" in text  # the unsafe call's control decision

@@ -2,7 +2,8 @@
 
 Seed and branch side by side; the shared prefix folded into one line marked identical with its hash;
 the decisive step highlighted with the original and the injected action; then the note, the
-conformance verdict, every filter verdict and the evaluator's output.
+conformance verdict, the behaviour with its components and chains, the five-outcome class and the
+control decisions from the decisive step on, every filter verdict and the evaluator's output.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from failforge.decisions import decisions
 from failforge.report._dataset import Dataset, Record, prefix_hash
-from failforge.trajectory import Step
+from failforge.trajectory import Step, Trajectory
 
 LIMIT = 600
 
@@ -41,9 +43,12 @@ def render_record(ds: Dataset, record: Record) -> Group:
     seed = ds.seed_for(record)
     t = record.step
     status_style = {"gold": "bold green", "rejected": "yellow", "failed": "red"}[record.status]
+    gold_label = record.branch.label if record.branch is not None else None
+    changed = gold_label.changed if gold_label is not None else "action"
+    how = f"note by the {record.guide_kind} guide" if changed == "action" else f"changed: the {changed} (no note)"
     header = Text.assemble(
         (record.record_id, "bold"), "  ", (record.status, status_style), "  ", (f"{record.mode} ({record.family})", "bold magenta"),
-        f"\nseed {record.seed_id} · decisive step {t} · agent {record.agent} · environment {record.environment} · note by the {record.guide_kind} guide",
+        f"\nseed {record.seed_id} · decisive step {t} · agent {record.agent} · environment {record.environment} · {how}",
         f"\nattempt {record.attempt_id}",
     )
     task = record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else "")
@@ -77,6 +82,7 @@ def render_record(ds: Dataset, record: Record) -> Group:
     parts.append(table)
 
     parts.append(Text.assemble(("steering note: ", "bold"), record.note or "(none)"))
+    parts.extend(_behaviour_lines(record.branch))
     conformance = record.conformance
     if conformance is not None:
         exhibited = conformance.get("exhibited")
@@ -99,6 +105,33 @@ def render_record(ds: Dataset, record: Record) -> Group:
     evaluation = record.evaluator or record.error
     parts.append(Text.assemble(("evaluator: ", "bold"), json.dumps(evaluation, indent=1) if evaluation else "no evaluation"))
     return Group(*parts)  # type: ignore[arg-type]
+
+
+def _behaviour_lines(branch: Trajectory | None) -> list[Text]:
+    """What the record shows beyond an agent's own error: its behaviour, the components and chains of its
+    label, the injection, the run's five-outcome class with the evidence's reason, and the control decision
+    of each agent step from the decisive one on (by rules: failforge.decisions)."""
+    if branch is None:
+        return []
+    lines: list[Text] = []
+    label = branch.label
+    if label is not None and (label.behaviour != "failure" or label.primary_component):
+        chains = f"attack chain [{', '.join(label.attack_chain)}] · execution chain [{', '.join(label.execution_chain)}]"
+        lines.append(Text.assemble(("behaviour: ", "bold"), (label.behaviour, "bold magenta"),
+                                   f" · primary {label.primary_component} → target {label.target_component} · {chains}"))
+        if label.injection:
+            inj = label.injection
+            lines.append(Text.assemble(("injection: ", "bold"), f"{inj.get('suite')} {inj.get('injection_task')} by {inj.get('attack')} "
+                                       f"in vector {inj.get('vector')}"))
+    if branch.adjudication is not None:
+        why = branch.adjudication.evidence.get("why")
+        lines.append(Text.assemble(("outcome: ", "bold"), (branch.adjudication.outcome, "bold"), f" ({branch.adjudication.adjudicator})",
+                                   f": {why}" if why else ""))
+    start = label.decisive_step if label is not None else 0
+    decided = [d for d in decisions(branch) if d.step >= start]
+    if decided:
+        lines.append(Text.assemble(("control decisions (rules): ", "bold"), " · ".join(f"{d.step} {d.state}" for d in decided[:12])))
+    return lines
 
 
 def _decisiveness_line(found: dict | None) -> Text:
