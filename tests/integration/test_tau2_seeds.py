@@ -47,7 +47,7 @@ def test_dropping_the_last_write_fails_tau2s_evaluator():
     """The evaluator discriminates: the same conversation without the last ground-truth write scores 0."""
     spec = environment("tau2").spec("0", environment("tau2").Options(domain="retail"))
     task = pkg.task("retail", "base", "0")
-    script = _Script(task)
+    script = _Script(task, pkg.write_tools("retail"))  # the oracle confirms writes first, as environment("tau2").oracle does
     script.actions = script.actions[:-1]
     oracle = TeamOracle({"agent": script.agent, "customer": script.customer}, name="tau2.truncated")
     run = record(env_spec=spec, harness=ConversationHarness(), model=ComponentSpec(name="m"), upstream=oracle, oracle=True)
