@@ -30,6 +30,7 @@ def main() -> int:
     from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
     from failforge.environments.miniwob._vision_policy import vision_script
     from failforge.images import ImageStore
+    from failforge.jsonl import read_jsonl
     from failforge.llm import ModelEndpoint
     from failforge.testing import LoopbackModelServer
     from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
@@ -48,7 +49,12 @@ def main() -> int:
     kept = Counter(r.label.mode_code for r in gold)
     sizes = [sum(store.path(h).stat().st_size for h in {h for s in r.steps for h in s.images} | set(_request_images(r))) for r in gold]
     rejected_path = args.out / "campaign" / "rejected.jsonl"
-    rejected = [json.loads(line) for line in rejected_path.read_text().splitlines()] if rejected_path.exists() else []
+    rejected: list[dict[str, object]] = []
+    for item in read_jsonl(rejected_path) if rejected_path.exists() else []:
+        if isinstance(item, tuple):
+            rejected.append(item[1])
+        else:  # a bad line is reported, the rest counted
+            print(f"skipped: {item}", file=sys.stderr)
     reasons = Counter(str(r.get("mode")) + ": " + str((r.get("reasons") or ["?"])[0])[:90] for r in rejected)
     kept_tasks = sorted({r.task.task_id for r in gold})
     print(json.dumps({"seeds": len(seeds), "planned": summary.planned, "attempts": summary.attempts, "kept": dict(kept), "kept_tasks": kept_tasks,
