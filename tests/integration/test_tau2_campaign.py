@@ -12,6 +12,7 @@ Environment, boundaries, replay, evaluator and filters are real.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests._required import require
@@ -86,3 +87,64 @@ def test_gold_at_agent_and_customer_steps_confirmed_by_tau2(tmp_path):
     for record in gold:
         assert record.outcome.success is False and record.outcome.evaluator == "tau2.evaluate_simulation"
         assert record.outcome.details["reward_breakdown"].get("DB") == 0.0
+
+
+_VALUE = re.compile(r"#?[A-Za-z0-9][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")
+_WRITE_AS = re.compile(r"write (\S+) where you would write (\S+),")
+
+
+class ReadingPolicy(Tau2Policy):
+    """The agent takes the ids and numbers the customer stated (where the ground truth uses the scenario's), and
+    on a tool error tells the customer it cannot go on; the customer writes what a note asks it to misstate."""
+
+    def respond(self, agent: str, messages: list[dict[str, Any]], early: bool, note: str = "") -> tuple[str | None, list[dict[str, Any]] | None]:
+        if agent == "customer":
+            told = _WRITE_AS.search(note)
+            if early and told:  # the rule guide's R.1 note: the customer misstates one value
+                return opening(self.task).replace(told.group(2), told.group(1)), None
+            last = str(messages[-1].get("content") or "")
+            if last.startswith("Sorry"):
+                return STOP, None
+            return super().respond(agent, messages, early)
+        if messages and messages[-1].get("role") == "tool" and str(messages[-1].get("content") or "").startswith("Error"):
+            return f"Sorry, I cannot go on: {messages[-1].get('content')}", None
+        content, calls = super().respond(agent, messages, early)
+        stated = next((str(m.get("content") or "") for m in messages if m.get("role") == "user" and "#" in str(m.get("content") or "") or m.get("role") == "user" and _VALUE.search(str(m.get("content") or ""))), "")
+        said = dict(zip(_VALUE.findall(opening(self.task)), _VALUE.findall(stated), strict=False))
+        for call in calls or []:
+            arguments = call["function"]["arguments"]
+            for known, given in said.items():
+                arguments = arguments.replace(json.dumps(known), json.dumps(given))
+            call["function"]["arguments"] = arguments
+        return content, calls
+
+    def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+        messages = body.get("messages") or []
+        system = str((messages[0] or {}).get("content") or "") if messages else ""
+        if "realistic mistakes" in system:  # the model guide: only the rule guide writes notes in this campaign
+            return "NOT FEASIBLE", None
+        if system.startswith("You check the labels"):
+            return judge(str(messages[1].get("content") or "")), None
+        last = messages[-1] if messages else {}
+        early = last.get("role") in ("system", "developer") and str(last.get("content") or "").startswith(NOTE_PREFIX)
+        return self.respond(str(agent), messages[:-1] if early else messages, early, str(last.get("content") or "") if early else "")
+
+
+def test_gold_at_a_customer_who_misstates_an_id_confirmed_by_tau2(tmp_path):
+    """R.1 at the customer's step: the customer gives a mistyped order number or zip code (the rule guide picks a
+    value the run used), the agent acts on what it was told, and tau2's DB check fails; the seed's own opening,
+    continued live, still succeeds."""
+    seed = oracle_seed("tau2", TASK, {"domain": DOMAIN})
+    with LoopbackModelServer(agent_policy=ReadingPolicy()) as server:
+        summary, gold = campaign(tmp_path, [seed], server, steps=20, modes=("R.1",))
+    assert gold, summary
+    for record in gold:
+        label, step = record.label, record.label.decisive_step
+        assert label.mode_code == "R.1" and label.decisive_agent == "customer" and step == 1, (step, label.decisive_agent)
+        stated, original = record.steps[step].content or "", seed.steps[step].content or ""
+        value, wrong = label.guide_request["user_value"], label.guide_request["value"]
+        assert value in original and value not in stated and wrong in stated and wrong not in seed.task.instruction
+        assert record.provenance["conformance"]["method"] == "deterministic" and record.provenance["conformance"]["exhibited"] is True
+        assert any(wrong in c.arguments for s in record.steps[step + 1:] for c in s.tool_calls)  # the agent acted on it
+        assert record.outcome.success is False and record.outcome.details["reward_breakdown"].get("DB") == 0.0
+        assert [s.comparable() for s in record.steps[:step]] == [s.comparable() for s in seed.steps[:step]]

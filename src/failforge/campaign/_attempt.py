@@ -21,7 +21,7 @@ from failforge.canonical import canonical_hash
 from failforge.conformance import ConformanceVerdict, assess, is_structural
 from failforge.errors import DriftError, InfrastructureError
 from failforge.filters import FilterContext, run_filters
-from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_for, guide_request, rules_note, write_steering_note
+from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_at, guide_request, rules_note, write_steering_note
 from failforge.llm import BoundedResponder
 from failforge.taxonomy import ErrorMode, get_mode
 from failforge.trajectory import FilterVerdict, GoldLabel, Trajectory
@@ -178,7 +178,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     started = time.monotonic()
     deadline = started + config.attempt_deadline
     mode = get_mode(spec.mode)
-    kind = guide_kind_for(config.guide_kind, mode.code)
+    kind = guide_kind_at(config.guide_kind, seed, spec.step, mode.code)
     guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else models.guide_spec.name
     provenance = {**provenance, "guide_kind": kind, "guide_name": guide_name}
     base = {**_base(seed, spec, provenance), "mode": mode.code}

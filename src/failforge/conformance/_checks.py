@@ -22,6 +22,7 @@ from typing import Any
 
 from failforge.conformance._perception import PERCEPTION_CHECKS
 from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
+from failforge.conformance._user import check_user_value
 from failforge.conformance._verdict import ConformanceVerdict
 from failforge.trajectory import Step, ToolCall, Trajectory
 
@@ -297,6 +298,10 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
         return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
     if mode in STRUCTURAL_CHECKS:
         return check_structural(seed, injected, t, mode)
+    if mode == "R.1":  # a user's value stated wrongly is decided by rule; anything else is judged
+        decided, why = check_user_value(seed, injected, t)
+        if decided is not None:
+            return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic", reason=why)
     engaged, why = on_task(seed, injected, t)
     if not engaged:
         return ConformanceVerdict(mode=mode, exhibited=False, method="deterministic", reason=why)

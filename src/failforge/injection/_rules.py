@@ -27,12 +27,16 @@ from typing import Any
 from failforge.conformance._text import numbers, offered_tools, step_text
 from failforge.injection._injector import GuideResult
 from failforge.injection._perception import PERCEPTION_RULES
+from failforge.injection._user_rules import USER_RULES
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import Step, ToolCall, Trajectory
 
 RULES_GUIDE = "failforge-rules"
 RULES_VERSION = "1"
 RULE_MODES: tuple[str, ...] = ("A.2", "A.3", "A.4", "A.5", "A.6", "R.3", "P.1", "P.2")  # P.*: injection/_perception.py
+STEP_RULE_MODES: tuple[str, ...] = ("R.1",)
+"""Semantic modes with a rule for some steps only (R.1 at a user's step: a value stated wrongly,
+injection/_user_rules.py): under ``auto`` the rule writes the note where it applies, the model elsewhere."""
 PINNED_MODES: tuple[str, ...] = ("A.2", "A.6")
 """Modes whose mistake is a call to a tool the request offers (a wrong argument, a repeated call): their
 note's tool can be pinned at stage 2. Not A.3 (the tool is not offered), A.4 or A.5 (no proper call),
@@ -310,7 +314,7 @@ def _r3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
     return "a_t uses no number, so there is none to get slightly wrong"
 
 
-_RULES = {"A.2": _a2, "A.3": _a3, "A.4": _a4, "A.5": _a5, "A.6": _a6, "R.3": _r3, **PERCEPTION_RULES}
+_RULES = {"A.2": _a2, "A.3": _a3, "A.4": _a4, "A.5": _a5, "A.6": _a6, "R.3": _r3, **PERCEPTION_RULES, **USER_RULES}
 
 
 def rules_note(seed: Trajectory, t: int, mode: ErrorMode, *, rng_seed: int = 0, sample: int = 0) -> GuideResult:
@@ -345,3 +349,12 @@ def guide_kind_for(setting: str, mode: str) -> str:
     if setting == "auto":
         return "rules" if mode in RULE_MODES else "model"
     return setting
+
+
+def guide_kind_at(setting: str, seed: Trajectory, t: int, mode: str) -> str:
+    """``guide_kind_for`` at one step: under ``auto`` a mode of ``STEP_RULE_MODES`` gets the rule where it has a
+    note to write (R.1 at a user's step), the model guide elsewhere."""
+    kind = guide_kind_for(setting, mode)
+    if setting == "auto" and mode in STEP_RULE_MODES and not isinstance(_RULES[mode](seed, t, random.Random(0)), str):
+        return "rules"
+    return kind
