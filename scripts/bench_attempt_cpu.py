@@ -6,12 +6,16 @@ replayed up to the branch step, the injected step, the live continuation, the be
 and the filters. The model is a loopback server that answers at once (``failforge.testing``), so
 every millisecond measured is failforge's, the environment's, or the model client's. Per
 environment (AgentDojo, MiniWoB++, HumanEval on the docker and on the local sandbox; TextWorld, ScienceWorld
-and BFCL multi-turn with ``--envs textworld scienceworld bfcl``) it prints
-medians in milliseconds of:
+BFCL multi-turn and tau2-bench with ``--envs textworld scienceworld bfcl tau2``) it prints medians in
+milliseconds of:
 
 - ``open`` / ``close``: the environment episode (a sandbox, a browser context, a task suite's state),
 - ``per replayed step``: a prefix replay without the episode's open and close, per step replayed,
 - ``evaluator`` and ``filters``,
+- ``own evaluator`` (tau2 only): tau2's own ``evaluate_simulation`` on the same trajectory each time failforge's
+  evaluator runs (every reward must agree, or the script stops), so the two costs sit side by side. For tau2
+  both are timed on the seed's own trajectory (the loopback model does not play a conversation to its end,
+  so an attempt's branch never reaches tau2's DB comparison),
 - ``attempt``: one whole attempt (wall time) and ``attempt cpu`` (this process's CPU time only: the
   engine, Chromium and sandbox processes are not in it),
 - ``attempts/min``: what one worker doing attempts one after another sustains (60000 / ``attempt``).
@@ -44,11 +48,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld", "bfcl")
-#: Measured when --envs is not given; textworld, scienceworld and bfcl only on request (``--envs textworld``), so a
+ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld", "bfcl", "tau2")
+#: Measured when --envs is not given; textworld, scienceworld, bfcl and tau2 only on request (``--envs textworld``), so a
 #: ``--before`` revision that predates them still records every default seed (and no JVM is needed by default).
 DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
-METRICS = ("open", "close", "per replayed step", "evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
+METRICS = ("open", "close", "per replayed step", "evaluator", "own evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
 
 
 # -- the measuring half (runs inside one tree's process) ---------------------------------------------
@@ -90,7 +94,15 @@ class _TimedEpisode:
             self._timings.add("close", time.perf_counter() - started)
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-        return self._timings.timed("evaluator", self._inner.evaluate)(*args, **kwargs)
+        outcome = self._timings.timed("evaluator", self._inner.evaluate)(*args, **kwargs)
+        if type(self._inner).__module__.startswith("failforge.environments.tau2"):
+            from tau2_eval_cost import tau2_own_evaluation  # beside this script
+
+            seconds, reward = tau2_own_evaluation(self._inner, list(args[1]))
+            self._timings.add("own evaluator", seconds)
+            if reward != outcome.score:
+                raise SystemExit(f"tau2: failforge's evaluator gave {outcome.score}, tau2's own evaluate_simulation {reward}")
+        return outcome
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -160,6 +172,8 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
                 if result.status == "failed":
                     raise SystemExit(f"{env}: the attempt failed: {getattr(result.record, 'reasons', '')}")
             attempt_samples = dict(timings.samples)
+            if env == "tau2":  # the loopback model does not play a conversation to its end: time the seed's own evaluation
+                attempt_samples.update(_seed_evaluations(seed, attempts, timings))
             timings.samples.clear()
             for _ in range(attempts):
                 started = time.perf_counter()
@@ -176,6 +190,17 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
             results[env] = row
         models.close()
     return results
+
+
+def _seed_evaluations(seed: Any, times: int, timings: _Timings) -> dict[str, list[float]]:
+    """failforge's and tau2's own evaluator on the seed's trajectory (reward 1.0, the whole DB compared), ``times`` each."""
+    from failforge.environments import environment
+
+    timings.samples.clear()
+    with _TimedEpisode(environment(seed.environment.name).open(seed.environment), timings) as episode:
+        for _ in range(times):
+            episode.evaluate(None, seed.steps)
+    return {name: timings.samples[name] for name in ("evaluator", "own evaluator")}
 
 
 # -- the driving half ----------------------------------------------------------------------------------
@@ -196,6 +221,7 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
         "textworld": ("textworld", "simple-dense/1", {}),
         "scienceworld": ("scienceworld", "freeze/0", {}),
         "bfcl": ("bfcl", "multi_turn_base_0", {}),
+        "tau2": ("tau2", "0", {"domain": "airline"}),
     }
     for env in envs:
         name, task, options = plans[env]

@@ -26,7 +26,8 @@ def _without_last_write(steps: list[Step]) -> list[Step] | None:
     return steps[: writes[-1]] if writes else None
 
 
-def _theirs(episode: Any, steps: list[Step]) -> tuple[float, float]:
+def tau2_own_evaluation(episode: Any, steps: list[Step]) -> tuple[float, float]:
+    """Seconds and reward of tau2's own ``evaluate_simulation`` on the run ``steps`` (also used by bench_attempt_cpu.py)."""
     from tau2.data_model.simulation import SimulationRun, TerminationReason
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
@@ -66,7 +67,7 @@ def main() -> int:
                     started = time.perf_counter()
                     repeated = episode.evaluate(None, steps)
                     again.append(time.perf_counter() - started)
-                    seconds, reward = _theirs(episode, steps)
+                    seconds, reward = tau2_own_evaluation(episode, steps)
                     theirs.append(seconds)
                     compared += 1
                     failing += int(reward < 1.0)
