@@ -39,3 +39,36 @@ def test_a5_note_ends_the_conversation_only_where_calls_remain():
     note, meta = _a5(run, 3, random.Random(0))  # type: ignore[misc]
     assert note.startswith("End the conversation now") and meta == {"ends_conversation": True, "remaining_calls": ["cancel_order"]}
     assert "final answer" in str(_a5(run, 6, random.Random(0)))  # the agent's last word: not early
+
+
+def _offering_a_transfer() -> Trajectory:
+    from failforge.trajectory import ModelCallRef
+
+    run = _conversation()
+    tools = [{"type": "function", "function": {"name": n, "parameters": {}}} for n in ("cancel_order", "transfer_to_human_agents")]
+    call = ModelCallRef(stream="agent", ordinal=1, request={"messages": [], "tools": tools}, request_hash="h", response={})
+    run.steps[4] = run.steps[4].model_copy(update={"model_call": call})
+    return run
+
+
+def test_a5_where_a_human_can_take_over_is_sometimes_a_premature_transfer():
+    run = _offering_a_transfer()
+    notes = [_a5(run, 4, random.Random(s)) for s in range(40)]
+    transfers = [n for n in notes if isinstance(n, tuple) and n[1].get("transfers_with") == "transfer_to_human_agents"]
+    answers = [n for n in notes if isinstance(n, tuple) and "transfers_with" not in n[1]]
+    assert transfers and answers and len(transfers) + len(answers) == 40  # both notes, drawn from the seeded generator
+    assert transfers[0][0].startswith("Transfer the user to a human agent now: call transfer_to_human_agents")
+    assert all("transfers_with" not in n[1] for n in (_a5(_conversation(), 4, random.Random(s)) for s in range(10)) if isinstance(n, tuple))
+
+
+def test_a5_check_counts_a_transfer_to_a_human_only_while_work_remains():
+    run = _offering_a_transfer()
+    transfer = ToolCall(id="t", name="transfer_to_human_agents", arguments='{"summary": "cancel"}')
+    from failforge.conformance._checks import check_a5
+
+    handed = run.steps[4].model_copy(update={"tool_calls": [transfer]})
+    assert check_a5(run, handed, 4)[0] is True and "hands the conversation to a human" in check_a5(run, handed, 4)[1]
+    both = run.steps[4].model_copy(update={"tool_calls": [transfer, run.steps[4].tool_calls[0]]})
+    assert check_a5(run, both, 4)[0] is False  # it still does the work
+    late = run.steps[6].model_copy(update={"content": None, "tool_calls": [transfer]})
+    assert check_a5(run, late, 6)[0] is False  # nothing was left undone

@@ -187,9 +187,19 @@ def check_a4(seed: Trajectory, injected: Step, t: int) -> Outcome:
     return False, "ã_t is well-formed: its calls parse and fit their schemas, and it writes no call as text"
 
 
+#: A tool that hands the conversation to a human (tau2's ``transfer_to_human_agents``): calling it ends the agent's work.
+HUMAN_HANDOFF = re.compile(r"(?:transfer|hand_?off|escalate)_to_human", re.I)
+
+
 def check_a5(seed: Trajectory, injected: Step, t: int) -> Outcome:
+    handoffs = [c.name for c in injected.tool_calls if HUMAN_HANDOFF.search(c.name)]
+    if handoffs and len(handoffs) == len(injected.tool_calls):  # a premature transfer to a human: the task is given up
+        remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls if not HUMAN_HANDOFF.search(c.name)]
+        if not remaining:
+            return False, f"ã_t calls {handoffs[0]}, but the seed made no other tool call from step t on: nothing is left undone"
+        return True, f"ã_t hands the conversation to a human ({handoffs[0]}) while the seed still made {len(remaining)} tool call(s) from step {t} on ({', '.join(remaining[:3])})"
     if injected.tool_calls:
-        return False, f"ã_t still calls {injected.tool_calls[0].name}; A.5 needs a final answer with no further call"
+        return False, f"ã_t still calls {injected.tool_calls[0].name}; A.5 needs a final answer (or a transfer to a human) with no further call"
     if not (injected.content or "").strip():
         return False, "ã_t is empty, not a final answer"
     remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls]

@@ -24,6 +24,7 @@ import random
 import re
 from typing import Any
 
+from failforge.conformance._checks import HUMAN_HANDOFF
 from failforge.conformance._text import numbers, offered_tools, step_text
 from failforge.injection._injector import GuideResult
 from failforge.injection._perception import PERCEPTION_RULES
@@ -252,6 +253,11 @@ def _a5(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
                 "do not ask for or wait for anything more.")
         return note, {"ends_conversation": True, "remaining_calls": remaining}
     tool = original.tool_calls[0].name
+    handoffs = [name for name in offered_tools(seed, t) if HUMAN_HANDOFF.search(name)]
+    if handoffs and not HUMAN_HANDOFF.search(tool) and rng.random() < 0.5:  # where a human can take over: a premature transfer
+        note = (f"Transfer the user to a human agent now: call {handoffs[0]} with a one-line summary of the request, "
+                f"instead of calling {tool} or doing anything more yourself.")
+        return note, {"skipped_tool": tool, "transfers_with": handoffs[0], "remaining_calls": remaining}
     note = f"Give the user your final answer now from what you already know, without calling {tool} or any other tool."
     return note, {"skipped_tool": tool, "remaining_calls": remaining}
 
