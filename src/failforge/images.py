@@ -300,18 +300,26 @@ def inline(body: dict[str, Any], store: ImageStore | None = None) -> dict[str, A
 
 
 def image_refs(body: dict[str, Any]) -> list[str]:
-    """The sha256 of every image in ``body`` (inline or referenced), in order."""
+    """The sha256 of every image in ``body`` (inline or referenced), in order (a read-only walk: it runs
+    on every request of every record read, text-only ones included)."""
     found: list[str] = []
-
-    def collect(url: str) -> None:
-        digest = ref_of(url)
-        if digest is None:
-            data = decode_data_url(url)
-            digest = hashlib.sha256(data).hexdigest() if data is not None else None
-        if digest is not None:
-            found.append(digest)
-
-    _map_parts(body, collect)
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not (isinstance(part, dict) and part.get("type") == "image_url"):
+                continue
+            url = (part.get("image_url") or {}).get("url")
+            if not isinstance(url, str):
+                continue
+            digest = ref_of(url)
+            if digest is None:
+                data = decode_data_url(url)
+                digest = hashlib.sha256(data).hexdigest() if data is not None else None
+            if digest is not None:
+                found.append(digest)
     return found
 
 
