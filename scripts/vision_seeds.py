@@ -4,8 +4,10 @@
 
 For each task and episode seed: record through ``failforge.miniwob_vision`` (screenshots only, coordinate
 actions) with :func:`vision_script` as the model, keep it if MiniWoB's reward says success, replay it to
-its end (every screenshot's hash is in the request hash) and report identical / drift. Writes the seeds
-as JSON under --out/seeds and the images under --out/images (FAILFORGE_IMAGE_DIR).
+its end (every screenshot's hash is in the request hash) and report identical / drift. Writes the kept
+seeds to --out/seeds.jsonl, their screenshots beside it in --out/images/<sha256>.png (the dataset folder:
+copy --out and it replays elsewhere); live screenshots go to the store --out/store (FAILFORGE_IMAGE_DIR,
+a cache). Run ``failforge audit --out/seeds.jsonl`` afterwards to audit the folder as written.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def main() -> int:
     parser.add_argument("--no-audit", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("FAILFORGE_IMAGE_DIR", str((args.out / "images").resolve()))
+    os.environ.setdefault("FAILFORGE_IMAGE_DIR", str((args.out / "store").resolve()))
 
     from failforge.environments.miniwob import env_spec
     from failforge.environments.miniwob._vision_policy import VISION_TASKS, vision_script
@@ -35,11 +37,12 @@ def main() -> int:
     from failforge.llm import OracleResponder
     from failforge.replay import replay
     from failforge.seeds import record
-    from failforge.trajectory import ComponentSpec
+    from failforge.trajectory import ComponentSpec, append_jsonl
 
     tasks = [t for t in args.tasks.split(",") if t] or list(VISION_TASKS)
     cache = str((args.out / "http-cache").resolve())
-    (args.out / "seeds").mkdir(exist_ok=True)
+    seeds_file = args.out / "seeds.jsonl"
+    seeds_file.unlink(missing_ok=True)
     rows = []
     for task in tasks:
         for episode in range(1, args.episodes + 1):
@@ -61,7 +64,7 @@ def main() -> int:
             if not ok:
                 row["policy_said"] = next((s.content for s in reversed(seed.steps) if s.kind == "agent" and s.content), "")[:200]
             if ok:
-                (args.out / "seeds" / f"{seed.id}.json").write_text(seed.model_dump_json(indent=1))
+                append_jsonl(seeds_file, [seed])  # its screenshots copied into images/ beside the file first
                 if not args.no_audit:
                     report = replay(seed, raise_on_drift=False)
                     row.update(identical=report.identical, drift=type(report.drift).__name__ if report.drift else None)

@@ -9,6 +9,14 @@ written once to an :class:`ImageStore` (``<hex>.png``). The request hash is take
 a replay whose screenshot changed by one pixel is a :class:`~failforge.errors.PromptDrift` naming the
 step, and a stored request can be turned back into the one that was sent (:func:`inline`).
 
+Images travel with the dataset: every JSONL file failforge writes whose records name images (seeds,
+a campaign's gold/rejected/failed, a seeds copy) gets those images copied into the folder ``images/``
+beside it (:data:`BESIDE_DIR`, :func:`store_beside`), so copying the folder moves the dataset. Reading such
+a file (:func:`failforge.jsonl.read_jsonl`) puts that folder first on the read path of every
+:class:`ImageStore` in this process and its children (``$FAILFORGE_IMAGE_PATH``); the store
+(``$FAILFORGE_IMAGE_DIR``) stays the write target and a cache. A record whose image is missing from its
+file's folder is reported and skipped by :func:`missing_image` (one line: file, record, sha256).
+
 Video is not handled (no frame parts exist in the chat-completions format failforge serves).
 """
 
@@ -18,6 +26,8 @@ import base64
 import binascii
 import hashlib
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +37,13 @@ from failforge.errors import ConfigError, ModelUnavailable
 REF_PREFIX = "failforge-image:sha256:"
 _DATA_PREFIX = "data:"
 IMAGE_DIR_ENV = "FAILFORGE_IMAGE_DIR"
+#: Folders searched before the store (``os.pathsep``-separated): the ``images/`` beside each dataset file read.
+IMAGE_PATH_ENV = "FAILFORGE_IMAGE_PATH"
+#: The folder beside a dataset file that holds its images (``<folder of the file>/images/<sha256>.png``).
+BESIDE_DIR = "images"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_REF_RE = re.compile(re.escape(REF_PREFIX) + r"([0-9a-f]{64})")
+_IMAGES_LIST_RE = re.compile(r'"images":\s*\[([^\]]*)\]')
 
 
 class ImageMissing(ConfigError):
@@ -58,14 +75,58 @@ def default_image_dir() -> Path:
     return Path(root) / "images"
 
 
-class ImageStore:
-    """A folder of images named by the SHA-256 of their bytes (``<hex>.png``); writes are atomic and idempotent."""
+def beside_dir(path: Path | str) -> Path:
+    """The images folder of a dataset file: ``images/`` in the file's own folder (shared by the files there)."""
+    return Path(path).absolute().parent / BESIDE_DIR
 
-    def __init__(self, directory: Path | str | None = None) -> None:
+
+def read_path() -> list[Path]:
+    """The folders read before the store, in order (``$FAILFORGE_IMAGE_PATH``)."""
+    return [Path(p) for p in os.environ.get(IMAGE_PATH_ENV, "").split(os.pathsep) if p]
+
+
+def use_images_beside(path: Path | str) -> Path | None:
+    """Put the images folder beside dataset file ``path`` first on the read path (env var, so worker
+    processes and agents started later see it too); its folder, or None when the file has none."""
+    folder = beside_dir(path)
+    if not folder.is_dir():
+        return None
+    current = [str(p) for p in read_path()]
+    if current[:1] != [str(folder)]:
+        os.environ[IMAGE_PATH_ENV] = os.pathsep.join([str(folder), *(p for p in current if p != str(folder))])
+    return folder
+
+
+def add_read_dir(folder: Path | str) -> None:
+    """Append ``folder`` to the read path (after the dataset folders): images a run stores outside the
+    store (an explicit MiniWoB ``screenshot_dir``) are then found when a record naming them is written."""
+    current = [str(p) for p in read_path()]
+    if str(folder) not in current:
+        os.environ[IMAGE_PATH_ENV] = os.pathsep.join([*current, str(folder)])
+
+
+class ImageStore:
+    """A folder of images named by the SHA-256 of their bytes (``<hex>.png``); writes are atomic and idempotent.
+
+    ``ImageStore()`` is the process's view: reads look in the dataset folders on the read path first
+    (:func:`read_path`, evaluated at each read), then in the store. ``ImageStore(directory)`` reads that
+    folder only (and ``search`` before it, when given)."""
+
+    def __init__(self, directory: Path | str | None = None, search: Iterable[Path | str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_image_dir()
+        self._search = [Path(p) for p in search] if search is not None else None if directory is None else []
 
     def path(self, digest: str) -> Path:
+        """Where ``put`` writes ``digest`` (the store's own folder)."""
         return self.directory / f"{digest}.png"
+
+    def locate(self, digest: str) -> Path | None:
+        """The first file holding ``digest``: a dataset folder on the read path, else the store; None if absent."""
+        for folder in [*(read_path() if self._search is None else self._search), self.directory]:
+            candidate = folder / f"{digest}.png"
+            if candidate.is_file():
+                return candidate
+        return None
 
     def put(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -79,8 +140,10 @@ class ImageStore:
 
     def get(self, digest: str) -> bytes:
         """The bytes stored as ``digest``, checked against it (a file edited in place is refused)."""
-        target = self.path(digest)
+        target = self.locate(digest)
         try:
+            if target is None:
+                raise FileNotFoundError(digest)
             data = target.read_bytes()
         except FileNotFoundError:
             raise ImageMissing(f"image {digest[:12]} is not in the image store {self.directory} (copy the dataset's images/ folder with it)") from None
@@ -89,7 +152,72 @@ class ImageStore:
         return data
 
     def has(self, digest: str) -> bool:
-        return self.path(digest).is_file()
+        return self.locate(digest) is not None
+
+
+def digests_in_text(text: str) -> list[str]:
+    """The sha256 of every image a serialised record names: request references and ``"images"`` lists
+    (a step's screenshots, or export refs carrying their sha256), in first-seen order."""
+    if REF_PREFIX not in text and '"images":' not in text:
+        return []
+    found = dict.fromkeys(_REF_RE.findall(text))
+    for listing in _IMAGES_LIST_RE.findall(text):
+        found.update(dict.fromkeys(_HEX64.findall(listing)))
+    return list(found)
+
+
+def store_beside(path: Path | str, text: str, store: ImageStore | None = None) -> list[str]:
+    """Copy every image ``text`` (records about to be written to ``path``) names into the images folder
+    beside ``path``, checked against its hash; returns the digests copied. Raises :class:`ImageMissing`
+    (before anything is written) when one is nowhere to be found, so no file names an image it lacks."""
+    digests = digests_in_text(text)
+    if not digests:
+        return []
+    folder = beside_dir(path)
+    source = store or ImageStore()
+    copied: list[str] = []
+    for digest in digests:
+        target = folder / f"{digest}.png"
+        if target.is_file():
+            continue
+        try:
+            data = source.get(digest)
+        except ImageMissing as exc:
+            raise ImageMissing(f"{path}: cannot write a record naming image {digest}: {exc}") from None
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+        copied.append(digest)
+    use_images_beside(path)
+    return copied
+
+
+def record_images(record: Any) -> list[str]:
+    """The sha256 of every image a trajectory names: its steps' screenshots and its requests' references."""
+    found: dict[str, None] = {}
+    for step in getattr(record, "steps", None) or []:
+        found.update(dict.fromkeys(h for h in (getattr(step, "images", None) or []) if isinstance(h, str)))
+        call = getattr(step, "model_call", None)
+        if call is not None and isinstance(getattr(call, "request", None), dict):
+            found.update(dict.fromkeys(image_refs(call.request)))
+    return list(found)
+
+
+def missing_image(path: Path | str, record: Any) -> str | None:
+    """The first image a record read from ``path`` names that is not there: in the images folder beside
+    ``path`` when the file has one (a dataset folder must be whole; the cache does not count), else in the
+    store (a file written before images travelled with it). None when all are present.
+
+    ``record`` is a trajectory (:func:`record_images`) or a serialised line (:func:`digests_in_text`)."""
+    digests = digests_in_text(record) if isinstance(record, str) else record_images(record)
+    if not digests:
+        return None
+    folder = beside_dir(path)
+    if folder.is_dir():
+        return next((d for d in digests if not (folder / f"{d}.png").is_file()), None)
+    store = ImageStore()
+    return next((d for d in digests if not store.has(d)), None)
 
 
 def data_url(data: bytes, mime: str = "image/png") -> str:
@@ -172,18 +300,26 @@ def inline(body: dict[str, Any], store: ImageStore | None = None) -> dict[str, A
 
 
 def image_refs(body: dict[str, Any]) -> list[str]:
-    """The sha256 of every image in ``body`` (inline or referenced), in order."""
+    """The sha256 of every image in ``body`` (inline or referenced), in order (a read-only walk: it runs
+    on every request of every record read, text-only ones included)."""
     found: list[str] = []
-
-    def collect(url: str) -> None:
-        digest = ref_of(url)
-        if digest is None:
-            data = decode_data_url(url)
-            digest = hashlib.sha256(data).hexdigest() if data is not None else None
-        if digest is not None:
-            found.append(digest)
-
-    _map_parts(body, collect)
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not (isinstance(part, dict) and part.get("type") == "image_url"):
+                continue
+            url = (part.get("image_url") or {}).get("url")
+            if not isinstance(url, str):
+                continue
+            digest = ref_of(url)
+            if digest is None:
+                data = decode_data_url(url)
+                digest = hashlib.sha256(data).hexdigest() if data is not None else None
+            if digest is not None:
+                found.append(digest)
     return found
 
 
@@ -207,7 +343,10 @@ def last_image(body: dict[str, Any], store: ImageStore | None = None) -> bytes |
 
 
 __all__ = [
+    "BESIDE_DIR",
+    "add_read_dir",
     "IMAGE_DIR_ENV",
+    "IMAGE_PATH_ENV",
     "REF_PREFIX",
     "ImageInputRejected",
     "ImageMissing",
@@ -215,12 +354,19 @@ __all__ = [
     "canonical_parts",
     "data_url",
     "decode_data_url",
+    "beside_dir",
     "default_image_dir",
+    "digests_in_text",
     "externalise",
     "image_part",
     "image_refs",
     "image_rejection",
     "inline",
     "last_image",
+    "missing_image",
+    "read_path",
+    "record_images",
     "ref_of",
+    "store_beside",
+    "use_images_beside",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from failforge.errors import ConfigError, SeedFormatError
+from failforge.images import use_images_beside
 
 _BOM = "\ufeff"
 
@@ -76,6 +77,7 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]] | SeedFo
     """
     file, handle = _opened(path)
     name = str(file)
+    use_images_beside(file)  # a dataset file's images/ folder is read first (failforge.images)
     with handle:
         for number, raw in enumerate(handle, start=1):
             try:

@@ -331,12 +331,27 @@ def parse_record(data: Any, path: str = "<string>", line: int = 1) -> Trajectory
             path, line, "schema_version", f"{version!r} is not a schema version this failforge reads ({', '.join(sorted(READABLE_SCHEMA_VERSIONS))}); upgrade failforge or re-record the seed"
         )
     try:
-        return Trajectory.model_validate(data)
+        trajectory = Trajectory.model_validate(data)
     except ValidationError as exc:
         field, problem = _field_of(exc)
         raise SeedFormatError(path, line, field, problem) from exc
     except RecursionError as exc:
         raise SeedFormatError(path, line, "<record>", "nested too deeply to be a trajectory") from exc
+    if path != "<string>":
+        from failforge.images import missing_image
+
+        absent = missing_image(path, trajectory)
+        if absent is not None:  # a dataset folder copied without one screenshot: this record is skipped, the rest read
+            raise SeedFormatError(path, line, "images", f"record {trajectory.id}: image {absent} is missing from {absent_where(path)}; record skipped")
+    return trajectory
+
+
+def absent_where(path: str | Path) -> str:
+    """Where a record read from ``path`` should find its images (for the skip message)."""
+    from failforge.images import ImageStore, beside_dir
+
+    folder = beside_dir(path)
+    return f"{folder}/" if folder.is_dir() else f"the image store {ImageStore().directory}/ (and {path} has no images/ folder beside it)"
 
 
 def open_records(path: str | Path) -> Iterator[tuple[int, str | SeedFormatError]]:
@@ -387,12 +402,21 @@ def append_jsonl(path: str | Path, records: Iterable[BaseModel], *, redact: Call
     if not payload:
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    store_beside(path, payload)  # the images first: a line never names a screenshot its folder lacks
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, payload.encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def store_beside(path: str | Path, text: str) -> None:
+    """Copy the images ``text`` names into ``images/`` beside ``path`` (see :func:`failforge.images.store_beside`)."""
+    if "failforge-image:" in text or '"images":["' in text:
+        from failforge.images import store_beside as copy_images
+
+        copy_images(path, text)
 
 
 def _same(text: str) -> str:
@@ -407,7 +431,9 @@ def write_jsonl(path: str | Path, records: Iterable[BaseModel]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for record in records:
-                handle.write(dump_line(record))
+                line = dump_line(record)
+                store_beside(target, line)
+                handle.write(line)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:

@@ -8,6 +8,7 @@ filters are real. One task (click-button) keeps the slice small on a loaded mach
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -104,13 +105,22 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
     [problem] = list(import_whowhen_pro(tmp_path / "release"))
     assert "missing" in problem.problem  # type: ignore[union-attr]
 
-    missing = from_trajectory(g)
-    ImageStore(images).path(missing.steps[2].images[0].sha256).rename(tmp_path / "moved.png")  # type: ignore[arg-type]
+    # The campaign folder carries its images: copied elsewhere, with an empty store, it reads and exports whole.
+    assert {p.stem for p in (tmp_path / "out" / "images").iterdir()} >= {r.sha256 for s in from_trajectory(g).steps for r in s.images}
+    shutil.copytree(tmp_path / "out", tmp_path / "moved")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FAILFORGE_IMAGE_DIR", str(tmp_path / "empty-store"))
+    mp.setenv("FAILFORGE_IMAGE_PATH", "")
     try:
-        skipped = export_whowhen_pro(gold, tmp_path / "release2")
+        moved, bad = load_jsonl(tmp_path / "moved" / "gold.jsonl")
+        assert not bad and [m.id for m in moved] == [g.id]
+        assert export_whowhen_pro(moved, tmp_path / "release2").written == 1
+        lost = from_trajectory(g).steps[2].images[0].sha256
+        (tmp_path / "moved" / "images" / f"{lost}.png").unlink()
+        left, bad = load_jsonl(tmp_path / "moved" / "gold.jsonl")
     finally:
-        (tmp_path / "moved.png").rename(ImageStore(images).path(missing.steps[2].images[0].sha256))  # type: ignore[arg-type]
-    assert skipped.written == 0 and "not in the image store" in skipped.skipped[0].problem
+        mp.undo()
+    assert left == [] and len(bad) == 1 and lost in str(bad[0]) and g.id in str(bad[0]) and "gold.jsonl:1" in str(bad[0])
 
 
 def test_p1_gold_is_a_misread_rendered_value_that_miniwob_scores_wrong(images: str, tmp_path) -> None:

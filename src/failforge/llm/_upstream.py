@@ -96,7 +96,7 @@ class HttpUpstream:
         except _Retryable as exc:
             raise self._gave_up(url, deadline, exc) from exc
         except ModelUnavailable as exc:  # a text-only model refusing screenshots: say so, and how to fall back
-            rejected = image_rejection(exc, body)
+            rejected = image_rejection(exc, payload)
             if rejected is exc:
                 raise
             raise rejected from exc
@@ -124,6 +124,11 @@ class HttpUpstream:
                     return self._parsed(url, status, text)
         except _Retryable as exc:
             raise self._gave_up(url, deadline, exc) from exc
+        except ModelUnavailable as exc:  # as on the sync path: a text-only model refusing screenshots, and the fallback
+            rejected = image_rejection(exc, payload)
+            if rejected is exc:
+                raise
+            raise rejected from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:

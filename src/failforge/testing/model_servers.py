@@ -59,11 +59,13 @@ class LoopbackModelServer:
         policy: Callable[[dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
         agent_policy: Callable[[str | None, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
         echo_credentials: bool = False,
+        text_only: bool = False,
     ) -> None:
         """``agent_policy``: a team policy, told which agent calls (``/agents/{name}/v1/...`` or the
         ``X-Failforge-Agent`` header, which failforge's boundary sends upstream), never guessing it
         from the request. ``echo_credentials``: error bodies quote the request's Authorization header,
-        as some real providers quote a rejected key — the case a secret-scanning test needs."""
+        as some real providers quote a rejected key — the case a secret-scanning test needs.
+        ``text_only``: a request with an ``image_url`` part gets HTTP 400 as OpenAI answers a text-only model."""
         self.latency = latency
         self.policy = policy or canned_answer
         self.agent_policy = agent_policy
@@ -71,6 +73,7 @@ class LoopbackModelServer:
         self.faults = faults or FaultPlan()
         self.upstream = upstream.rstrip("/") if upstream else None
         self.echo_credentials = echo_credentials
+        self.text_only = text_only
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -106,6 +109,9 @@ class LoopbackModelServer:
                     status = 429 if server._coin() else 500
                     echo = f" for credentials {self.headers.get('Authorization')!r}" if server.echo_credentials else ""
                     self._send(status, {"error": {"message": f"injected {status}{echo}"}})
+                    return
+                if server.text_only and '"image_url"' in json.dumps(body.get("messages")):
+                    self._send(400, {"error": {"message": "Invalid content type. image_url is only supported by certain models.", "type": "invalid_request_error"}})
                     return
                 if server.latency:
                     time.sleep(server.latency)

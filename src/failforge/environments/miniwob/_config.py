@@ -26,6 +26,11 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # Re-rasterising only the invalidated part of a tile anti-aliases a half-pixel-positioned element
+    # (click-dialog's close button sits at y=79.5) differently depending on how many frames the page drew
+    # before the screenshot, which varies with load: the same page gave two PNGs, 6 of 12 loads each.
+    # Full-tile raster makes the pixels a function of the page alone (16 of 16 identical).
+    "--disable-partial-raster",
 )
 #: A host that never resolves: pages are addressed under it so that URLs (in the DOM fingerprint and
 #: in cache keys) do not depend on the loopback server's random port. Every request to it is answered

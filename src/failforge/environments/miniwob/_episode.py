@@ -32,6 +32,7 @@ from failforge.environments.miniwob._dom import DomSnapshot, EpisodeStatus, read
 from failforge.environments.miniwob._network import PageNetwork
 from failforge.environments.miniwob._server import LoopbackServer, miniwob_html_dir, miniwob_version
 from failforge.errors import ConfigError, DomDrift, DriftError, InfrastructureError
+from failforge.images import ImageStore, add_read_dir, default_image_dir
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task
 
@@ -91,8 +92,11 @@ class MiniWoBToolbox:
         if expected is not None and expected.kind == "tool" and self.episode.config.action_space != "coordinate":
             images = tuple(expected.images)  # bid actions: screenshots are attachments (the DOM is checked), the seed's are kept
         elif expected is not None and expected.kind == "tool" and list(images) != list(expected.images):
+            store = ImageStore()
+            where = [str(store.locate(h) or h[:12]) for h in (*expected.images[:1], *images[:1])]  # the two PNGs, to compare
             raise DomDrift(
-                f"the screenshot after step {index} ({name}) is not the recorded one: the page looks different although replayed exactly",
+                f"the screenshot after step {index} ({name}) is not the recorded one: the page looks different although replayed exactly"
+                + (f" (recorded {where[0]}, now {where[1]})" if len(where) == 2 else ""),
                 trajectory_id=self.log.error_id, step=index, expected=[h[:12] for h in expected.images], actual=[h[:12] for h in images],
             )
         return ToolResult(content=result.content, error=result.error, images=images)
@@ -311,6 +315,8 @@ class MiniWoBEpisode:
         digest = hashlib.sha256(data).hexdigest()
         directory = self.config.screenshot_directory()
         directory.mkdir(parents=True, exist_ok=True)
+        if directory != default_image_dir():  # outside the image store: readable when a seed naming it is written
+            add_read_dir(directory)
         target = directory / f"{digest}.png"
         if not target.exists():
             tmp = target.with_suffix(f".{self.session.token[:8]}.tmp")
