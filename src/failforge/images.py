@@ -12,9 +12,9 @@ step, and a stored request can be turned back into the one that was sent (:func:
 Images travel with the dataset: every JSONL file failforge writes whose records name images (seeds,
 a campaign's gold/rejected/failed, a seeds copy) gets those images copied into the folder ``images/``
 beside it (:data:`BESIDE_DIR`, :func:`store_beside`), so copying the folder moves the dataset. Reading such
-a file (:func:`failforge.jsonl.read_jsonl`) puts that folder first on the read path of every
-:class:`ImageStore` in this process and its children (``$FAILFORGE_IMAGE_PATH``); the store
-(``$FAILFORGE_IMAGE_DIR``) stays the write target and a cache. A record whose image is missing from its
+a file (:func:`failforge.jsonl.read_jsonl`) brings that folder's images into the store
+(``$FAILFORGE_IMAGE_DIR``, hard links where it can), the one place every reader looks: no search path lives
+in the process's environment. A record whose image is missing from its
 file's folder is reported and skipped by :func:`missing_image` (one line: file, record, sha256).
 
 Video is not handled (no frame parts exist in the chat-completions format failforge serves).
@@ -37,8 +37,6 @@ from failforge.errors import ConfigError, ModelUnavailable
 REF_PREFIX = "failforge-image:sha256:"
 _DATA_PREFIX = "data:"
 IMAGE_DIR_ENV = "FAILFORGE_IMAGE_DIR"
-#: Folders searched before the store (``os.pathsep``-separated): the ``images/`` beside each dataset file read.
-IMAGE_PATH_ENV = "FAILFORGE_IMAGE_PATH"
 #: The folder beside a dataset file that holds its images (``<folder of the file>/images/<sha256>.png``).
 BESIDE_DIR = "images"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -80,49 +78,50 @@ def beside_dir(path: Path | str) -> Path:
     return Path(path).absolute().parent / BESIDE_DIR
 
 
-def read_path() -> list[Path]:
-    """The folders read before the store, in order (``$FAILFORGE_IMAGE_PATH``)."""
-    return [Path(p) for p in os.environ.get(IMAGE_PATH_ENV, "").split(os.pathsep) if p]
-
-
 def use_images_beside(path: Path | str) -> Path | None:
-    """Put the images folder beside dataset file ``path`` first on the read path (env var, so worker
-    processes and agents started later see it too); its folder, or None when the file has none."""
+    """Bring the images of dataset file ``path`` (the ``images/`` folder beside it) into the store: each PNG
+    whose bytes match its name is hard-linked (or copied) there once. The store is then the one place every
+    reader (this process, campaign workers, a report) looks, and no search path has to be carried in the
+    environment; the folder stays the dataset's own copy (:func:`missing_image` checks it, not the store).
+    Returns the folder, or None when the file has none."""
     folder = beside_dir(path)
     if not folder.is_dir():
         return None
-    current = [str(p) for p in read_path()]
-    if current[:1] != [str(folder)]:
-        os.environ[IMAGE_PATH_ENV] = os.pathsep.join([str(folder), *(p for p in current if p != str(folder))])
+    store = ImageStore()
+    for png in folder.glob("*.png"):
+        digest = png.stem
+        if not _HEX64.fullmatch(digest) or store.path(digest).is_file():
+            continue
+        data = png.read_bytes()
+        if hashlib.sha256(data).hexdigest() != digest:
+            continue  # an edited file is not this image: get() refuses it by name when a record needs it
+        try:
+            store.directory.mkdir(parents=True, exist_ok=True)
+            os.link(png, store.path(digest))
+        except OSError:  # another filesystem, or a concurrent reader linked it first
+            if not store.path(digest).is_file():
+                store.put(data)
     return folder
-
-
-def add_read_dir(folder: Path | str) -> None:
-    """Append ``folder`` to the read path (after the dataset folders): images a run stores outside the
-    store (an explicit MiniWoB ``screenshot_dir``) are then found when a record naming them is written."""
-    current = [str(p) for p in read_path()]
-    if str(folder) not in current:
-        os.environ[IMAGE_PATH_ENV] = os.pathsep.join([*current, str(folder)])
 
 
 class ImageStore:
     """A folder of images named by the SHA-256 of their bytes (``<hex>.png``); writes are atomic and idempotent.
 
-    ``ImageStore()`` is the process's view: reads look in the dataset folders on the read path first
-    (:func:`read_path`, evaluated at each read), then in the store. ``ImageStore(directory)`` reads that
-    folder only (and ``search`` before it, when given)."""
+    ``ImageStore()`` is the default store (``$FAILFORGE_IMAGE_DIR``), into which reading a dataset file brings
+    its images (:func:`use_images_beside`). ``ImageStore(directory)`` reads that folder (and ``search``
+    before it, when given)."""
 
     def __init__(self, directory: Path | str | None = None, search: Iterable[Path | str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_image_dir()
-        self._search = [Path(p) for p in search] if search is not None else None if directory is None else []
+        self._search = [Path(p) for p in search] if search is not None else []
 
     def path(self, digest: str) -> Path:
         """Where ``put`` writes ``digest`` (the store's own folder)."""
         return self.directory / f"{digest}.png"
 
     def locate(self, digest: str) -> Path | None:
-        """The first file holding ``digest``: a dataset folder on the read path, else the store; None if absent."""
-        for folder in [*(read_path() if self._search is None else self._search), self.directory]:
+        """The first file holding ``digest``: a ``search`` folder, else the store; None if absent."""
+        for folder in [*self._search, self.directory]:
             candidate = folder / f"{digest}.png"
             if candidate.is_file():
                 return candidate
@@ -344,9 +343,7 @@ def last_image(body: dict[str, Any], store: ImageStore | None = None) -> bytes |
 
 __all__ = [
     "BESIDE_DIR",
-    "add_read_dir",
     "IMAGE_DIR_ENV",
-    "IMAGE_PATH_ENV",
     "REF_PREFIX",
     "ImageInputRejected",
     "ImageMissing",
@@ -364,7 +361,6 @@ __all__ = [
     "inline",
     "last_image",
     "missing_image",
-    "read_path",
     "record_images",
     "ref_of",
     "store_beside",

@@ -110,7 +110,6 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
     shutil.copytree(tmp_path / "out", tmp_path / "moved")
     mp = pytest.MonkeyPatch()
     mp.setenv("FAILFORGE_IMAGE_DIR", str(tmp_path / "empty-store"))
-    mp.setenv("FAILFORGE_IMAGE_PATH", "")
     try:
         moved, bad = load_jsonl(tmp_path / "moved" / "gold.jsonl")
         assert not bad and [m.id for m in moved] == [g.id]

@@ -13,7 +13,6 @@ import pytest
 
 from failforge.images import (
     IMAGE_DIR_ENV,
-    IMAGE_PATH_ENV,
     REF_PREFIX,
     ImageInputRejected,
     ImageMissing,
@@ -37,9 +36,8 @@ def _png(colour: tuple[int, int, int]) -> bytes:
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ImageStore:
-    """A fresh image store and an empty read path, as on a machine that never saw these images."""
+    """A fresh image store, as on a machine that never saw these images."""
     monkeypatch.setenv(IMAGE_DIR_ENV, str(tmp_path / "store"))
-    monkeypatch.setenv(IMAGE_PATH_ENV, "")  # restored after the test, whatever reading files added to it
     return ImageStore()
 
 
@@ -65,16 +63,15 @@ def test_a_written_file_carries_its_images_and_the_copied_folder_reads_without_t
     append_jsonl(tmp_path / "made" / "gold.jsonl", records[1:])
     folder = tmp_path / "made" / "images"
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{hashlib.sha256(b).hexdigest()}.png" for b in (red, green, blue))  # the shared red once
-    # Another machine: the folder copied, an empty store, nothing on the read path.
+    # Another machine: the folder copied, an empty store.
     shutil.copytree(tmp_path / "made", tmp_path / "moved")
     monkeypatch.setenv(IMAGE_DIR_ENV, str(tmp_path / "empty-store"))
-    monkeypatch.setenv(IMAGE_PATH_ENV, "")
     good, bad = load_jsonl(tmp_path / "moved" / "gold.jsonl")
     assert bad == [] and [r.id for r in good] == ["b"]
     request = good[0].steps[1].model_call.request  # type: ignore[union-attr]
     assert REF_PREFIX in str(request) and "base64" not in str(request)
     assert last_image(request) == red  # resolved from beside the file, checked against its hash
-    assert ImageStore().locate(good[0].steps[2].images[0]) == tmp_path / "moved" / "images" / f"{hashlib.sha256(blue).hexdigest()}.png"
+    assert ImageStore().get(good[0].steps[2].images[0]) == blue  # brought into the empty store from beside the file
     assert good[0].steps[1].model_call.request_hash == records[1].steps[1].model_call.request_hash  # type: ignore[union-attr]
 
 

@@ -32,7 +32,7 @@ from failforge.environments.miniwob._dom import DomSnapshot, EpisodeStatus, read
 from failforge.environments.miniwob._network import PageNetwork
 from failforge.environments.miniwob._server import LoopbackServer, miniwob_html_dir, miniwob_version
 from failforge.errors import ConfigError, DomDrift, DriftError, InfrastructureError
-from failforge.images import ImageStore, add_read_dir, default_image_dir
+from failforge.images import ImageStore, default_image_dir
 from failforge.runlog import RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task
 
@@ -315,8 +315,8 @@ class MiniWoBEpisode:
         digest = hashlib.sha256(data).hexdigest()
         directory = self.config.screenshot_directory()
         directory.mkdir(parents=True, exist_ok=True)
-        if directory != default_image_dir():  # outside the image store: readable when a seed naming it is written
-            add_read_dir(directory)
+        if directory != default_image_dir():  # outside the image store: also in it, so writing a seed naming it finds it
+            ImageStore().put(data)
         target = directory / f"{digest}.png"
         if not target.exists():
             tmp = target.with_suffix(f".{self.session.token[:8]}.tmp")
