@@ -4,7 +4,9 @@ The agent plays what the oracle plays (``environments/tau2/_oracle.py``): the ta
 counted from its own history, asking the customer to confirm each write first, and a final message with the
 task's ``communicate_info``. Unlike the oracle it *reads*: it uses the values (order numbers, zip codes, ids)
 the customer actually stated where the ground truth uses the scenario's, and when a tool answers with an error
-it says it cannot go on — what a careful agent does, so a customer's misstated id has its consequence. The
+after the customer stated a value other than the scenario's, it says it cannot go on — what a careful agent
+does, so a customer's misstated id has its consequence (errors the ground truth itself meets, such as a
+product id that is not found, are gone past as the oracle does). The
 customer opens with its scenario, confirms, and stops after the agent's final message (``###TRANSFER###``
 after a transfer to a human).
 
@@ -104,8 +106,8 @@ class ConversationPolicy:
             return self._noted(messages, note, n)
         if last.get("role") == "tool" and "Transfer successful" in str(last.get("content")):
             return TRANSFERRED, None
-        if last.get("role") == "tool" and str(last.get("content") or "").startswith("Error"):
-            return SORRY + str(last.get("content")), None
+        if last.get("role") == "tool" and str(last.get("content") or "").startswith("Error") and self._stated(messages):
+            return SORRY + str(last.get("content")), None  # what the customer stated is not found: it cannot go on
         return self._next(messages)
 
     def _noted(self, messages: list[dict[str, Any]], note: str, n: int) -> Reply:
