@@ -34,7 +34,7 @@ def note_call(note: str) -> tuple[str, dict[str, Any]] | None:
     match = _CALL.search(note)
     if match is None:
         return None
-    name, rest = match.group(1), match.group(2)
+    name, rest = match.group(1), match.group(2).replace("\n", "\\n")  # a note quotes multi-line text as written
     if rest.startswith("no arguments"):
         return name, {}
     ends = [i for i, ch in enumerate(rest) if ch in ";."] + [len(rest)]
