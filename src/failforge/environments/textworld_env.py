@@ -17,6 +17,7 @@ The oracle replays the game's walkthrough (``EnvInfos(extras=["walkthrough"])``)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -175,9 +176,10 @@ def _location(facts: list[str]) -> str:
 KINDS: dict[str, str] = {"c": "openable", "d": "openable", "o": "portable", "f": "portable", "k": "portable", "s": "support"}
 
 
-def game_entities(path: Path) -> dict[str, str]:
+@functools.lru_cache(maxsize=128)
+def game_entities(path: Path, sha256: str = "") -> dict[str, str]:
     """Name -> kind (:data:`KINDS`) of the game's things, from its ``.json`` (rooms and the player left out):
-    what a wrong-object command may name instead."""
+    what a wrong-object command may name instead. Cached per (file, its hash): every attempt opens the game."""
     import textworld
 
     game = textworld.Game.load(str(path.with_suffix(".json")))
@@ -291,7 +293,7 @@ class TextWorldEpisode:
         self.walkthrough = [str(c) for c in self.state["extra.walkthrough"]]
         self.max_score = int(self.state["max_score"])
         self.done = False
-        self.entities = game_entities(self.path)
+        self.entities = dict(game_entities(self.path, self.sha256))
 
     def __enter__(self) -> TextWorldEpisode:
         return self
