@@ -307,12 +307,14 @@ def _r1(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
         return "no later user turn gives the missing detail"
     given, clarified = user_turns(seed, t), user_turns(seed, opener.index)
     shown = "\n".join(s.content or "" for s in seed.steps[1:t] if s.kind == "tool")
-    # The detail: a value only the next turn gives, else (BFCL sometimes names it earlier too) one it repeats.
+    # The detail: a value only the next turn's words give; else (BFCL sometimes names it earlier too) one they
+    # repeat; else one the user points at without saying it ("the first file there"), latest call first.
     def valued(call: ToolCall) -> dict[str, Any]:
         return {k: v for k, v in (call.parsed_arguments() or {}).items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
 
     candidates = [(call, key) for call in later for key in unsaid_arguments(valued(call), given) if key not in unsaid_arguments(valued(call), clarified)]
     candidates += [(call, key) for call in later for key in valued(call) if key not in unsaid_arguments(valued(call), [opener.content or ""])]
+    candidates += [(call, key) for call in reversed(later) for key in unsaid_arguments(valued(call), clarified)]
     for call, key in candidates:
         args = call.parsed_arguments() or {}
         made = fabricated_value(args[key], shown, given, rng)
@@ -323,7 +325,7 @@ def _r1(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
         note = f"Call {call.name} now with {_arguments_text(new)}; take {key} = {show(value)} as meant instead of asking the user."
         return note, {"tool": call.name, "argument": key, "original": args[key], "value": value, "source": source,
                       "missing_detail_given_at": opener.index}
-    return "no call of the next turn passes a single value (a name or a number) the next user turn gives that a guess can stand in for"
+    return "no call of the next turn passes a single value (a name or a number) that a guess can stand in for"
 
 
 def _a4(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
