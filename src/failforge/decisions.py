@@ -157,6 +157,17 @@ def writes_after(trajectory: Trajectory, step: int) -> bool:
     return any(_WRITE.match(c.name) for s in trajectory.steps[step:] if s.kind == "agent" for c in s.tool_calls)
 
 
+def control_change(seed: Trajectory, branch: Trajectory, t: int) -> tuple[State | None, State | None]:
+    """The control state of step ``t`` in the seed (what was right there) and in the branch (what the changed
+    step did), each None where step ``t`` is not an agent step: a missed clarification reads (ask, act)."""
+
+    def state(run: Trajectory) -> State | None:
+        step = run.steps[t] if 0 <= t < len(run.steps) else None
+        return decide_step(step, run).state if step is not None and step.kind == "agent" else None
+
+    return state(seed), state(branch)
+
+
 class DecisiveLabel(BaseModel):
     """The decisive step's decision, error source and impact (for a gold record)."""
 

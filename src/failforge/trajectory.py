@@ -202,6 +202,8 @@ class GoldLabel(_Model):
     attack_chain: list[str] = Field(default_factory=list, description="component ids strictly before the primary that move the run toward the target")
     execution_chain: list[str] = Field(default_factory=list, description="component ids strictly between the primary and the target that enable it")
     injection: dict[str, Any] | None = Field(default=None, description="for an observation change: suite, injection task, attack, vector, text")
+    expected_decision: str | None = Field(default=None, description="control state of the seed's own step t (failforge.decisions: act, ask, refuse, ...)")
+    found_decision: str | None = Field(default=None, description="control state of the changed step t (a missed clarification: expected ask/refuse, found act)")
 
 
 class Trajectory(_Model):

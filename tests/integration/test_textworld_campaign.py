@@ -84,3 +84,32 @@ def test_campaign_keeps_gold_the_game_confirms_failed(tmp_path):
         assert record.outcome.details["won"] is False and record.environment.name == "textworld"
     early = next(g for g in gold if g.label.mode_code == "A.5")
     assert not early.steps[early.label.decisive_step].tool_calls  # it answered instead of playing on
+
+
+def test_a_wrong_object_is_gold_when_the_game_is_lost_by_it(tmp_path):
+    """A.2 on a text game: the rule guide swaps the command's object for another thing of the same kind the
+    game has shown ('open antique trunk' -> 'open chest drawer'); the rule check verifies exactly that, and
+    the game's own won/score keeps only the runs it lost. On cooking-2/1 that is 'drop knife' -> 'drop tomato'
+    (an ingredient the walkthrough policy never picks up again); the other swaps are recovered from."""
+    from failforge.environments.textworld_env import game_text, swapped_object
+
+    seed = oracle_seed("textworld", "cooking-2/1")
+    write_jsonl(tmp_path / "seeds.jsonl", [seed])
+    policy = WalkthroughPolicy(environment("textworld").walkthrough(seed.environment))
+    with LoopbackModelServer(policy=policy) as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1)
+        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), concurrency=1,
+                                plan={"modes": ["A.2"], "steps_per_seed": 40, "modes_per_step": 1})
+        summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
+    assert summary.failed == 0, summary
+    gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
+    print(f"\nA.2 gold {len(gold)}; summary: {summary}")
+    assert not bad and gold
+    entities = seed.task.metadata["entities"]
+    for record in gold:
+        t = record.label.decisive_step
+        before = seed.steps[t].tool_calls[0].parsed_arguments()["text"]
+        after = record.steps[t].tool_calls[0].parsed_arguments()["text"]
+        ok, why = swapped_object(before, after, game_text(seed.task.instruction, seed.steps[:t]), entities)
+        assert ok, why
+        assert record.outcome is not None and record.outcome.details["won"] is False and record.outcome.evaluator == "textworld.won"

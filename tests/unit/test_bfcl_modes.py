@@ -8,6 +8,7 @@ from tests._required import require
 
 require("bfcl")
 
+from failforge.environments.bfcl import ASK_FOR_DETAIL  # noqa: E402
 from failforge.injection._planner import step_context  # noqa: E402
 from failforge.injection._rules import rules_note  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
@@ -22,7 +23,7 @@ def test_tool_modes_apply_to_method_calls_and_not_to_the_clarification():
     user_steps = [s.index for s in seed.steps if s.kind == "task"]
     clarify_turn = user_steps[3]
     clarification = next(s for s in seed.steps[clarify_turn + 1:] if s.kind == "agent")
-    assert not clarification.tool_calls and "missing" in (clarification.content or "")
+    assert not clarification.tool_calls and clarification.content == ASK_FOR_DETAIL
     ok, why = get_mode("A.2").applicable(step_context(seed, clarification))
     assert not ok and "no tool call" in why
     call = next(s for s in seed.steps if s.kind == "agent" and s.tool_calls and s.tool_calls[0].name == "mv")

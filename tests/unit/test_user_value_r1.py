@@ -4,7 +4,7 @@ mistypes one digit of it; the check decides from the text whether the user's mes
 from __future__ import annotations
 
 from failforge.conformance import deterministic_verdict
-from failforge.injection import guide_kind_at, rules_note
+from failforge.injection import guide_kind_for, rules_note
 from failforge.roster import AgentProfile
 from failforge.taxonomy import get_mode
 from failforge.trajectory import ComponentSpec, Step, Task, ToolCall, Trajectory
@@ -44,8 +44,9 @@ def test_the_rule_mistypes_a_value_the_run_used_and_only_at_a_users_message():
     assert wrong not in INSTRUCTION and f"write {wrong} where you would write {original}" in result.note
     assert not rules_note(run, 7, get_mode("R.1")).feasible  # ###STOP### states no value
     assert "not a user's step" in rules_note(run, 6, get_mode("R.1")).reason
-    assert guide_kind_at("auto", run, 1, "R.1") == "rules" and guide_kind_at("auto", run, 6, "R.1") == "model"
-    assert guide_kind_at("model", run, 1, "R.1") == "model" and guide_kind_at("auto", run, 2, "A.2") == "rules"
+    assert guide_kind_for("auto", "R.1", run, 1) == "rules" and guide_kind_for("auto", "R.1", run, 6) == "model"
+    assert guide_kind_for("model", "R.1", run, 1) == "model" and guide_kind_for("auto", "A.2", run, 2) == "rules"
+    assert guide_kind_for("auto", "R.1") == "model"  # without the step: the model guide
     assert rules_note(run, 1, get_mode("R.1"), rng_seed=3).note == result.note  # reproducible from the campaign seed
 
 

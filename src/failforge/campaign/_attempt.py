@@ -19,9 +19,10 @@ from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
 from failforge.conformance import ConformanceVerdict, assess, is_structural
+from failforge.decisions import control_change
 from failforge.errors import DriftError, InfrastructureError
 from failforge.filters import FilterContext, run_filters
-from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_at, guide_request, rules_note, write_steering_note
+from failforge.injection import RULES_GUIDE, RULES_VERSION, AttemptSpec, GuideResult, branch, guide_kind_for, guide_request, rules_note, write_steering_note
 from failforge.llm import BoundedResponder
 from failforge.taxonomy import ErrorMode, get_mode
 from failforge.trajectory import FilterVerdict, GoldLabel, Trajectory
@@ -178,7 +179,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     started = time.monotonic()
     deadline = started + config.attempt_deadline
     mode = get_mode(spec.mode)
-    kind = guide_kind_at(config.guide_kind, seed, spec.step, mode.code)
+    kind = guide_kind_for(config.guide_kind, mode.code, seed, spec.step)
     guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else models.guide_spec.name
     provenance = {**provenance, "guide_kind": kind, "guide_name": guide_name}
     base = {**_base(seed, spec, provenance), "mode": mode.code}
@@ -251,6 +252,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
             Rejection(**base, status="rejected", stage="filters", reasons=[f"{v.name}: {v.reason}" for v in rejected], verdicts=verdicts, note=guide.note, trajectory=trajectory),
         )
     original = seed.steps[spec.step]
+    expected, found = control_change(seed, trajectory, spec.step)
     trajectory.label = GoldLabel(
         decisive_step=spec.step,
         decisive_agent=original.agent,
@@ -266,5 +268,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
         evaluator_output=trajectory.outcome,  # type: ignore[arg-type]
         guide_request=guide.request,
         agent_request=result.stage_two.sent,
+        expected_decision=expected,
+        found_decision=found,
     )
     return AttemptResult("gold", trajectory)

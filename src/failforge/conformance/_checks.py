@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from failforge.clarification import unsaid_arguments, user_turns, withheld_at
 from failforge.conformance._perception import PERCEPTION_CHECKS
 from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
 from failforge.conformance._user import check_user_value
@@ -108,12 +109,23 @@ def check_a2(seed: Trajectory, injected: Step, t: int) -> Outcome:
             if new is None or old is None:
                 continue
             changed = _changed_arguments(old, new)
+            if changed and seed.environment.name == "textworld":  # a wrong object, not any changed text
+                return _textworld_object(seed, t, old, new)
             if changed:
                 return True, f"{call.name} is called as at a_t with a changed argument: {'; '.join(changed)}"
     if same_tool:
         return False, "ã_t calls the seed's tool with the same arguments (or unreadable ones)"
     names = sorted({c.name for c in injected.tool_calls})
     return False, f"ã_t calls {names}, not the seed's tool(s) {sorted({c.name for c in original.tool_calls})}"
+
+
+def _textworld_object(seed: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> Outcome:
+    from failforge.environments.textworld_env import game_text, swapped_object
+
+    entities = seed.task.metadata.get("entities")
+    if not isinstance(entities, dict) or not isinstance(old.get("text"), str) or not isinstance(new.get("text"), str):
+        return False, "a TextWorld A.2 needs the seed's entity list and a text command on both sides"
+    return swapped_object(old["text"], new["text"], game_text(seed.task.instruction, seed.steps[:t]), entities)
 
 
 def check_a3(seed: Trajectory, injected: Step, t: int) -> Outcome:
@@ -272,6 +284,25 @@ def _near(x: float, y: float) -> bool:
     return x * y > 0 and 0.1 <= ratio <= 10
 
 
+def check_r1_clarification(seed: Trajectory, injected: Step, t: int) -> Outcome:
+    """R.1 at a turn that lacks a detail (a missed clarification): ã_t calls an offered tool with a value the
+    user gave in no turn so far — acted on a detail it made up instead of asking for it."""
+    offered = offered_tools(seed, t)
+    given = user_turns(seed, t)
+    for call in injected.tool_calls:
+        unsaid = unsaid_arguments(call.parsed_arguments(), given)
+        if call.name in offered and unsaid:
+            args = call.parsed_arguments() or {}
+            return True, f"ã_t calls {call.name} with {unsaid[0]} = {_short(args[unsaid[0]])}, a value the user gave in none of the {len(given)} turn(s) so far"
+    if not injected.tool_calls:
+        return False, "ã_t calls no tool; R.1 at a turn lacking a detail needs a call with a value the user never gave"
+    return False, "every value ã_t passes (to an offered tool) is one the user gave"
+
+
+#: Semantic modes a rule decides at a turn that withholds something (:mod:`failforge.clarification`).
+CLARIFICATION_CHECKS: dict[str, tuple[str, Callable[[Trajectory, Step, int], Outcome]]] = {"R.1": ("parameter", check_r1_clarification)}
+
+
 STRUCTURAL_CHECKS: dict[str, Callable[[Trajectory, Step, int], Outcome]] = {
     "A.2": check_a2,
     "A.3": check_a3,
@@ -308,6 +339,9 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
         return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
     if mode in STRUCTURAL_CHECKS:
         return check_structural(seed, injected, t, mode)
+    if mode in CLARIFICATION_CHECKS and withheld_at(seed, t) == CLARIFICATION_CHECKS[mode][0]:
+        exhibited, reason = CLARIFICATION_CHECKS[mode][1](seed, injected, t)
+        return ConformanceVerdict(mode=mode, exhibited=exhibited, method="deterministic", reason=reason)
     if mode == "R.1":  # a user's value stated wrongly is decided by rule; anything else is judged
         decided, why = check_user_value(seed, injected, t)
         if decided is not None:

@@ -252,6 +252,20 @@ def parse_call(text: str, simulators: Simulators) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
+def clarification_turns(category: str, ground_truth: list[list[str]]) -> dict[str, str]:
+    """The turns where asking (miss_param: a detail the user gives next turn) or saying it cannot (miss_func:
+    the function comes next turn) is right: the turns whose ground truth is empty, in those categories.
+    Task metadata for :mod:`failforge.clarification`."""
+    withheld = {"miss_param": "parameter", "miss_func": "function"}.get(category)
+    return {str(i): withheld for i, turn in enumerate(ground_truth) if not turn} if withheld else {}
+
+
+#: The oracle's words at a turn it cannot do: a question for the missing detail (Ask), or saying that no
+#: offered function does it (Refuse); ``failforge.decisions`` reads them so.
+ASK_FOR_DETAIL = "I need one more detail before I can do that: could you tell me exactly which value to use?"
+CANNOT_WITHOUT_FUNCTION = "I can't do that with the functions I have been given."
+
+
 def call_string(name: str, arguments: dict[str, Any] | None, known: set[str]) -> str:
     """A recorded call as BFCL's decoder spells it, for its checker: ``name(k=<Python literal>, ...)``.
 
@@ -358,6 +372,7 @@ class BfclEpisode:
                 "ground_truth": self.ground_truth,
                 "involved_classes": list(self.entry["involved_classes"]),
                 "missed_function": self.entry.get("missed_function") or {},
+                "clarification_turns": clarification_turns(self.category, self.ground_truth),
                 "bfcl_version": BFCL_VERSION,
             },
         )
@@ -433,6 +448,7 @@ def oracle_script(entry: dict[str, Any], ground_truth: list[list[str]]) -> Any:
     ground truth is empty (a held-out function or a missing parameter) is answered in words."""
     probe = Simulators(entry)
     calls = [[parse_call(text, probe) for text in turn] for turn in ground_truth]
+    withheld = {int(k): v for k, v in clarification_turns(category_of(entry["id"]), ground_truth).items()}
 
     def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         messages = body.get("messages") or []
@@ -444,7 +460,7 @@ def oracle_script(entry: dict[str, Any], ground_truth: list[list[str]]) -> Any:
             name, args = wanted[position]
             return None, [{"id": f"call_oracle_{turn}_{position}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
         if not wanted:
-            return "I cannot do that with the functions and details I have; please tell me what is missing.", None
+            return (CANNOT_WITHOUT_FUNCTION if withheld.get(turn) == "function" else ASK_FOR_DETAIL), None
         return "Done.", None
 
     return script

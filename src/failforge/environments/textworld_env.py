@@ -17,6 +17,7 @@ The oracle replays the game's walkthrough (``EnvInfos(extras=["walkthrough"])``)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -170,6 +171,81 @@ def _location(facts: list[str]) -> str:
     return ""
 
 
+#: TextWorld entity types grouped by what a command can do with them: open/close (container, door),
+#: take/drop/eat (object, food, key), put on / insert into (supporter, container).
+KINDS: dict[str, str] = {"c": "openable", "d": "openable", "o": "portable", "f": "portable", "k": "portable", "s": "support"}
+
+
+@functools.lru_cache(maxsize=128)
+def game_entities(path: Path, sha256: str = "") -> dict[str, str]:
+    """Name -> kind (:data:`KINDS`) of the game's things, from its ``.json`` (rooms and the player left out):
+    what a wrong-object command may name instead. Cached per (file, its hash): every attempt opens the game."""
+    import textworld
+
+    game = textworld.Game.load(str(path.with_suffix(".json")))
+    return {str(info.name): KINDS[info.type] for info in game.infos.values() if info.name and info.type in KINDS}
+
+
+def _named(text: str, entities: dict[str, str]) -> list[tuple[int, str]]:
+    """The entities a command names, as (position, name), longest names first so 'old key' beats 'key'."""
+    found: list[tuple[int, str]] = []
+    taken: set[int] = set()
+    low = text.casefold()
+    for name in sorted(entities, key=len, reverse=True):
+        start = low.find(name.casefold())
+        while start >= 0:
+            span = set(range(start, start + len(name)))
+            boundary = (start == 0 or not low[start - 1].isalnum()) and (start + len(name) == len(low) or not low[start + len(name)].isalnum())
+            if boundary and not span & taken:
+                found.append((start, name))
+                taken |= span
+                break
+            start = low.find(name.casefold(), start + 1)
+    return sorted(found)
+
+
+def shown(name: str, seen: str) -> bool:
+    return f" {name.casefold()}" in f" {seen.casefold()}"
+
+
+def wrong_object(command: str, seen: str, entities: dict[str, str], rng: Any) -> tuple[str, dict[str, Any]] | None:
+    """``command`` with one object swapped for another thing of the same kind that the game has shown
+    (in the intro or an observation so far): 'open antique trunk' -> 'open chest drawer'. None when the
+    command names no entity or no other thing of its kind has been shown."""
+    for _, name in _named(command, entities):
+        others = sorted(n for n, kind in entities.items() if kind == entities[name] and n != name
+                        and shown(n, seen) and not shown(n, command))
+        if others:
+            other = others[rng.randrange(len(others))]
+            start = command.casefold().find(name.casefold())
+            return command[:start] + other + command[start + len(name):], {"object": name, "instead": other, "kind": entities[name]}
+    return None
+
+
+def game_text(instruction: str, steps: list[Step]) -> str:
+    """What the game has shown: the intro (the instruction after its fixed preamble, whose example commands
+    name things of no game) and every observation in ``steps``."""
+    intro = instruction.split("\n\n", 1)[-1]
+    return "\n".join([intro] + [s.content or "" for s in steps if s.kind == "tool"])
+
+
+def swapped_object(original: str, changed: str, seen: str, entities: dict[str, str]) -> tuple[bool, str]:
+    """Whether ``changed`` is ``original`` with one named thing replaced by another of the same kind that
+    the game had shown: the rule that verifies a TextWorld A.2 (a wrong object, not a nonsense token)."""
+    before, after = _named(original, entities), _named(changed, entities)
+    gone = [n for _, n in before if n not in {m for _, m in after}]
+    new = [n for _, n in after if n not in {m for _, m in before}]
+    if len(gone) != 1 or len(new) != 1:
+        return False, f"{changed!r} does not swap exactly one thing named in {original!r} for another"
+    if entities[gone[0]] != entities[new[0]]:
+        return False, f"{new[0]!r} ({entities[new[0]]}) is not the same kind of thing as {gone[0]!r} ({entities[gone[0]]})"
+    if not shown(new[0], seen):
+        return False, f"{new[0]!r} had not been shown to the agent"
+    if changed.casefold().replace(new[0].casefold(), gone[0].casefold()) != original.casefold():
+        return False, f"{changed!r} changes more than the object of {original!r}"
+    return True, f"{original!r} -> {changed!r}: {new[0]!r}, another {entities[new[0]]} thing the game had shown, instead of {gone[0]!r}"
+
+
 class TextWorldToolbox:
     """The one ``command`` tool of an episode, through the stateful tool boundary."""
 
@@ -217,6 +293,7 @@ class TextWorldEpisode:
         self.walkthrough = [str(c) for c in self.state["extra.walkthrough"]]
         self.max_score = int(self.state["max_score"])
         self.done = False
+        self.entities = dict(game_entities(self.path, self.sha256))
 
     def __enter__(self) -> TextWorldEpisode:
         return self
@@ -246,7 +323,8 @@ class TextWorldEpisode:
 
     def task_record(self) -> Task:
         return Task(benchmark="textworld", suite=self.recipe, task_id=self.task_id, instruction=self.instruction(), gold_answer=None,
-                    metadata={"seed": str(self.seed), "walkthrough_length": str(len(self.walkthrough)), "max_score": str(self.max_score)})
+                    metadata={"seed": str(self.seed), "walkthrough_length": str(len(self.walkthrough)), "max_score": str(self.max_score),
+                              "entities": self.entities})
 
     def toolbox(self, log: RunLog) -> TextWorldToolbox:
         return TextWorldToolbox(self, log)

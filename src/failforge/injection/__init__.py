@@ -25,7 +25,7 @@ from failforge.injection._observation import (
     label_injection,
 )
 from failforge.injection._planner import AttemptSpec, candidate_points, plan_attempts, plan_injections, step_context
-from failforge.injection._rules import GUIDE_KINDS, RULE_MODES, RULES_GUIDE, RULES_VERSION, guide_kind_at, guide_kind_for, rules_note, wrong_value
+from failforge.injection._rules import GUIDE_KINDS, RULE_MODES, RULES_GUIDE, RULES_VERSION, guide_kind_for, rules_note, wrong_value
 
 __all__ = [
     "DEFAULT_ATTACK",
@@ -52,7 +52,6 @@ __all__ = [
     "action_signature",
     "branch",
     "candidate_points",
-    "guide_kind_at",
     "guide_kind_for",
     "guide_request",
     "plan_attempts",

@@ -4,7 +4,8 @@ A pair is only planned where the mode applies (see the taxonomy's applicability 
 the seed itself: the original step's tool calls, whether tools were offered, how many agent steps came
 before, whether the step is the final answer, and, with several agents, the step's place in the
 team's conversation (its author's role, whether it delegates, passes information to another agent or
-acts on a peer's message; see :func:`team_context`). Sampling is seeded, so a plan is reproducible.
+acts on a peer's message; see :func:`team_context`), and whether its turn withholds a detail or a
+function, so asking was right (:mod:`failforge.clarification`). Sampling is seeded, so a plan is reproducible.
 Any agent's model call is a candidate: injection works at a worker's step as at the orchestrator's.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from failforge.clarification import withheld_at
 from failforge.injection._observation import InjectionSpec
 from failforge.roster import COORDINATING_ROLES
 from failforge.taxonomy import StepContext, applicable_modes
@@ -53,6 +55,7 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         # which its author speaks again is a turn's end, not its final answer: stopping there (A.5) is early.
         is_final=step.is_final() and not any(s.kind == "agent" and s.agent == step.agent for s in seed.steps[step.index + 1:]),
         prior_agent_steps=prior,
+        withheld=withheld_at(seed, step.index),  # a turn to ask at (BFCL miss_param / miss_func)
         **team_context(seed, step),
     )
 
@@ -89,11 +92,13 @@ def plan_attempts(
     samples: int = 1,
     rng_seed: int = 0,
 ) -> list[AttemptSpec]:
-    """Pick up to ``steps_per_seed`` decisive steps, and at each up to ``modes_per_step`` applicable modes."""
+    """Pick up to ``steps_per_seed`` decisive steps, and at each up to ``modes_per_step`` applicable modes.
+    Steps of a turn that withholds a detail or a function (:mod:`failforge.clarification`) are taken first."""
     rng = random.Random(f"{rng_seed}:{seed.id}")
     usable_at = {t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in candidate_points(seed)}
     points = [t for t, usable in usable_at.items() if usable]  # only steps where some requested mode applies
     rng.shuffle(points)
+    points.sort(key=lambda t: withheld_at(seed, t) is None)  # a turn to ask at first: what a miss_* task is for
     plan: list[AttemptSpec] = []
     for t in sorted(points[:steps_per_seed]):
         usable = list(usable_at[t])

@@ -24,8 +24,10 @@ import random
 import re
 from typing import Any
 
+from failforge.clarification import held_out, next_turn, said, unsaid_arguments, user_turns, withheld_at
 from failforge.conformance._checks import HUMAN_HANDOFF
 from failforge.conformance._text import numbers, offered_tools, step_text
+from failforge.conformance._user import is_user_step
 from failforge.injection._injector import GuideResult
 from failforge.injection._perception import PERCEPTION_RULES
 from failforge.injection._user_rules import USER_RULES
@@ -36,8 +38,9 @@ RULES_GUIDE = "failforge-rules"
 RULES_VERSION = "1"
 RULE_MODES: tuple[str, ...] = ("A.2", "A.3", "A.4", "A.5", "A.6", "R.3", "P.1", "P.2")  # P.*: injection/_perception.py
 STEP_RULE_MODES: tuple[str, ...] = ("R.1",)
-"""Semantic modes with a rule for some steps only (R.1 at a user's step: a value stated wrongly,
-injection/_user_rules.py): under ``auto`` the rule writes the note where it applies, the model elsewhere."""
+"""Semantic modes the rules write at some steps only, the guide model everywhere else (under ``auto``):
+R.1 at a turn that withholds a detail (a missed clarification: the agent fills in a value the user never
+gave, :func:`_r1`) and R.1 at a simulated user's message (a value it states wrongly, injection/_user_rules.py)."""
 PINNED_MODES: tuple[str, ...] = ("A.2", "A.6")
 """Modes whose mistake is a call to a tool the request offers (a wrong argument, a repeated call): their
 note's tool can be pinned at stage 2. Not A.3 (the tool is not offered), A.4 or A.5 (no proper call),
@@ -189,7 +192,31 @@ def _argument_order(args: dict[str, Any], rng: random.Random) -> list[str]:
     return sorted(keys, key=rank)
 
 
+def _a2_textworld(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
+    """A text game's A.2: the command with another thing of the same kind the game has shown (another
+    container to open, another object to take), not a truncated or misspelt one."""
+    from failforge.environments.textworld_env import game_text, wrong_object
+
+    entities = seed.task.metadata.get("entities")
+    calls = [c for c in seed.steps[t].tool_calls if isinstance((c.parsed_arguments() or {}).get("text"), str)]
+    if not calls:
+        return "a_t sends no game command"
+    if not isinstance(entities, dict) or not entities:
+        return "the seed's task has no entity list (recorded before it was kept): re-record the seed"
+    call = calls[0]
+    command = str((call.parsed_arguments() or {})["text"])
+    made = wrong_object(command, game_text(seed.task.instruction, seed.steps[:t]), entities, rng)
+    if made is None:
+        return f"{command!r} names no thing of which the game has shown another of the same kind"
+    changed, details = made
+    note = f"Call {call.name} now with text = {show(changed)}, keeping its other arguments as you would."
+    return note, {"tool": call.name, "argument": "text", "original": command, "value": changed,
+                  "source": f"another {details['kind']} thing the game showed", **details}
+
+
 def _a2(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
+    if seed.environment.name == "textworld":
+        return _a2_textworld(seed, t, rng)
     found = _first_call_with_args(seed.steps[t])
     if found is None:
         return "a_t makes no tool call with arguments, so there is no argument to get wrong"
@@ -207,6 +234,8 @@ def _a2(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
 def _a3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
     offered = offered_tools(seed, t)
     calls = seed.steps[t].tool_calls
+    if not calls and offered and withheld_at(seed, t) == "function":
+        return _a3_held_out(seed, t, offered)
     if not calls or not offered:
         return "a_t calls no tool (or none are offered), so there is no tool to invent beside"
     call = calls[0]
@@ -225,6 +254,82 @@ def _a3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
     invented = _pick(rng, names)
     note = f"Call the tool {invented} with {_arguments_text(args) or 'no arguments'}."
     return note, {"tool": call.name, "invented_tool": invented, "arguments": args}
+
+
+def _a3_held_out(seed: Trajectory, t: int, offered: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]] | str:
+    """A missed clarification at a turn whose function is held out: the agent calls that function (as the
+    seed's next turn does once it is offered) instead of saying it cannot — a tool not offered at t."""
+    names = [n for n in held_out(seed, t) if n not in offered]
+    _, later = next_turn(seed, t)
+    call = next((c for c in later if c.name in names), None)
+    if call is None:
+        return f"the held-out function(s) {names} are not called in the next turn, so there is no call to make early"
+    args = call.parsed_arguments() or {}
+    note = f"Call the tool {call.name} with {_arguments_text(args) or 'no arguments'}."
+    return note, {"tool": call.name, "invented_tool": call.name, "held_out": True, "arguments": args}
+
+
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
+
+
+_QUOTED = re.compile(r"[\"']([\w][\w.-]{1,40})[\"'](?!\s*:)")  # a quoted value, not a JSON key
+_DEFAULT_NUMBERS = (10, 5, 1, 100, 50)
+_DEFAULT_NAMES = ("default", "new", "main", "backup", "archive")
+
+
+def fabricated_value(value: Any, seen: str, given: list[str], rng: random.Random) -> tuple[Any, str] | None:
+    """A value the user never gave for a detail they left out, made without knowing the real one (the
+    guess an agent makes): a name of the same kind the tools showed (same extension, else any quoted
+    name in a tool observation), a round number for a number; never a value said in ``given``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        options = [n for n in _DEFAULT_NUMBERS if n != value and not said(n, given)]
+        return (_pick(rng, options), "a round number the user never gave") if options else None
+    if not isinstance(value, str) or len(value.split()) != 1:
+        return None  # free text (a message, a comment) has no guess of the same kind
+    names = sorted({m.group(1) for m in _QUOTED.finditer(seen)} - {value})
+    names = [n for n in names if not said(n, given) and not n.replace(".", "").isdigit()]
+    ext = _EXTENSION.search(value)
+    if ext:
+        same = [n for n in names if n.endswith(ext.group(0))]
+        if same:
+            return _pick(rng, same), f"another {ext.group(0)} name a tool showed"
+        return f"untitled{ext.group(0)}", f"a default {ext.group(0)} name (no other one was shown)"
+    plain = [n for n in names if not _EXTENSION.search(n)]
+    if plain:
+        return _pick(rng, plain), "another name a tool showed"
+    generic = [n for n in _DEFAULT_NAMES if n != value.casefold() and not said(n, given)]
+    return (_pick(rng, generic), "a generic name (no other one was shown)") if generic else None
+
+
+def _r1(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
+    """A missed clarification at a turn that lacks a detail: the call the seed makes once the user gives it
+    (next turn), made now with a value the user never gave for that detail."""
+    if withheld_at(seed, t) != "parameter":
+        return "R.1 is written by rule only at a turn that lacks a detail the user gives later (a missed clarification)"
+    opener, later = next_turn(seed, t)
+    if opener is None:
+        return "no later user turn gives the missing detail"
+    given, clarified = user_turns(seed, t), user_turns(seed, opener.index)
+    shown = "\n".join(s.content or "" for s in seed.steps[1:t] if s.kind == "tool")
+    # The detail: a value only the next turn's words give; else (BFCL sometimes names it earlier too) one they
+    # repeat; else one the user points at without saying it ("the first file there"), latest call first.
+    def valued(call: ToolCall) -> dict[str, Any]:
+        return {k: v for k, v in (call.parsed_arguments() or {}).items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+
+    candidates = [(call, key) for call in later for key in unsaid_arguments(valued(call), given) if key not in unsaid_arguments(valued(call), clarified)]
+    candidates += [(call, key) for call in later for key in valued(call) if key not in unsaid_arguments(valued(call), [opener.content or ""])]
+    candidates += [(call, key) for call in reversed(later) for key in unsaid_arguments(valued(call), clarified)]
+    for call, key in candidates:
+        args = call.parsed_arguments() or {}
+        made = fabricated_value(args[key], shown, given, rng)
+        if made is None:
+            continue
+        value, source = made
+        new = {**args, key: value}
+        note = f"Call {call.name} now with {_arguments_text(new)}; take {key} = {show(value)} as meant instead of asking the user."
+        return note, {"tool": call.name, "argument": key, "original": args[key], "value": value, "source": source,
+                      "missing_detail_given_at": opener.index}
+    return "no call of the next turn passes a single value (a name or a number) that a guess can stand in for"
 
 
 def _a4(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
@@ -320,7 +425,24 @@ def _r3(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
     return "a_t uses no number, so there is none to get slightly wrong"
 
 
-_RULES = {"A.2": _a2, "A.3": _a3, "A.4": _a4, "A.5": _a5, "A.6": _a6, "R.3": _r3, **PERCEPTION_RULES, **USER_RULES}
+def _r1_at(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
+    """R.1 by rule: a missed clarification at a turn that withholds a detail, else a user's misstated value."""
+    if withheld_at(seed, t) == "parameter":
+        return _r1(seed, t, rng)
+    if is_user_step(seed, t):
+        return USER_RULES["R.1"](seed, t, rng)
+    return "R.1 is written by rule only at a turn that lacks a detail the user gives later (a missed clarification) or at a simulated user's message (a value it states wrongly)"
+
+
+_RULES = {"A.2": _a2, "A.3": _a3, "A.4": _a4, "A.5": _a5, "A.6": _a6, "R.3": _r3, "R.1": _r1_at, **PERCEPTION_RULES}
+
+
+def _rule_applies(seed: Trajectory, t: int, mode: str) -> bool:
+    """A mode of ``STEP_RULE_MODES`` has its rule at this step: a withheld detail's turn (the rule may still find
+    no value to guess: that is the rule's rejection), or a user's message the rule can write a note for."""
+    if withheld_at(seed, t) == "parameter":
+        return True
+    return is_user_step(seed, t) and not isinstance(USER_RULES[mode](seed, t, random.Random(0)), str)
 
 
 def rules_note(seed: Trajectory, t: int, mode: ErrorMode, *, rng_seed: int = 0, sample: int = 0) -> GuideResult:
@@ -348,19 +470,12 @@ GuideKind = str
 GUIDE_KINDS: tuple[str, ...] = ("model", "rules", "auto")
 
 
-def guide_kind_for(setting: str, mode: str) -> str:
-    """Which guide writes the note for ``mode``: ``auto`` uses rules for the structural modes, the model otherwise."""
+def guide_kind_for(setting: str, mode: str, seed: Trajectory | None = None, t: int | None = None) -> str:
+    """Which guide writes the note for ``mode``: ``auto`` uses rules for the structural modes, and for a mode of
+    ``STEP_RULE_MODES`` at a step where its rule applies (given the seed and step), the model otherwise."""
     if setting not in GUIDE_KINDS:
         raise ValueError(f"unknown guide kind {setting!r}; choose one of {GUIDE_KINDS}")
     if setting == "auto":
-        return "rules" if mode in RULE_MODES else "model"
+        stepwise = mode in STEP_RULE_MODES and seed is not None and t is not None and _rule_applies(seed, t, mode)
+        return "rules" if mode in RULE_MODES or stepwise else "model"
     return setting
-
-
-def guide_kind_at(setting: str, seed: Trajectory, t: int, mode: str) -> str:
-    """``guide_kind_for`` at one step: under ``auto`` a mode of ``STEP_RULE_MODES`` gets the rule where it has a
-    note to write (R.1 at a user's step), the model guide elsewhere."""
-    kind = guide_kind_for(setting, mode)
-    if setting == "auto" and mode in STEP_RULE_MODES and not isinstance(_RULES[mode](seed, t, random.Random(0)), str):
-        return "rules"
-    return kind

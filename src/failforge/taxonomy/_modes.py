@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, Field
 from rich.table import Table
@@ -92,11 +93,16 @@ class Applicability(BaseModel, frozen=True):
     """Minimum number of earlier agent steps (V.1 context loss and A.6 looping need >= 1): there
     must be something to forget or to repeat."""
 
+    or_withheld: Literal["parameter", "function"] | None = None
+    """``needs_tool_call`` is also met where the step's turn withholds this (A.3: "function"): at a turn
+    that needs a function not yet offered the agent answers in words, and calling that function anyway
+    is the invented-tool mistake (see :mod:`failforge.clarification`)."""
+
     def describe(self) -> str:
         """Short human-readable summary of the requirements ("any step" when there are none)."""
         parts: list[str] = []
         if self.needs_tool_call:
-            parts.append("step has a tool call")
+            parts.append("step has a tool call" + (f" (or its turn withholds a {self.or_withheld})" if self.or_withheld else ""))
         if self.needs_tools_available:
             parts.append("tools offered")
         if self.needs_image:
@@ -150,6 +156,11 @@ class StepContext(BaseModel, frozen=True):
     acts_on_peer: bool = False
     """The latest message addressed to the step's author came from another agent."""
 
+    withheld: Literal["parameter", "function"] | None = None
+    """The step's turn cannot be done as asked: the user left out a detail ("parameter") or the function
+    it needs is not offered yet ("function"); the right move is to ask or to say so (BFCL miss_param /
+    miss_func turns, :mod:`failforge.clarification`)."""
+
 
 class ErrorMode(BaseModel, frozen=True):
     """One failure mode: its code, meaning, where it can occur, and how to steer an agent into it."""
@@ -176,7 +187,7 @@ class ErrorMode(BaseModel, frozen=True):
         """
         a = self.applies
         reasons: list[str] = []
-        if a.needs_tool_call and not ctx.has_tool_call:
+        if a.needs_tool_call and not ctx.has_tool_call and not (a.or_withheld and ctx.withheld == a.or_withheld):
             reasons.append("the original step has no tool call")
         if a.needs_tools_available and not ctx.tools_available:
             reasons.append("no tools are offered at this step")
@@ -378,7 +389,7 @@ MODES: tuple[ErrorMode, ...] = (
             "The agent invokes a tool, function or endpoint that is not among the tools offered to it, "
             "or a capability that a real tool does not have, as if it existed."
         ),
-        applies=_TOOL,
+        applies=Applicability(needs_tool_call=True, needs_tools_available=True, or_withheld="function"),
         guide_hint=(
             "Have the agent call a tool that is not in its offered tool list but plausibly could be: a "
             "more specific variant of a real tool (e.g. 'search_emails_by_date' when only "
