@@ -43,7 +43,7 @@ def test_the_rule_mistypes_a_value_the_run_used_and_only_at_a_users_message():
     assert len(wrong) == len(original) and sum(a != b for a, b in zip(original, wrong, strict=True)) == 1
     assert wrong not in INSTRUCTION and f"write {wrong} where you would write {original}" in result.note
     assert not rules_note(run, 7, get_mode("R.1")).feasible  # ###STOP### states no value
-    assert "not a user's step" in rules_note(run, 6, get_mode("R.1")).reason
+    assert "at a simulated user's message" in rules_note(run, 6, get_mode("R.1")).reason  # an agent's step: not by rule
     assert guide_kind_for("auto", "R.1", run, 1) == "rules" and guide_kind_for("auto", "R.1", run, 6) == "model"
     assert guide_kind_for("model", "R.1", run, 1) == "model" and guide_kind_for("auto", "A.2", run, 2) == "rules"
     assert guide_kind_for("auto", "R.1") == "model"  # without the step: the model guide
