@@ -256,10 +256,9 @@ def run_campaign(
                 if on_progress:
                     on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
 
-            if config.filters.decisiveness.enabled:  # for mode attempts only: an injection job has no original arm
-                jobs = [w for w in pending if not isinstance(w[1], AttemptSpec)]
-                pending = [w for w in pending if isinstance(w[1], AttemptSpec)]
-                pending = jobs + _settle_arms(pending, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
+            modes = [w for w in pending if isinstance(w[1], AttemptSpec)]  # an injection job has no original arm
+            if config.filters.decisiveness.enabled and modes:
+                pending = [w for w in pending if not isinstance(w[1], AttemptSpec)] + _settle_arms(modes, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
             results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
