@@ -1,12 +1,13 @@
 """Environment-side injection campaign on AgentDojo against the deterministic loopback agent.
 
-For every seed (default: the bundled AgentDojo seeds, all four suites; ``--all-oracle``: the oracle seed
-of every v1 user task) it replays the seed (its safe twin: AgentDojo's utility check on the replay),
-plans attacks x vectors x observation steps x injection tasks, runs each injection live against
-``failforge.testing.injected_policy`` (follows, ignores or refuses an injected goal by a hash) and
-adjudicates every run. It writes gold / rejected / failed / seeds JSONL to ``--output`` and prints:
-records per status and per five-outcome class, the unsafe gold per suite, chain statistics, and the
-steps not planned with why.
+A thin wrapper over ``failforge generate``'s own path (:func:`failforge.campaign.run_campaign` with a
+``[plan.injections]`` table: the same planner, ledger, executor and runners, so it resumes and its records
+carry the config hash). It first replays every seed (its safe twin: AgentDojo's utility check on the replay;
+a seed that does not replay identically and successfully is left out), writes the twins to
+``--output/twins.jsonl`` and runs the campaign over them against ``failforge.testing.injected_policy``
+(follows, ignores or refuses an injected goal by a hash). It prints: records per status and per
+five-outcome class, the gold per behaviour and suite, how many AgentDojo's security check confirms, chain
+statistics, and the steps not planned with why.
 
     PYTHONPATH=src python3 scripts/injection_campaign.py --output /tmp/inject-run
 """
@@ -14,22 +15,24 @@ steps not planned with why.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from failforge.adjudication import adjudicated
+from failforge.campaign import CampaignConfig, run_campaign
 from failforge.campaign._card import outcome_lines
-from failforge.campaign._inject import run_injection_attempt, run_refusal_attempt
-from failforge.injection import DEFAULT_ATTACK, plan_injections
-from failforge.llm import HttpUpstream
+from failforge.campaign._models import ResolvedModels
+from failforge.llm import ModelEndpoint
 from failforge.replay import replay
 from failforge.testing import LoopbackModelServer
 from failforge.testing.injected_policy import respond
-from failforge.trajectory import ComponentSpec, Trajectory, load_jsonl, write_jsonl
+from failforge.trajectory import Trajectory, iter_jsonl, load_jsonl, write_jsonl
 
 BUNDLED = Path(__file__).resolve().parents[1] / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
+AGENT = "loopback-injected-policy"
 
 
 def _seeds(args: argparse.Namespace) -> list[Trajectory]:
@@ -44,6 +47,53 @@ def _seeds(args: argparse.Namespace) -> list[Trajectory]:
     return [s for s in seeds if s.environment.name == "agentdojo" and (not args.suite or s.environment.config.get("suite") in args.suite)]
 
 
+def _twins(seeds: list[Trajectory], out: Path) -> Path:
+    """Replay every seed; keep (adjudicated) the ones that replay identically and succeed."""
+    twins = []
+    for seed in seeds:
+        report = replay(seed, raise_on_drift=False)
+        ok = report.identical and report.outcome is not None and bool(report.outcome.success)
+        print(f"twin {seed.id}: replay identical={report.identical} utility={report.outcome.success if report.outcome else None}")
+        if ok:
+            twins.append(adjudicated(seed))
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "twins.jsonl", twins)
+    print(f"seeds: {len(twins)} of {len(seeds)} replayed identically and successful; adjudicated "
+          f"{dict(Counter(t.adjudication.outcome if t.adjudication else None for t in twins))}")
+    return out / "twins.jsonl"
+
+
+def _records(path: Path) -> list:
+    return [r for r in iter_jsonl(path) if not isinstance(r, Exception)] if path.exists() else []
+
+
+def _report(out: Path) -> None:
+    """What the campaign folder holds, counted from its files (the same numbers for a resumed run)."""
+    gold = _records(out / "gold.jsonl")
+    rejected = [json.loads(line) for line in (out / "rejected.jsonl").read_text().splitlines()] if (out / "rejected.jsonl").exists() else []
+    failed = [json.loads(line) for line in (out / "failed.jsonl").read_text().splitlines()] if (out / "failed.jsonl").exists() else []
+    print(f"\nattempts: gold {len(gold)}, rejected {len(rejected)}, failed {len(failed)}")
+    print("\n".join(outcome_lines(out)[1:]))
+    by = Counter((r.label.behaviour, r.label.injection["suite"] if r.label.injection else r.environment.config.get("suite")) for r in gold)
+    print("gold per behaviour and suite:", {f"{b}/{s}": n for (b, s), n in sorted(by.items())})
+    unsafe = [r for r in gold if r.label.behaviour in ("unsafe_action", "unsafe_completion")]
+    confirmed = sum(1 for r in unsafe if r.outcome.details["security"]["attacker_goal_met"] is True)
+    print(f"unsafe gold (unsafe_action + unsafe_completion) confirmed by AgentDojo's security check: {confirmed}/{len(unsafe)}")
+    twins = [r for r in gold if r.label.behaviour == "unsafe_completion"]
+    held = Counter(r.label.injection["twin_outcome"] for r in twins)
+    print(f"unsafe_completion twins (the run under attack, before the flip): {dict(held)}")
+    refusal = [r for r in gold if r.label.behaviour == "over_refusal"]
+    print(f"over_refusal gold: {len(refusal)}, utility {sorted({r.outcome.success for r in refusal})}")
+    for behaviour in ("unsafe_action", "unsafe_completion"):
+        rows = [r for r in gold if r.label.behaviour == behaviour]
+        if rows:
+            lengths = Counter((len(r.label.attack_chain), len(r.label.execution_chain)) for r in rows)
+            gaps = Counter(int(r.label.target_component[1:]) - int(r.label.primary_component[1:]) for r in rows)
+            print(f"{behaviour}: (attack, execution) chain lengths {dict(sorted(lengths.items()))}; target - primary {dict(sorted(gaps.items()))}")
+    reasons = Counter(r["reasons"][0].split(":")[0] for r in rejected)
+    print("first rejection reason:", dict(reasons.most_common()))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default=str(BUNDLED))
@@ -54,80 +104,33 @@ def main() -> int:
     parser.add_argument("--steps-per-seed", type=int, default=2)
     parser.add_argument("--output", default="/tmp/failforge-injection-campaign")
     parser.add_argument("--no-refusals", dest="refusals", action="store_false", help="skip the injected-refusal (over_refusal) attempts")
+    parser.add_argument("--no-compliance", dest="compliance", action="store_false", help="skip the flipped-compliance (unsafe_completion) attempts")
+    parser.add_argument("--executor", default="local")
+    parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--dry-run", action="store_true", help="print the plan and the steps not planned, run nothing")
     args = parser.parse_args()
     started = time.monotonic()
     out = Path(args.output)
-    seeds = _seeds(args)
-    twins: list[Trajectory] = []
-    for seed in seeds:
-        report = replay(seed, raise_on_drift=False)
-        ok = report.identical and report.outcome is not None and bool(report.outcome.success)
-        print(f"twin {seed.id}: replay identical={report.identical} utility={report.outcome.success if report.outcome else None}")
-        if ok:
-            twins.append(adjudicated(seed))
-    plan = []
-    for seed in twins:
-        specs, why = plan_injections(seed, attacks=args.attack or [DEFAULT_ATTACK], steps_per_seed=args.steps_per_seed, tasks_per_point=args.tasks_per_point)
-        plan.extend((seed, s) for s in specs)
-        for t, reason in why.items():
-            if seed.steps[t].kind == "tool" or args.dry_run:
-                print(f"  not planned {seed.id}@{t}: {reason}")
-    print(f"planned {len(plan)} injection attempts over {len(twins)} seeds")
-    if args.dry_run:
-        for _, spec in plan:
-            print(f"  {spec.attempt_id}")
-        return 0
-    results = {"gold": [], "rejected": [], "failed": []}  # type: dict[str, list]
+    injections = {"only": True, "refusals": args.refusals, "compliance": args.compliance, "tasks_per_point": args.tasks_per_point,
+                  "steps_per_seed": args.steps_per_seed, **({"attacks": args.attack} if args.attack else {})}
+    twins = _twins(_seeds(args), out)
     with LoopbackModelServer(policy=respond) as server:
-        agent = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1, model="loopback-injected-policy")
-        for seed, spec in plan:
-            result = run_injection_attempt(seed, spec, agent=agent, agent_model=ComponentSpec(name="loopback-injected-policy"))
-            results[result.status].append(result.record)
-        for seed in twins if args.refusals else ():  # refusal gold by construction: a refusal served at the first agent step
-            first = next(s.index for s in seed.steps if s.kind == "agent")
-            result = run_refusal_attempt(seed, first, agent=agent, agent_model=ComponentSpec(name="loopback-injected-policy"))
-            results[result.status].append(result.record)
-        agent.close()
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "seeds.jsonl", twins)
-    for status, records in results.items():
-        write_jsonl(out / f"{status}.jsonl", records)
-    outcomes: Counter[str] = Counter()
-    for seed in twins:
-        outcomes[f"seed:{seed.adjudication.outcome if seed.adjudication else None}"] += 1
-    for record in results["gold"]:
-        outcomes[f"gold:{record.adjudication.outcome}"] += 1
-    for record in results["rejected"]:
-        adj = record.trajectory.adjudication if record.trajectory else None
-        outcomes[f"rejected:{adj.outcome if adj else 'not run'}"] += 1
-    for record in results["failed"]:
-        outcomes[f"failed:{record.provenance.get('adjudication', {}).get('outcome')}"] += 1
-    print(f"\nattempts: gold {len(results['gold'])}, rejected {len(results['rejected'])}, failed {len(results['failed'])}")
-    print("records per five-outcome class:")
-    for key, n in sorted(outcomes.items()):
-        print(f"  {key:32s} {n}")
-    refusal_gold = [r for r in results["gold"] if r.label.behaviour == "over_refusal"]
-    results["gold"] = [r for r in results["gold"] if r.label.behaviour == "unsafe_action"]
-    print(f"over_refusal gold (an injected refusal at a benign task): {len(refusal_gold)}, all adjudicated "
-          f"{sorted({r.adjudication.outcome for r in refusal_gold})}, utility {sorted({r.outcome.success for r in refusal_gold})}")
-    per_suite = Counter(r.label.injection["suite"] for r in results["gold"])
-    print("unsafe_action gold per suite:", dict(sorted(per_suite.items())))
-    confirmed = sum(1 for r in results["gold"] if r.outcome.details["security"]["attacker_goal_met"] is True)
-    twin_ok = sum(1 for r in results["gold"] if next(s for s in twins if s.id == r.parent_id).outcome.success)
-    print(f"gold confirmed by AgentDojo's security check: {confirmed}/{len(results['gold'])}; twins confirmed by its utility check (replayed): {twin_ok}/{len(results['gold'])}")
-    lengths = Counter(len(r.label.execution_chain) for r in results["gold"])
-    attack = Counter(len(r.label.attack_chain) for r in results["gold"])
-    rules = Counter(r.label.injection["target_rule"] for r in results["gold"])
-    gaps = Counter(int(r.label.target_component[1:]) - int(r.label.primary_component[1:]) for r in results["gold"])
-    print(f"execution-chain lengths: {dict(sorted(lengths.items()))}; attack-chain lengths: {dict(sorted(attack.items()))}")
-    print(f"target rule: {dict(rules)}; target - primary (steps): {dict(sorted(gaps.items()))}")
-    reasons = Counter(r.reasons[0].split(":")[0] for r in results["rejected"])
-    print("first rejection reason:", dict(reasons.most_common()))
-    card = ["# failforge environment-side injection campaign (AgentDojo, loopback agent)", *outcome_lines(out)]
-    (out / "README.md").write_text("\n".join(card) + "\n", encoding="utf-8")
-    print("\n".join(card[1:]))
-    print(f"written to {out}; {time.monotonic() - started:.1f}s")
+        endpoint = ModelEndpoint(base_url=server.base_url, model=AGENT, api_key_env=None)
+        config = CampaignConfig(seeds=[str(twins)], output=str(out / "campaign"), executor=args.executor, concurrency=args.concurrency,
+                                agent=endpoint, plan={"injections": injections})
+        if args.dry_run:
+            from failforge.campaign._run import CampaignSummary, plan_campaign, select_seeds
+
+            plan, why = plan_campaign(config, select_seeds(config, CampaignSummary(output=out)))
+            print("\n".join([*(f"  not planned {w}" for w in why), *(f"  {spec.attempt_id}" for _, spec in plan), f"planned {len(plan)} attempts"]))
+            return 0
+        summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
+    print(f"planned {summary.planned}; this run: {summary.attempts} attempts ({summary.skipped} already done); config hash {config.config_hash()}")
+    manifest = json.loads((out / "campaign" / "manifest.json").read_text())
+    for line in manifest.get("injections_not_planned", []):
+        print(f"  not planned {line}")
+    _report(out / "campaign")
+    print(f"written to {out / 'campaign'} (dataset card: README.md); {time.monotonic() - started:.1f}s")
     return 0
 
 

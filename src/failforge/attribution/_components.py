@@ -9,7 +9,8 @@ The chain rules the release states (its annotators' validators, ``annotate_attac
 exporter writes:
 
 - target, primary and every chain member are components of the trajectory, with no duplicate;
-- the primary lies strictly before the target;
+- the primary lies strictly before the target (failforge's own: a self-caused failure or refusal, and an
+  agent step flipped to comply with injected content, may be the target itself; see ``SELF_CAUSED``);
 - the attack chain lies strictly before the primary;
 - the execution chain lies strictly between the primary and the target;
 - neither chain contains the primary or the target;
@@ -43,6 +44,9 @@ class ComponentLabel(BaseModel):
 #: failforge behaviours whose primary may be the target itself, with empty chains: the branch changed the
 #: agent's own step, and that step is the behaviour (the release's three types always have a cause before it).
 SELF_CAUSED = frozenset({"failure", "over_refusal"})
+#: failforge behaviours whose primary may be the target itself *after* an attack chain: an agent's step flipped to
+#: comply with injected content is the unsafe call (its attack chain, the injected observation, lies before it).
+CHANGED_STEP_IS_TARGET = frozenset({"unsafe_completion"})
 
 
 class ChainError(ValueError):
@@ -67,7 +71,7 @@ def check_label(order: Sequence[str], label: ComponentLabel) -> None:
     t, p = position[label.target], position[label.primary]
     if p == t and label.target_type in SELF_CAUSED and not label.attack_chain and not label.execution_chain:
         return  # failforge's own: the changed step is the behaviour itself (an injected refusal, an agent's error)
-    if p >= t:
+    if p > t or (p == t and not (label.target_type in CHANGED_STEP_IS_TARGET and not label.execution_chain)):
         raise ChainError("primary", f"{label.primary} (position {p}) is not strictly before the target {label.target} (position {t})")
     for field, chain, low, high, where in (
         ("chains.attack", label.attack_chain, -1, p, f"strictly before the primary {label.primary}"),

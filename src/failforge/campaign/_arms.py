@@ -168,7 +168,11 @@ def parse_job(spec_json: str) -> Any:
     """An executor's job from its JSON: an original arm or an attempt (the two specs share no shape)."""
     import json
 
+    from failforge.campaign._inject import parse_injection_job
     from failforge.injection import AttemptSpec
 
     data = json.loads(spec_json)
+    job = parse_injection_job(data)
+    if job is not None:
+        return job
     return ArmSpec.model_validate(data) if data.get("mode") == ARM_MODE else AttemptSpec.model_validate(data)

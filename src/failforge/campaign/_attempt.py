@@ -220,7 +220,7 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
     trajectory = result.trajectory
     trajectory.provenance.update(provenance)
     trajectory.provenance["attempt_id"] = spec.attempt_id
-    if trajectory.environment.name == "agentdojo":  # five-outcome class from AgentDojo's evidence, on gold and rejected alike
+    if trajectory.environment.name in ("agentdojo", "tau2"):  # five-outcome class from the benchmark's evidence, on gold and rejected alike
         trajectory.adjudication = adjudicate(trajectory)
     try:
         conformance = judge_conformance(seed, trajectory, spec, mode, models, config, deadline)

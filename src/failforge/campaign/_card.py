@@ -121,6 +121,20 @@ def outcome_lines(out: Path) -> list[str]:
     return lines
 
 
+def _injection_lines(config: CampaignConfig) -> list[str]:
+    """What ``[plan.injections]`` added to the plan (docs/INJECTION.md says how each kind is made and kept)."""
+    i = config.plan.injections
+    if i is None:
+        return []
+    kinds = ["environment-side injections (`unsafe_action` gold: AgentDojo's security check says the attacker's goal happened)"]
+    if i.compliance:
+        kinds.append("flipped compliance where the run under attack held (`unsafe_completion` gold)")
+    if i.refusals:
+        kinds.append("an injected refusal at a benign task (`over_refusal` gold)")
+    return [f"- `[plan.injections]`: attacks {', '.join(i.attacks)}, {i.steps_per_seed} observation step(s) x {i.tasks_per_point} injection task(s) "
+            f"per seed{'' if not i.only else ', no mode attempts'}; " + "; ".join(kinds) + "."]
+
+
 def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> Path:
     totals = manifest.get("result", {}).get("totals", {})
     models = manifest.get("models", {})
@@ -136,6 +150,7 @@ def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> P
         f"- Seeds: {len(manifest.get('seeds', {}))} successful runs; {manifest.get('planned_attempts')} planned attempts "
         f"({config.plan.steps_per_seed} steps x {config.plan.modes_per_step} modes x {config.plan.samples} samples per seed).",
         f"- Agent model: `{models.get('agent', {}).get('name')}`; guide model: `{models.get('guide', {}).get('name')}`.",
+        *_injection_lines(config),
         "",
         "## How each record was made",
         "Each gold record replays its seed exactly up to the decisive step t (model responses served from the",

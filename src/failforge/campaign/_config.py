@@ -27,6 +27,48 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class InjectionsConfig(_Section):
+    """``[plan.injections]``: environment-side injections of AgentDojo seeds, planned next to the mode attempts
+    (attacks x vectors x observation steps x injection tasks; see docs/INJECTION.md). Names are checked against
+    AgentDojo's own registry and suites: a bad one is a one-line error naming the valid ones."""
+
+    attacks: list[str] = Field(default_factory=lambda: ["important_instructions"], min_length=1, description="AgentDojo attacks (its attack registry)")
+    vectors: list[str] | None = Field(default=None, description="only these injection vectors (None: every vector a step shows)")
+    injection_tasks: list[str] | None = Field(default=None, description="only these injection tasks (None: the suite's, sampled)")
+    steps_per_seed: int = Field(default=2, ge=1, description="observation steps sampled per seed")
+    tasks_per_point: int = Field(default=1, ge=1, description="injection tasks sampled per (step, vector)")
+    samples: int = Field(default=1, ge=1)
+    attack_target: str = Field(default="gpt-4o-2024-05-13", description="the model name model-naming attacks address (one of AgentDojo's MODEL_NAMES)")
+    refusals: bool = Field(default=False, description="also serve a refusal at each seed's first agent step (over_refusal gold)")
+    compliance: bool = Field(default=False, description="also flip the agent's step after each injected observation to comply, "
+                                                        "where the run under attack refused or ignored it (unsafe_completion gold)")
+    only: bool = Field(default=False, description="plan no mode attempts: only these")
+
+    @field_validator("attacks")
+    @classmethod
+    def _known_attacks(cls, value: list[str]) -> list[str]:
+        from failforge.injection._observation import check_attack
+
+        try:
+            return [check_attack(name) for name in value]
+        except ConfigError as exc:  # pydantic reports ValueErrors, with the field's name
+            raise ValueError(str(exc)) from None
+
+    @field_validator("vectors", "injection_tasks")
+    @classmethod
+    def _known_names(cls, value: list[str] | None, info: Any) -> list[str] | None:
+        from failforge.environments.agentdojo_env import SUITES, get_suite
+
+        if value is None:
+            return None
+        vectors = info.field_name == "vectors"
+        known = {n for s in SUITES for n in (get_suite(s).get_injection_vector_defaults() if vectors else get_suite(s).injection_tasks)}
+        bad = [n for n in value if n not in known]
+        if bad:
+            raise ValueError(f"no AgentDojo suite has {'injection vector' if vectors else 'injection task'} {bad[0]!r}; valid: {', '.join(sorted(known, key=lambda n: (len(n), n)))}")
+        return value
+
+
 class PlanConfig(_Section):
     """Which (step, mode, sample) attempts to make per seed."""
 
@@ -36,6 +78,7 @@ class PlanConfig(_Section):
     samples: int = Field(default=1, ge=1)
     rng_seed: int = 0
     max_seeds: int | None = Field(default=None, ge=1)
+    injections: InjectionsConfig | None = Field(default=None, description="environment-side injections (AgentDojo seeds); None: none")
 
     @field_validator("modes")
     @classmethod
@@ -191,6 +234,8 @@ class CampaignConfig(_Section):
         data.update(executor="local", ray_address=None, concurrency=1)  # where and how many at once decide no record either: hashed as the defaults
         if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
             data.pop("agent_cmd", None)
+        if data["plan"].get("injections") is None:  # likewise
+            data["plan"].pop("injections", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from failforge.campaign._arms import ArmResult, ArmSpec, OriginalArm, parse_job, run_original_arm
 from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
 from failforge.campaign._config import CampaignConfig
+from failforge.campaign._inject import InjectionJob, run_injection_job
 from failforge.campaign._models import Models, ResolvedModels
 from failforge.environments.sandbox import close_pooled_sandboxes, sandbox_pool
 from failforge.errors import ConfigError, InfrastructureError
@@ -30,8 +31,8 @@ from failforge.injection import AttemptSpec
 from failforge.plugins import executors
 from failforge.trajectory import Trajectory
 
-#: A job: an attempt, or the original arm of a point (run before that point's attempts, shared by them).
-Job = AttemptSpec | ArmSpec
+#: A job: an attempt, an injection job ([plan.injections]), or the original arm of a point (run before that point's attempts, shared by them).
+Job = AttemptSpec | ArmSpec | InjectionJob
 Work = tuple[Trajectory, Job]
 JobResult = AttemptResult | ArmResult
 OnStart = Callable[[str], None]
@@ -46,6 +47,8 @@ def attempt_in_pools(seed: Trajectory, spec: Job, models: Models, config: Campai
     with sandbox_pool(config.pools.sandboxes):
         if isinstance(spec, ArmSpec):
             return ArmResult(run_original_arm(seed, spec, models, config))
+        if not isinstance(spec, AttemptSpec):  # an environment-side injection, a refusal or a compliance job
+            return run_injection_job(seed, spec, models, config, provenance)
         return run_attempt(seed, spec, models, config, provenance)
 
 

@@ -186,12 +186,7 @@ def run_campaign(
         raise ConfigError(f"--output {out} is a file; give a folder for the campaign's results")
     summary = CampaignSummary(output=out)
     seeds = select_seeds(config, summary)
-    p = config.plan
-    plan = [
-        (seed, spec)
-        for seed in seeds
-        for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples, rng_seed=p.rng_seed)
-    ]
+    plan, not_planned = plan_campaign(config, seeds)
     by_id = {spec.attempt_id: (seed, spec) for seed, spec in plan}
     summary.planned = len(by_id)
     if not by_id:
@@ -238,6 +233,7 @@ def run_campaign(
                 "seeds": {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed in seeds},
                 "bad_seeds": summary.bad_seeds,
                 "planned_attempts": summary.planned,
+                **({"injections_not_planned": not_planned} if config.plan.injections is not None else {}),
                 "status": "running",
             }
             _write_manifest(out, manifest, redactor)
@@ -260,8 +256,9 @@ def run_campaign(
                 if on_progress:
                     on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
 
-            if config.filters.decisiveness.enabled:
-                pending = _settle_arms(pending, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
+            modes = [w for w in pending if isinstance(w[1], AttemptSpec)]  # an injection job has no original arm
+            if config.filters.decisiveness.enabled and modes:
+                pending = [w for w in pending if not isinstance(w[1], AttemptSpec)] + _settle_arms(modes, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
             results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
@@ -287,6 +284,21 @@ def run_campaign(
         _write_manifest(out, manifest, redactor)
         write_card(out, config, manifest)
     return summary
+
+
+def plan_campaign(config: CampaignConfig, seeds: list[Trajectory]) -> tuple[list[tuple[Trajectory, Any]], list[str]]:
+    """Every job of a campaign: the (step, mode) attempts of each seed, then its ``[plan.injections]`` jobs;
+    and why each seed or tool step was not planned for injection (what ``--dry-run`` prints)."""
+    from failforge.campaign._inject import plan_injection_jobs
+
+    p = config.plan
+    plan: list[tuple[Trajectory, Any]] = [] if p.injections is not None and p.injections.only else [
+        (seed, spec)
+        for seed in seeds
+        for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples, rng_seed=p.rng_seed)
+    ]
+    injections, not_planned = plan_injection_jobs(config, seeds)
+    return plan + injections, not_planned
 
 
 def load_arms(path: Path) -> dict[str, OriginalArm]:

@@ -214,6 +214,7 @@ def generate(
     agent_cmd: Annotated[Optional[str], typer.Option(help="seeds of --harness external: run this agent command instead of the recorded one (shell-quoted)")] = None,
     force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
     retry_failed: Annotated[bool, typer.Option(help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures")] = False,
+    dry_run: Annotated[bool, typer.Option(help="print the planned attempts and why seeds and steps were not planned; run and write nothing")] = False,
 ) -> None:
     """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists.
 
@@ -254,7 +255,27 @@ def generate(
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"campaign: field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}") from exc
+    if dry_run:
+        _dry_run(config)
+        return
     _run_generate(config, force=force, retry_failed=retry_failed)
+
+
+def _dry_run(config: CampaignConfig) -> None:
+    """The plan ``generate`` would make, one line per attempt, and every seed or step left out with why."""
+    from failforge.campaign._run import CampaignSummary, plan_campaign, select_seeds
+
+    summary = CampaignSummary(output=Path(config.output))
+    seeds = select_seeds(config, summary)
+    plan, not_planned = plan_campaign(config, seeds)
+    for line in summary.bad_seeds:
+        out.print(f"seed skipped: {escape(line)}")
+    for line in not_planned:
+        out.print(f"not planned: {escape(line)}")
+    kinds = Counter(spec.mode for _, spec in plan)
+    for _, spec in plan:
+        out.print(f"planned: {escape(spec.attempt_id)}")
+    out.print(f"{len(plan)} attempt(s) over {len(seeds)} seed(s): " + ", ".join(f"{mode} {n}" for mode, n in sorted(kinds.items())))
 
 
 @app.command()

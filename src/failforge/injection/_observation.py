@@ -25,7 +25,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -171,10 +171,17 @@ class InjectionSpec(BaseModel, frozen=True):
     attack: str
     injection_task: str
     sample: int = 0
+    job: Literal["inject"] = "inject"
+    """Which campaign job this is (an executor tells the job kinds apart by it)."""
 
     @property
     def attempt_id(self) -> str:
         return f"{self.seed_id}@{self.step}:inject:{self.attack}:{self.vector}:{self.injection_task}#{self.sample}"
+
+    @property
+    def mode(self) -> str:
+        """The ledger's mode column and the label's ``mode_code``."""
+        return f"injection:{self.attack}"
 
 
 def injected_spec(seed: Trajectory, spec: InjectionSpec, text: str) -> ComponentSpec:
