@@ -111,6 +111,7 @@ CHECKS = {
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
     "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
     "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
+    "agent_framework": (lambda: _imports("agent_framework", "agent_framework_orchestrations", "agent_framework_openai"), "pip install -e '.[agent-framework]'"),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
     "tesseract": (_tesseract, "bash scripts/install_vision.sh (Debian tesseract-ocr)"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
