@@ -128,6 +128,7 @@ CHECKS = {
     "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),
     "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
     "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
+    "venv_ag2": (lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"), "bash scripts/external/install_ag2.sh"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
 }
 
