@@ -4,9 +4,8 @@ worker per tool domain proposing and executing its own MCP tools, and the GroupC
 selection, whose calls reach failforge on the ``selector`` route labelled ``speaker_selection``.
 
 Seeds from the loopback team model on five AgentDojo tasks audit identical; a campaign keeps gold at a
-worker's tool call (R.3) and at the manager's instruction (C.2, a figure handed on wrong, confirmed by the
-rule-playing judge and AgentDojo's evaluator); a gold record exported as a Who&When log reads back with
-the same agent and step.
+worker's tool call (R.3, confirmed by AgentDojo's evaluator); a gold record exported as a Who&When log
+reads back with the same agent and step. Not here: gold at the manager (see test_gold_at_a_workers_tool_call).
 """
 
 from __future__ import annotations
@@ -118,22 +117,21 @@ def test_seeds_on_five_tasks_label_the_speaker_selection_and_audit_identical(see
 
 @pytest.fixture(scope="module")
 def gold(tmp_path_factory, seeds, server):
-    summary, kept = campaign(tmp_path_factory.mktemp("ag2"), [seeds[1]], server, modes=("R.3", "C.2"))
+    summary, kept = campaign(tmp_path_factory.mktemp("ag2"), [seeds[1]], server, steps=12, modes=("R.3",))  # every R.3 point: a random subset may miss the one call whose figure decides
     assert summary.failed == 0, summary.failed_by
     return kept
 
 
-def test_gold_at_a_workers_tool_call_and_at_the_managers_instruction(gold, seeds):
+def test_gold_at_a_workers_tool_call(gold, seeds):
+    """Only a worker's: the manager's instructions are group-chat text that no roster rule addresses to a
+    worker (they go to ``reports_to``), so C.1/C.2 are not planned there and R.3's rule reads tool arguments."""
     seed = seeds[1]
-    kinds = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
-    assert any(a.endswith("_worker") for a, _ in kinds) and ("manager", "C.2") in kinds, kinds
+    assert gold and all(g.label.decisive_agent.endswith("_worker") and g.label.mode_code == "R.3" for g in gold)
     for record in gold:
         t = record.label.decisive_step
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
         assert record.steps[t].phase == "injected" and record.outcome.success is False
-    at_manager = next(g for g in gold if g.label.decisive_agent == "manager")
-    step = at_manager.steps[at_manager.label.decisive_step]
-    assert _ADDRESSED.match(step.content) and step.content != seed.steps[step.index].content
+        assert record.steps[t].tool_calls and record.steps[t].tool_calls[0].arguments != seed.steps[t].tool_calls[0].arguments
 
 
 def test_gold_exported_as_a_who_and_when_log_reads_back_with_the_same_agent_and_step(tmp_path, gold):
