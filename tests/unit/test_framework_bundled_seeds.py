@@ -57,7 +57,7 @@ def test_a_changed_orchestrator_prompt_is_caught_at_the_task_ledger(monkeypatch:
 
 def agent_framework_seeds() -> list:  # type: ignore[type-arg]
     require("agent_framework")
-    seeds, errors = load_jsonl(SEEDS / "agent_framework_seeds.jsonl")
+    seeds, errors = load_jsonl(SEEDS / "maf_seeds.jsonl")
     assert not errors and len(seeds) == 5
     return seeds
 
