@@ -172,3 +172,17 @@ def test_gold_exported_as_who_and_when_and_who_and_when_pro_reads_back_with_the_
         assert len(pro) == 1 and pro[0].gold.agent == agent
         coordinate = pro[0].steps[pro[0].gold.step].coordinate
         assert f"{coordinate.round}.{coordinate.position}" == record.steps[t].coordinate
+
+
+def test_gold_exported_in_the_hand_crafted_shape_reads_back_with_the_addressee_in_the_role(tmp_path, gold):
+    """Who&When's Hand-Crafted (Magentic-One) logs name the addressee in the role: ``orchestrator (-> banking_worker)``."""
+    record = next(g for g in gold if g.label.decisive_agent == LEAD)
+    t = record.label.decisive_step
+    exporters.get("whowhen-hand-crafted")([record], tmp_path / "hc")
+    log = json.loads((tmp_path / "hc" / "1.json").read_text())
+    assert "is_corrected" in log and all("name" not in e for e in log["history"])
+    (back,) = [r for r in importers.get("whowhen")(tmp_path / "hc") if hasattr(r, "gold")]
+    assert back.source == "who_and_when/hand_crafted" and (back.gold.agent, back.gold.step) == (LEAD, t)
+    worker = record.steps[t].recipient
+    assert is_worker(worker) and back.steps[t].role == f"{LEAD} (-> {worker})" and back.steps[t].recipient == worker
+    assert [s.agent for s in back.steps if s.kind == "agent"] == [s.agent for s in record.steps if s.kind == "agent"]
