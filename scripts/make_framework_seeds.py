@@ -9,6 +9,9 @@
   framework installed now, so a framework version that changes a request (a prompt, the ledger's
   response_format, a message field) fails there in seconds, without AgentDojo.
 
+- ``maf_seeds.jsonl``: the same five tasks through the ``agent-framework`` harness
+  (Microsoft Agent Framework's Magentic workflow; the same scripted team writes its manager's ledgers).
+
 Every seed must pass its evaluator and replay identically. Re-run after an intended harness or
 framework change that makes the unit check fail, and commit the regenerated file with it.
 """
@@ -27,7 +30,7 @@ from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "failforge" / "data" / "seeds"
 TASKS = ("banking/user_task_3", "banking/user_task_1", "slack/user_task_0", "slack/user_task_2", "workspace/user_task_0")
-FILES = {"magentic-one": "magentic_one_seeds.jsonl"}
+FILES = {"magentic-one": "magentic_one_seeds.jsonl", "agent-framework": "maf_seeds.jsonl"}
 
 
 def made(harness: str) -> list[Trajectory]:

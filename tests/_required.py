@@ -111,6 +111,7 @@ CHECKS = {
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
     "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
     "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
+    "agent_framework": (lambda: _imports("agent_framework", "agent_framework_orchestrations", "agent_framework_openai"), "pip install -e '.[agent-framework]'"),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
     "tesseract": (_tesseract, "bash scripts/install_vision.sh (Debian tesseract-ocr)"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
@@ -127,6 +128,7 @@ CHECKS = {
     "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),
     "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
     "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
+    "venv_ag2": (lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"), "bash scripts/external/install_ag2.sh"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
 }
 

@@ -213,6 +213,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
         "failforge.harnesses.magentic_one_team",
+        "failforge.harnesses.agent_framework_team",
         "failforge.harnesses.external",
         "failforge.harnesses.multi_turn",
     ),

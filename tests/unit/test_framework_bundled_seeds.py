@@ -53,3 +53,41 @@ def test_a_changed_orchestrator_prompt_is_caught_at_the_task_ledger(monkeypatch:
     with pytest.raises(PromptDrift) as info:
         check_harness(seed)
     assert info.value.step == 1 and "survey" in info.value.diff
+
+
+def agent_framework_seeds() -> list:  # type: ignore[type-arg]
+    require("agent_framework")
+    seeds, errors = load_jsonl(SEEDS / "maf_seeds.jsonl")
+    assert not errors and len(seeds) == 5
+    return seeds
+
+
+def test_the_agent_framework_seeds_replay_through_the_installed_framework() -> None:
+    for seed in agent_framework_seeds():
+        assert seed.harness.name == "agent-framework" and seed.outcome is not None and seed.outcome.success
+        purposes = {s.model_call.purpose for s in seed.agent_steps() if s.model_call is not None}
+        assert {"task_ledger", "plan", "progress_ledger", "final_answer"} <= purposes
+        assert any(s.kind == "tool" for s in seed.steps)
+        assert check_harness(seed) == len(seed.agent_steps())
+
+
+def test_a_changed_magentic_manager_prompt_in_agent_framework_is_caught_at_the_task_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As an agent-framework-orchestrations release that rewords the manager's fact-sheet prompt would."""
+    from agent_framework_orchestrations import _magentic
+
+    seed = agent_framework_seeds()[0]
+    monkeypatch.setattr(_magentic, "ORCHESTRATOR_TASK_LEDGER_FACTS_PROMPT", _magentic.ORCHESTRATOR_TASK_LEDGER_FACTS_PROMPT.replace("pre-survey", "survey"))
+    with pytest.raises(PromptDrift) as info:
+        check_harness(seed)
+    assert info.value.step == 1 and "survey" in info.value.diff
+
+
+def test_an_agent_framework_client_that_renames_a_request_field_is_caught_at_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As an agent-framework-openai version that sent the older ``max_tokens`` instead of ``max_completion_tokens`` would."""
+    from agent_framework_openai import _chat_completion_client as completions
+
+    seed = agent_framework_seeds()[0]
+    monkeypatch.setattr(completions, "OPTION_TRANSLATIONS", {**completions.OPTION_TRANSLATIONS, "max_tokens": "max_tokens"})
+    with pytest.raises(PromptDrift, match="differs from the recorded one") as info:
+        check_harness(seed)
+    assert info.value.step == 1 and "max_completion_tokens" in info.value.diff

@@ -92,6 +92,50 @@ def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, 
     return summary
 
 
+def to_hand_crafted_log(record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+    """A record in the Hand-Crafted (Magentic-One) shape: no ``name``, the agent in ``role`` with the
+    addressee as Magentic-One's logs spell it (``"orchestrator (-> banking_worker)"``), the user as
+    ``human``, a tool's output as ``Computer_terminal``; ``is_corrected`` and no system prompts, as there."""
+    team = set(record.agents)
+    history = []
+    for step in record.steps:
+        if step.kind == "user":
+            history.append({"content": step.content, "role": "human"})
+        elif step.kind == "agent":
+            calls = "".join(f"\n[call {c.name}({c.arguments})]" for c in step.tool_calls)
+            to = step.recipient if step.recipient in team and step.recipient != step.agent else None
+            history.append({"content": step.content + calls, "role": f"{step.agent} (-> {to})" if to else step.agent})
+        elif step.kind == "tool":
+            history.append({"content": step.content, "role": "Computer_terminal"})
+        else:
+            history.append({"content": step.content, "role": "system"})
+    return {
+        "is_corrected": False,
+        "question": record.task.question,
+        "question_ID": question_id,
+        "ground_truth": record.task.gold_answer or "",
+        "history": history,
+        "mistake_agent": record.gold.agent or record.steps[record.gold.step].agent,
+        "mistake_step": str(record.gold.step),
+        "mistake_reason": _reason(record, codes),
+    }
+
+
+@exporters.register("whowhen-hand-crafted", description="Who&When logs in the Hand-Crafted (Magentic-One) shape: <out>/1.json, ... (role 'agent (-> addressee)')")
+def export_whowhen_hand_crafted(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+    check_codes(codes)
+    records = as_records(items)
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = ExportSummary()
+    for number, (record, qid) in enumerate(zip(records, unique_names(records, lambda r: safe_name(r.id)), strict=False), start=1):
+        target = out / f"{number}.json"
+        target.write_text(json.dumps(to_hand_crafted_log(record, qid, codes), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        summary.files.append(str(target))
+        summary.written += 1
+    return summary
+
+
 def to_whowhen(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
     """One gold trajectory (or record) as a Who&When log dict."""
     record = as_records([gold])[0]

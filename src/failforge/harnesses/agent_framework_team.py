@@ -1,0 +1,168 @@
+"""``agent-framework``: Microsoft Agent Framework's Magentic workflow: a ledger-keeping manager and a worker per tool domain.
+
+Microsoft Agent Framework (MAF, ``agent-framework-core`` with ``agent-framework-orchestrations`` and
+``agent-framework-openai``) is AutoGen's successor. Its multi-agent workflows are built by the
+orchestration builders; this adapter builds ``MagenticBuilder(...).build()``, a ``Workflow`` whose
+manager (``StandardMagenticManager``, MAF's port of Magentic-One's orchestrator) writes a task ledger
+(fact sheet, plan), a JSON progress ledger per round naming the next speaker and the instruction for
+it, and the final answer; its participants are ``Agent`` workers whose ``FunctionTool`` s call
+failforge's tool boundary. MAF is async only (``await workflow.run(task)``); ``streaming`` runs the
+workflow with ``stream=True``, which streams the workers' model calls (the manager always calls its
+agent without streaming in MAF 1.x).
+
+Identity: every agent has its own ``OpenAIChatCompletionClient`` over its own async per-agent boundary
+client (``client.async_client(name, purpose)``), and the manager one agent per call kind. The purpose
+(``task_ledger``, ``plan``, ``progress_ledger``, ``final_answer``, ``task_ledger_update``,
+``plan_update``) is chosen by which manager method is running (``plan``, ``replan``,
+``create_progress_ledger``, ``prepare_final_answer``, each calling the agent in a fixed order), never
+read from the request. MAF's prompts are Magentic-One's own wording, so the scripted team is
+:class:`~failforge.harnesses.magentic_one_team.MagenticOnePolicy` and the roster Magentic-One's: a
+progress ledger is addressed to the agent its ``next_speaker.answer`` names, the final answer to the
+user. Unlike AutoGen's Magentic-One, MAF asks for the progress ledger in the prompt only (no
+``response_format``) and extracts the JSON from the text.
+
+Retries are off (the OpenAI client's ``max_retries=0``), tool calls sequential
+(``allow_multiple_tool_calls=False``, sent as ``parallel_tool_calls``), telemetry off unless the user
+configures OpenTelemetry (MAF only emits spans to a configured exporter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import openai
+
+from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
+from failforge.harnesses.magentic_one_team import (
+    FINAL_ANSWER,
+    NEXT_SPEAKER,
+    PLAN,
+    PLAN_UPDATE,
+    PROGRESS_LEDGER,
+    TASK_LEDGER,
+    TASK_LEDGER_UPDATE,
+    MagenticOnePolicy,
+)
+from failforge.plugins import harnesses
+from failforge.roster import USER, AgentProfile, Handoff
+
+NAME = "agent-framework"
+#: the purposes of the manager's model calls, in the order each manager method makes them
+METHOD_PURPOSES: dict[str, tuple[str, ...]] = {
+    "plan": (TASK_LEDGER, PLAN),
+    "replan": (TASK_LEDGER_UPDATE, PLAN_UPDATE),
+    "create_progress_ledger": (PROGRESS_LEDGER,),  # every retry of a ledger is a progress ledger too
+    "prepare_final_answer": (FINAL_ANSWER,),
+}
+PURPOSES = tuple(dict.fromkeys(p for ps in METHOD_PURPOSES.values() for p in ps))
+
+
+class AgentFrameworkPolicy(MagenticOnePolicy):
+    """The scripted team as MAF's Magentic workflow spells it: the manager's prompts are Magentic-One's,
+    its instructions reach the named worker as a user message, workers call their tool and report in text."""
+
+
+def boundary_function_tool(tool: BoundaryTool) -> Any:
+    """A MAF ``FunctionTool`` with the environment tool's own JSON schema, its call through the tool boundary."""
+    from agent_framework import FunctionTool
+
+    async def call(**arguments: Any) -> str:
+        return await tool.acall(arguments)
+
+    return FunctionTool(name=tool.name, description=tool.description, func=call, input_model=tool.parameters, approval_mode="never_require")
+
+
+@harnesses.register(NAME, description="Microsoft Agent Framework: a Magentic workflow of a ledger-keeping manager and tool-using Agent workers",
+                    requires=("agent-framework-core", "agent-framework-orchestrations", "agent-framework-openai"))
+class AgentFrameworkTeam(FrameworkAdapter):
+    name = NAME
+    Policy = AgentFrameworkPolicy
+    framework = "agent_framework_orchestrations"
+    extra = "agent-framework"
+    lead_name = "orchestrator"
+    lead_role = "orchestrator"
+    spelling = Spelling(delegation=PROGRESS_LEDGER)  # not a tool: the roster's purpose handoffs below
+
+    def roster(self) -> list[AgentProfile]:
+        """The manager (its progress ledger addresses the next speaker, its final answer the user), then the workers."""
+        cfg = self.config
+        lead = AgentProfile(name=cfg.lead.name, role=cfg.lead.role, description=cfg.lead.description, reports_to=USER, opens_rounds=True,
+                            handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)])
+        workers = [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.lead.name, opens_rounds=False)
+                   for w in cfg.workers]
+        return [lead, *workers]
+
+    def tool(self, tool: BoundaryTool) -> Any:
+        return boundary_function_tool(tool)
+
+    def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        return run_async(self._run_team(client, model, instruction, tools))
+
+    async def _run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
+        from agent_framework import Agent, AgentResponse, Message
+        from agent_framework.openai import OpenAIChatCompletionClient
+        from agent_framework_orchestrations import MagenticBuilder, StandardMagenticManager
+
+        cfg = self.config
+        sampling = cfg.sampling
+        if not hasattr(client, "async_client"):
+            raise TypeError(f"{NAME} needs failforge's boundary client (a client per agent and per manager call kind)")
+        options: dict[str, Any] = {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens, "allow_multiple_tool_calls": False}
+        if sampling.seed is not None:
+            options["seed"] = sampling.seed
+
+        def chat_client(agent: str, purpose: str | None = None) -> Any:
+            made = OpenAIChatCompletionClient(model=model, async_client=client.async_client(agent, purpose))
+            made.function_invocation_configuration["max_iterations"] = cfg.worker_max_steps
+            return made
+
+        lead = cfg.lead.name
+        by_purpose = {p: Agent(chat_client(lead, p), name=lead, description=cfg.lead.description, default_options=dict(options)) for p in PURPOSES}  # type: ignore[arg-type]
+
+        class Manager(StandardMagenticManager):
+            """MAF's standard manager, its agent switched to the one of the call each method is about to make."""
+
+            pending: list[str]
+
+            async def _complete(self, messages: list[Any]) -> Any:
+                purpose = self.pending.pop(0) if len(self.pending) > 1 else self.pending[0]
+                self._agent = by_purpose[purpose]
+                return await super()._complete(messages)
+
+        def purposed(method: str, purposes: tuple[str, ...]) -> Callable[..., Awaitable[Any]]:
+            original = getattr(StandardMagenticManager, method)
+
+            async def run(self: Any, *args: Any) -> Any:
+                self.pending = list(purposes)
+                return await original(self, *args)
+
+            return run
+
+        for method, purposes in METHOD_PURPOSES.items():
+            setattr(Manager, method, purposed(method, purposes))
+
+        workers = [Agent(chat_client(w.name), name=w.name, description=w.description or w.name, instructions=w.system_prompt, tools=tools[w.name],
+                         default_options=dict(options))  # type: ignore[arg-type]
+                   for w in cfg.workers]
+        workflow = MagenticBuilder(participants=workers, manager_factory=lambda: Manager(by_purpose[TASK_LEDGER], max_round_count=cfg.lead_max_steps, max_reset_count=1),
+                                   ).build()
+        if cfg.streaming:
+            outputs = []
+            async for event in workflow.run(instruction, stream=True):
+                if event.type == "output":
+                    outputs.append(event.data)
+        else:
+            outputs = (await workflow.run(instruction)).get_outputs()
+        texts = []
+        for output in outputs:  # the manager's final answer: an AgentResponse, or the conversation's messages
+            if isinstance(output, AgentResponse):
+                texts.append(output.text)
+            elif isinstance(output, Message):
+                texts.append(output.text)
+            elif isinstance(output, list) and output and isinstance(output[-1], Message):
+                texts.append(output[-1].text)
+        return texts[-1].strip() if texts else None
+
+
+__all__ = ["METHOD_PURPOSES", "NAME", "PURPOSES", "AgentFrameworkPolicy", "AgentFrameworkTeam", "boundary_function_tool"]
