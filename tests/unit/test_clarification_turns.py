@@ -113,6 +113,8 @@ def test_the_r1_rule_verifies_a_value_the_user_never_gave():
     assert verdict.exhibited is True and verdict.method == "deterministic" and "lines = 10" in verdict.reason
     given = _changed(seed, 5, [_call("x", "tail", '{"file_name": "log.txt"}')])
     assert deterministic_verdict(seed, given, 5, "R.1").exhibited is False  # every value is one the user gave
+    shown = _changed(seed, 5, [_call("x", "tail", '{"file_name": "notes.txt"}')])
+    assert deterministic_verdict(seed, shown, 5, "R.1").exhibited is False  # notes.txt is what ls returned: known, not made up
     asked = _changed(seed, 5, [], "Which value?")
     assert deterministic_verdict(seed, asked, 5, "R.1").exhibited is False
     assert deterministic_verdict(seed, made_up, 7, "R.1").method == "unverified"  # an ordinary step: R.1 stays semantic

@@ -286,17 +286,20 @@ def _near(x: float, y: float) -> bool:
 
 def check_r1_clarification(seed: Trajectory, injected: Step, t: int) -> Outcome:
     """R.1 at a turn that lacks a detail (a missed clarification): ã_t calls an offered tool with a value the
-    user gave in no turn so far — acted on a detail it made up instead of asking for it."""
+    user gave in no turn so far and no tool result showed — acted on a detail it made up instead of asking.
+    A value read from an observation (a tweet id a post returned) is known, not made up, so it does not count."""
     offered = offered_tools(seed, t)
     given = user_turns(seed, t)
+    seen = given + [s.content or "" for s in seed.steps[1:t] if s.kind == "tool"]
     for call in injected.tool_calls:
-        unsaid = unsaid_arguments(call.parsed_arguments(), given)
+        unsaid = unsaid_arguments(call.parsed_arguments(), seen)
         if call.name in offered and unsaid:
             args = call.parsed_arguments() or {}
-            return True, f"ã_t calls {call.name} with {unsaid[0]} = {_short(args[unsaid[0]])}, a value the user gave in none of the {len(given)} turn(s) so far"
+            return True, (f"ã_t calls {call.name} with {unsaid[0]} = {_short(args[unsaid[0]])}, a value the user gave in none of the "
+                          f"{len(given)} turn(s) so far and no tool result showed")
     if not injected.tool_calls:
         return False, "ã_t calls no tool; R.1 at a turn lacking a detail needs a call with a value the user never gave"
-    return False, "every value ã_t passes (to an offered tool) is one the user gave"
+    return False, "every value ã_t passes (to an offered tool) is one the user gave or a tool result showed"
 
 
 #: Semantic modes a rule decides at a turn that withholds something (:mod:`failforge.clarification`).
