@@ -94,3 +94,25 @@ def said(value: Any, texts: list[str]) -> bool:
 def unsaid_arguments(arguments: dict[str, Any] | None, texts: list[str]) -> list[str]:
     """The argument names whose value (or a scalar inside it) the user never gave in ``texts``."""
     return [k for k, v in (arguments or {}).items() if any(not said(x, texts) for x in _scalars(v))]
+
+
+def _valued(call: ToolCall) -> dict[str, Any]:
+    return {k: v for k, v in (call.parsed_arguments() or {}).items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+
+
+def withheld_details(seed: Trajectory, t: int) -> list[tuple[ToolCall, str]]:
+    """The (call, argument) pairs that carry the detail turn ``t`` withholds, best first: in the calls the seed
+    makes once the user gives it (the next turn), a value only the next turn's words give; else (BFCL sometimes
+    names it earlier too) one they repeat; else one the user points at without saying it ("the first file
+    there"), latest call first. The rule guide fills one in with a guess; the R.1 check counts only these."""
+    opener, later = next_turn(seed, t)
+    if opener is None:
+        return []
+    given, clarified = user_turns(seed, t), user_turns(seed, opener.index)
+    found = [(call, key) for call in later for key in unsaid_arguments(_valued(call), given) if key not in unsaid_arguments(_valued(call), clarified)]
+    found += [(call, key) for call in later for key in _valued(call) if key not in unsaid_arguments(_valued(call), [opener.content or ""])]
+    found += [(call, key) for call in reversed(later) for key in unsaid_arguments(_valued(call), clarified)]
+    unique: dict[tuple[str, str], tuple[ToolCall, str]] = {}
+    for call, key in found:
+        unique.setdefault((call.id or call.name, key), (call, key))
+    return list(unique.values())

@@ -159,11 +159,14 @@ def writes_after(trajectory: Trajectory, step: int) -> bool:
 
 def control_change(seed: Trajectory, branch: Trajectory, t: int) -> tuple[State | None, State | None]:
     """The control state of step ``t`` in the seed (what was right there) and in the branch (what the changed
-    step did), each None where step ``t`` is not an agent step: a missed clarification reads (ask, act)."""
+    step did), each None where step ``t`` is not an agent step, or is a simulated user's message (control
+    decisions are the agent's): a missed clarification reads (ask, act)."""
 
     def state(run: Trajectory) -> State | None:
         step = run.steps[t] if 0 <= t < len(run.steps) else None
-        return decide_step(step, run).state if step is not None and step.kind == "agent" else None
+        if step is None or step.kind != "agent" or {a.name: a.role for a in run.roster}.get(step.agent) == "user":
+            return None
+        return decide_step(step, run).state
 
     return state(seed), state(branch)
 

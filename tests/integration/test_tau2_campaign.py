@@ -66,6 +66,7 @@ def test_gold_at_a_customer_who_misstates_an_id_confirmed_by_tau2(tmp_path):
     for record in gold:
         label, step = record.label, record.label.decisive_step
         assert label.mode_code == "R.1" and label.decisive_agent == "customer" and step == 1, (step, label.decisive_agent)
+        assert label.changed == "user" and label.expected_decision is None and label.found_decision is None
         stated, original = record.steps[step].content or "", seed.steps[step].content or ""
         value, wrong = label.guide_request["user_value"], label.guide_request["value"]
         assert value in original and value not in stated and wrong in stated and wrong not in seed.task.instruction

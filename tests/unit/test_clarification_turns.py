@@ -4,6 +4,7 @@ control decision; and TextWorld's wrong-object A.2 (another thing of the same ki
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from failforge.clarification import said, unsaid_arguments, withheld_at
 from failforge.conformance import deterministic_verdict
 from failforge.decisions import control_change
-from failforge.environments.textworld_env import swapped_object, wrong_object
+from failforge.environments.textworld_env import shown, swapped_object, wrong_object
 from failforge.injection import guide_kind_for, rules_note
 from failforge.injection._planner import plan_attempts, step_context
 from failforge.taxonomy import applicable_modes, get_mode
@@ -113,8 +114,10 @@ def test_the_r1_rule_verifies_a_value_the_user_never_gave():
     assert verdict.exhibited is True and verdict.method == "deterministic" and "lines = 10" in verdict.reason
     given = _changed(seed, 5, [_call("x", "tail", '{"file_name": "log.txt"}')])
     assert deterministic_verdict(seed, given, 5, "R.1").exhibited is False  # every value is one the user gave
-    shown = _changed(seed, 5, [_call("x", "tail", '{"file_name": "notes.txt"}')])
-    assert deterministic_verdict(seed, shown, 5, "R.1").exhibited is False  # notes.txt is what ls returned: known, not made up
+    other = _changed(seed, 5, [_call("x", "tail", '{"file_name": "notes.txt"}')])
+    assert deterministic_verdict(seed, other, 5, "R.1").exhibited is False  # the withheld detail is the count, not the file
+    looking = _changed(seed, 5, [_call("x", "ls", '{"path": "log/"}')], "Let me look first.")
+    assert deterministic_verdict(seed, looking, 5, "R.1").exhibited is False  # a call that does not take the detail
     asked = _changed(seed, 5, [], "Which value?")
     assert deterministic_verdict(seed, asked, 5, "R.1").exhibited is False
     assert deterministic_verdict(seed, made_up, 7, "R.1").method == "unverified"  # an ordinary step: R.1 stays semantic
@@ -147,3 +150,16 @@ def test_textworld_a2_swaps_in_another_thing_of_the_same_kind_the_game_showed():
     assert not swapped_object("take old key", "take shovel", SEEN, ENTITIES)[0]  # never shown
     assert not swapped_object("open antique trunk", "open milk", SEEN, ENTITIES)[0]  # another kind of thing
     assert not swapped_object("open antique trunk", "close chest drawer", SEEN, ENTITIES)[0]  # more than the object
+    assert shown("key", "You see a key.") and not shown("key", "You see a keycard.")  # a whole phrase, not a prefix
+
+
+def test_the_r1_rules_note_carried_out_literally_passes_its_check():
+    """The rule and the check agree: the call the note names, made as written, is R.1 by the check."""
+    seed = _seed("parameter")
+    made = rules_note(seed, 5, get_mode("R.1"), rng_seed=1)
+    assert made.feasible, made.reason
+    request = made.request
+    args = {**(seed.steps[7].tool_calls[0].parsed_arguments() or {}), request["argument"]: request["value"]}
+    literal = _changed(seed, 5, [_call("x", request["tool"], json.dumps(args))])
+    verdict = deterministic_verdict(seed, literal, 5, "R.1")
+    assert verdict.exhibited is True, verdict.reason

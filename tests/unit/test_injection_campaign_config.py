@@ -43,7 +43,7 @@ def test_bad_injection_table_is_one_line_naming_the_field_and_the_valid_names(tm
 
 def test_injections_change_the_hash_and_leave_campaigns_without_them_as_they_were(tmp_path):
     plain = CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"))
-    assert "injections" not in json.dumps(plain.model_dump(mode="json", exclude={"output", "pools"})["plan"]) or plain.plan.injections is None
+    assert plain.plan.injections is None
     with_injections = CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"), plan={"injections": {}})
     assert plain.config_hash() != with_injections.config_hash()
     # A campaign without the table hashes as before the table existed: the key is left out, not hashed as null.

@@ -4,6 +4,7 @@ mistypes one digit of it; the check decides from the text whether the user's mes
 from __future__ import annotations
 
 from failforge.conformance import deterministic_verdict
+from failforge.decisions import control_change
 from failforge.injection import guide_kind_for, rules_note
 from failforge.roster import AgentProfile
 from failforge.taxonomy import get_mode
@@ -56,7 +57,15 @@ def test_the_check_decides_a_users_wrong_value_and_leaves_the_rest_to_the_judge(
     assert wrong.exhibited is True and wrong.method == "deterministic" and "#W2378656" in wrong.reason and "#W2378156" in wrong.reason
     same = deterministic_verdict(run, _said(run, 1, "Hello: order #W2378156, Yusuf Rossi, 19122."), 1, "R.1")
     assert same.exhibited is False and same.method == "deterministic"
+    omitted = deterministic_verdict(run, _said(run, 1, "Hi, I'm Yusuf Rossi, zip 19122; it is about the order I placed on 2024-05-01."), 1, "R.1")
+    assert omitted.exhibited is None  # the order number left out and a date stated: not a misstated value, judged
     beside = deterministic_verdict(run, _said(run, 1, "Order #W2378156, zip 19122, and my card 44556677."), 1, "R.1")
     assert beside.exhibited is None and beside.method == "unverified"  # an extra value next to the right ones: judged
     agent = deterministic_verdict(run, run.steps[6].model_copy(update={"content": "Yusuf, your order #W2378156 was refunded 55.10."}), 6, "R.1")
     assert agent.exhibited is None and agent.method == "unverified"  # R.1 at an agent's step stays semantic
+
+
+def test_a_users_step_has_no_control_decision():
+    run = _conversation()
+    assert control_change(run, run, 1) == (None, None)  # control decisions are the agent's
+    assert control_change(run, run, 2)[0] == "act"

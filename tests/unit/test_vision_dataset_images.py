@@ -123,3 +123,23 @@ def test_the_async_client_names_a_text_only_model_rejecting_image_parts() -> Non
     message = str(caught.value)
     assert message.startswith("model 'text-model' rejects image input") and "observation='dom'" in message and "\n" not in message
     assert text_reply["choices"]  # the same server answers text: only the image parts were refused
+
+
+def test_a_campaign_result_naming_a_missing_image_is_kept_as_a_failed_attempt(tmp_path: Path, store: ImageStore) -> None:
+    """The campaign's driver does not die on it: the result becomes a failed (infrastructure, retried) attempt
+    without the trajectory, which is written, and the rest goes on."""
+    from failforge.campaign._attempt import AttemptResult, Rejection
+    from failforge.campaign._run import _unwritable
+
+    record = _record("a", _png((1, 1, 1)), _png((2, 2, 2)), store)
+    record.steps[2].images = ["e" * 64]
+    record.provenance["attempt_id"] = "seed@2:P.2#0"
+    with pytest.raises(ImageMissing) as raised:
+        append_jsonl(tmp_path / "out" / "gold.jsonl", [record])
+    failed = _unwritable(AttemptResult("gold", record), None, raised.value)
+    assert failed.status == "failed" and isinstance(failed.record, Rejection) and failed.attempt_id == "seed@2:P.2#0"
+    assert failed.record.stage == "output" and failed.record.error_kind == "infrastructure" and "e" * 12 in failed.record.reasons[0]
+    append_jsonl(tmp_path / "out" / "failed.jsonl", [failed.record])  # names no image: written
+    rejected = Rejection(attempt_id="x", seed_id="s", step=2, mode="P.2", sample=0, status="rejected", stage="filters", reasons=["r"], trajectory=record)
+    again = _unwritable(AttemptResult("rejected", rejected), None, raised.value)
+    assert again.status == "failed" and again.record.trajectory is None and again.record.reasons[1:] == ["r"]  # type: ignore[union-attr]

@@ -71,7 +71,7 @@ def check_label(order: Sequence[str], label: ComponentLabel) -> None:
     t, p = position[label.target], position[label.primary]
     if p == t and label.target_type in SELF_CAUSED and not label.attack_chain and not label.execution_chain:
         return  # failforge's own: the changed step is the behaviour itself (an injected refusal, an agent's error)
-    if p > t or (p == t and not (label.target_type in CHANGED_STEP_IS_TARGET and not label.execution_chain)):
+    if p > t or (p == t and not (label.target_type in CHANGED_STEP_IS_TARGET and label.attack_chain and not label.execution_chain)):
         raise ChainError("primary", f"{label.primary} (position {p}) is not strictly before the target {label.target} (position {t})")
     for field, chain, low, high, where in (
         ("chains.attack", label.attack_chain, -1, p, f"strictly before the primary {label.primary}"),

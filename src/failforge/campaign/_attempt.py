@@ -35,7 +35,8 @@ class Rejection(BaseModel):
     mode: str
     sample: int
     status: Literal["rejected", "failed"]
-    stage: Literal["plan", "guide", "replay", "continuation", "filters", "decisiveness"]
+    stage: Literal["plan", "guide", "replay", "continuation", "filters", "decisiveness", "output"]
+    """Where the attempt stopped; ``output``: its record could not be written (a screenshot it names is nowhere)."""
     reasons: list[str]
     verdicts: list[FilterVerdict] = Field(default_factory=list)
     note: str | None = None
@@ -253,9 +254,11 @@ def run_attempt(seed: Trajectory, spec: AttemptSpec, models: Models, config: Cam
         )
     original = seed.steps[spec.step]
     expected, found = control_change(seed, trajectory, spec.step)
+    by_user = {a.name: a.role for a in seed.roster}.get(original.agent) == "user"  # a simulated user's step (tau2)
     trajectory.label = GoldLabel(
         decisive_step=spec.step,
         decisive_agent=original.agent,
+        changed="user" if by_user else "action",
         mode_code=mode.code,
         mode_family=mode.family.value,
         original_step=original,

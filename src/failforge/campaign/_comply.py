@@ -109,7 +109,7 @@ def run_compliance_attempt(
         return AttemptResult("rejected", Rejection(**base, status="rejected", stage="plan", reasons=[str(exc)]))
     deadline = started + deadline_seconds
     try:
-        twin = adjudicated(inject_branch(seed, inj, text, agent=agent, agent_model=agent_model, branch_id=f"inject-{canonical_hash(inj.attempt_id)[:12]}",
+        twin = adjudicated(inject_branch(seed, inj, text, agent=agent, agent_model=agent_model, branch_id=f"twin-{canonical_hash(spec.attempt_id)[:12]}",
                                          deadline=deadline))
     except DriftError as exc:
         return failed("replay", exc.of_seed(seed.id))

@@ -53,6 +53,8 @@ class InjectionsConfig(_Section):
             return [check_attack(name) for name in value]
         except ConfigError as exc:  # pydantic reports ValueErrors, with the field's name
             raise ValueError(str(exc)) from None
+        except ImportError as exc:  # AgentDojo not installed: say how to get it, not a traceback
+            raise ValueError(f"[plan.injections] needs AgentDojo ({exc.name or exc}): pip install -e '.[agentdojo]'") from None
 
     @field_validator("vectors", "injection_tasks")
     @classmethod

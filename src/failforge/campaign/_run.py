@@ -22,6 +22,7 @@ from failforge.campaign._lock import CampaignLock
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError, SeedFormatError
+from failforge.images import ImageMissing
 from failforge.injection import AttemptSpec, plan_attempts
 from failforge.plugins import executors
 from failforge.secrets import Redactor
@@ -123,6 +124,23 @@ def _write_manifest(out: Path, manifest: dict[str, Any], redactor: Redactor) -> 
     tmp = out / (MANIFEST + ".tmp")
     tmp.write_text(redactor.text(json.dumps(manifest, indent=2, sort_keys=True, default=str)), encoding="utf-8")
     os.replace(tmp, out / MANIFEST)
+
+
+def _unwritable(result: AttemptResult, planned: tuple[Trajectory, Any] | None, exc: ImageMissing) -> AttemptResult:
+    """A result whose record names an image this machine does not have, as a failed attempt (infrastructure, so
+    the next run retries it) without the trajectory, so the campaign goes on and nothing names a missing file."""
+    record = result.record
+    if isinstance(record, Rejection):
+        failed = record.model_copy(update={"status": "failed", "stage": "output", "trajectory": None, "error_kind": "infrastructure",
+                                           "reasons": [f"ImageMissing: {exc}", *record.reasons], "error": {"type": "ImageMissing", "message": str(exc)}})
+        return AttemptResult("failed", failed)
+    spec = planned[1] if planned else None
+    return AttemptResult("failed", Rejection(
+        attempt_id=result.attempt_id, seed_id=record.parent_id or (planned[0].id if planned else ""), step=record.branch_step or 0,
+        mode=str(getattr(spec, "mode", "") or (record.label.mode_code if record.label else "")), sample=int(getattr(spec, "sample", 0) or 0),
+        status="failed", stage="output", reasons=[f"ImageMissing: {exc}"], error={"type": "ImageMissing", "message": str(exc)},
+        error_kind="infrastructure", provenance=record.provenance,
+    ))
 
 
 def _count(summary: CampaignSummary, result: AttemptResult) -> None:
@@ -247,7 +265,11 @@ def run_campaign(
                 if attempt_id in done_now:
                     return  # an executor must not hand back one attempt twice; never write it twice
                 done_now.add(attempt_id)
-                append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
+                try:
+                    append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
+                except ImageMissing as exc:  # e.g. a Ray worker on another node stored its screenshots there: retried, not fatal
+                    result = _unwritable(result, by_id.get(attempt_id), exc)
+                    append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)
                 record = result.record
                 failure = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
                 ledger.finish(attempt_id, _STATE[result.status], failure, record.error_kind if isinstance(record, Rejection) else None)

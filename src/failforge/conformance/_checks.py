@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from failforge.clarification import unsaid_arguments, user_turns, withheld_at
+from failforge.clarification import unsaid_arguments, user_turns, withheld_at, withheld_details
 from failforge.conformance._perception import PERCEPTION_CHECKS
 from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
 from failforge.conformance._user import check_user_value
@@ -285,21 +285,24 @@ def _near(x: float, y: float) -> bool:
 
 
 def check_r1_clarification(seed: Trajectory, injected: Step, t: int) -> Outcome:
-    """R.1 at a turn that lacks a detail (a missed clarification): ã_t calls an offered tool with a value the
-    user gave in no turn so far and no tool result showed — acted on a detail it made up instead of asking.
-    A value read from an observation (a tweet id a post returned) is known, not made up, so it does not count."""
-    offered = offered_tools(seed, t)
+    """R.1 at a turn that lacks a detail (a missed clarification): ã_t calls the tool that takes the withheld
+    detail (:func:`failforge.clarification.withheld_details`: what the seed passes once the user gives it) with
+    a value for it that the user gave in no turn so far — acted on a detail it assumed instead of asking. Any
+    other call, or a value for another argument, does not show this mistake."""
     given = user_turns(seed, t)
-    seen = given + [s.content or "" for s in seed.steps[1:t] if s.kind == "tool"]
+    details = {(call.name, key) for call, key in withheld_details(seed, t)}
+    if not details:
+        return False, "no later call of the seed takes the detail this turn withholds, so no call can show it filled in"
     for call in injected.tool_calls:
-        unsaid = unsaid_arguments(call.parsed_arguments(), seen)
-        if call.name in offered and unsaid:
-            args = call.parsed_arguments() or {}
-            return True, (f"ã_t calls {call.name} with {unsaid[0]} = {_short(args[unsaid[0]])}, a value the user gave in none of the "
-                          f"{len(given)} turn(s) so far and no tool result showed")
+        args = call.parsed_arguments() or {}
+        made_up = [key for key in unsaid_arguments(args, given) if (call.name, key) in details]
+        if call.name in offered_tools(seed, t) and made_up:
+            return True, (f"ã_t calls {call.name} with {made_up[0]} = {_short(args[made_up[0]])}, the detail this turn withholds, "
+                          f"a value the user gave in none of the {len(given)} turn(s) so far")
     if not injected.tool_calls:
         return False, "ã_t calls no tool; R.1 at a turn lacking a detail needs a call with a value the user never gave"
-    return False, "every value ã_t passes (to an offered tool) is one the user gave or a tool result showed"
+    wanted = ", ".join(sorted(f"{name}.{key}" for name, key in details))
+    return False, f"ã_t fills in none of the details this turn withholds ({wanted}) with a value the user never gave"
 
 
 #: Semantic modes a rule decides at a turn that withholds something (:mod:`failforge.clarification`).

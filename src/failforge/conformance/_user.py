@@ -56,8 +56,17 @@ def check_user_value(seed: Trajectory, injected: Step, t: int) -> tuple[bool | N
     dropped = [v for v in values if not re.search(rf"(?<![\w#]){re.escape(v)}(?!\w)", said)]
     if injected.tool_calls and not said.strip():
         return False, "the user's ã_t makes a tool call and states nothing"
-    if added and dropped:
-        return True, f"the user states {added[0]} where its instructions and the conversation give {dropped[0]}"
+    slips = [(a, d) for a in added for d in dropped if _misstated(a, d)]
+    if slips:
+        return True, f"the user states {slips[0][0]} where its instructions and the conversation give {slips[0][1]}"
     if not added:
         return False, f"the user's ã_t states no value that its instructions and the conversation do not hold ({', '.join(values)} as given)"
+    if dropped:  # a new value and a missing one, but not the one misstated (another date, an id left out): judged
+        return None, f"the user's ã_t leaves out {dropped[0]} and states {added[0]}, which is not it misstated: judged"
     return None, f"the user's ã_t adds {added[0]} but still states {', '.join(values)}: judged"
+
+
+def _misstated(said: str, meant: str) -> bool:
+    """``said`` is ``meant`` with a slip: the same length, one or two characters different (a mistyped digit,
+    two swapped), not another kind of value."""
+    return len(said) == len(meant) and 0 < sum(a != b for a, b in zip(said, meant, strict=True)) <= 2

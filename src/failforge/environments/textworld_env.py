@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -205,19 +206,19 @@ def _named(text: str, entities: dict[str, str]) -> list[tuple[int, str]]:
 
 
 def shown(name: str, seen: str) -> bool:
-    return f" {name.casefold()}" in f" {seen.casefold()}"
+    """The game's text names ``name`` as a whole phrase ('key' is not shown by 'keycard')."""
+    return re.search(rf"(?<![\w]){re.escape(name.casefold())}(?![\w])", seen.casefold()) is not None
 
 
 def wrong_object(command: str, seen: str, entities: dict[str, str], rng: Any) -> tuple[str, dict[str, Any]] | None:
     """``command`` with one object swapped for another thing of the same kind that the game has shown
     (in the intro or an observation so far): 'open antique trunk' -> 'open chest drawer'. None when the
     command names no entity or no other thing of its kind has been shown."""
-    for _, name in _named(command, entities):
+    for start, name in _named(command, entities):
         others = sorted(n for n, kind in entities.items() if kind == entities[name] and n != name
                         and shown(n, seen) and not shown(n, command))
         if others:
             other = others[rng.randrange(len(others))]
-            start = command.casefold().find(name.casefold())
             return command[:start] + other + command[start + len(name):], {"object": name, "instead": other, "kind": entities[name]}
     return None
 

@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any
 
-from failforge.clarification import held_out, next_turn, said, unsaid_arguments, user_turns, withheld_at
+from failforge.clarification import held_out, next_turn, said, user_turns, withheld_at, withheld_details
 from failforge.conformance._checks import HUMAN_HANDOFF
 from failforge.conformance._text import numbers, offered_tools, step_text
 from failforge.conformance._user import is_user_step
@@ -306,19 +306,12 @@ def _r1(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
     (next turn), made now with a value the user never gave for that detail."""
     if withheld_at(seed, t) != "parameter":
         return "R.1 is written by rule only at a turn that lacks a detail the user gives later (a missed clarification)"
-    opener, later = next_turn(seed, t)
+    opener, _ = next_turn(seed, t)
     if opener is None:
         return "no later user turn gives the missing detail"
-    given, clarified = user_turns(seed, t), user_turns(seed, opener.index)
+    given = user_turns(seed, t)
     shown = "\n".join(s.content or "" for s in seed.steps[1:t] if s.kind == "tool")
-    # The detail: a value only the next turn's words give; else (BFCL sometimes names it earlier too) one they
-    # repeat; else one the user points at without saying it ("the first file there"), latest call first.
-    def valued(call: ToolCall) -> dict[str, Any]:
-        return {k: v for k, v in (call.parsed_arguments() or {}).items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
-
-    candidates = [(call, key) for call in later for key in unsaid_arguments(valued(call), given) if key not in unsaid_arguments(valued(call), clarified)]
-    candidates += [(call, key) for call in later for key in valued(call) if key not in unsaid_arguments(valued(call), [opener.content or ""])]
-    candidates += [(call, key) for call in reversed(later) for key in unsaid_arguments(valued(call), clarified)]
+    candidates = withheld_details(seed, t)
     for call, key in candidates:
         args = call.parsed_arguments() or {}
         made = fabricated_value(args[key], shown, given, rng)

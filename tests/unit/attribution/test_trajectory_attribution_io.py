@@ -151,3 +151,12 @@ def test_a_self_caused_behaviour_may_have_its_primary_at_the_target_but_the_rele
         check_label(order, ComponentLabel(target_type="unsafe_action", target="C1", primary="C1"))
     with pytest.raises(ChainError, match="not strictly before the target"):  # chains need a primary before the target
         check_label(order, ComponentLabel(target_type="over_refusal", target="C2", primary="C2", attack_chain=["C1"]))
+
+
+def test_a_complied_step_is_its_own_target_only_after_an_attack_chain():
+    order = ["C0", "C1", "C2"]
+    check_label(order, ComponentLabel(target_type="unsafe_completion", target="C2", primary="C2", attack_chain=["C1"]))  # the flip after the injection
+    with pytest.raises(ChainError, match="not strictly before the target"):  # no injected observation before it: nothing complied with
+        check_label(order, ComponentLabel(target_type="unsafe_completion", target="C2", primary="C2"))
+    with pytest.raises(ChainError, match="not strictly before the target"):
+        check_label(order, ComponentLabel(target_type="unsafe_completion", target="C2", primary="C2", attack_chain=["C1"], execution_chain=["C0"]))
