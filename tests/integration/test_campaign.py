@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from ledger_reads import finished_attempts
 
 from _required import require
 from failforge.campaign import CampaignConfig, ResolvedModels, load_campaign, run_campaign
@@ -76,18 +76,6 @@ def _campaign_toml(path: Path, seeds: Path, server: LoopbackModelServer, **extra
     return path
 
 
-def _finished(ledger: Path) -> int:
-    """Attempts the ledger shows finished (read-only; the campaign process is the only writer)."""
-    if not ledger.exists():
-        return 0
-    try:
-        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('done','rejected','failed')").fetchone()[0])
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return 0
 
 
 @pytest.mark.slow
@@ -102,7 +90,7 @@ def test_sigkill_at_five_ledger_states_loses_and_duplicates_nothing(tmp_path, se
         for kill_at in (3, 12, 25, 40, 60):
             proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
             deadline = time.monotonic() + 600
-            while _finished(ledger) < kill_at:
+            while finished_attempts(ledger) < kill_at:
                 if proc.poll() is not None:
                     pytest.fail(f"the campaign ended before {kill_at} attempts were finished: {proc.stderr.read()[-800:]!r}")
                 assert time.monotonic() < deadline, f"no progress to {kill_at} finished attempts in 600 s"

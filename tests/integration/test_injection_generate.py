@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from ledger_reads import finished_attempts
 
 from _required import require
 from failforge.replay import replay
@@ -31,17 +31,6 @@ require("agentdojo")
 SLICE = ("agentdojo-banking-user_task_3-oracle", "agentdojo-slack-user_task_2-oracle")
 
 
-def _finished(ledger: Path) -> int:
-    if not ledger.exists():
-        return 0
-    try:
-        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True, timeout=5)
-        try:
-            return int(db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('done','rejected','failed')").fetchone()[0])
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return 0
 
 
 def _lines(path: Path) -> list[dict]:
@@ -75,14 +64,14 @@ def test_generate_plans_runs_resumes_injections_and_agentdojo_confirms_the_gold(
         first = subprocess.Popen([*command, "--executor", "process", "--concurrency", "2"], cwd=tmp_path, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.monotonic() + 600
-        while _finished(ledger) < 3:
+        while finished_attempts(ledger) < 3:
             if first.poll() is not None:
                 pytest.fail(f"the campaign ended before it was killed: {first.stderr.read()[-2000:]!r}")  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "no progress to 3 finished attempts in 600 s"
             time.sleep(0.05)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        killed_at = _finished(ledger)
+        killed_at = finished_attempts(ledger)
         assert killed_at < 10, "the campaign finished before it was killed: nothing to resume"
         final = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
         assert final.returncode == 0, final.stderr[-3000:]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -72,8 +72,10 @@ def to_log(record: LabelledFailure, question_id: str, codes: Literal["release", 
     }
 
 
-@exporters.register("whowhen", description="Who&When logs: <out>/1.json, 2.json, ... (Algorithm-Generated style)")
-def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+def _write_numbered(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"],
+                    make: Callable[[LabelledFailure, str, Literal["release", "failforge"]], dict[str, Any]], *, parseable: bool) -> ExportSummary:
+    """Write each record's log as ``<out>/1.json, 2.json, ...`` (the releases' layout), ``make`` giving its shape;
+    ``parseable``: note an agent name Who&When's evaluate.py cannot read back from a prediction."""
     check_codes(codes)
     records = as_records(items)
     out = Path(output)
@@ -81,8 +83,8 @@ def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, 
     summary = ExportSummary()
     ids = unique_names(records, lambda r: safe_name(r.id))
     for number, (record, qid) in enumerate(zip(records, ids, strict=False), start=1):
-        log = to_log(record, qid, codes)
-        if not _READER_AGENT.match(log["mistake_agent"]):
+        log = make(record, qid, codes)
+        if parseable and not _READER_AGENT.match(log["mistake_agent"]):
             summary.notes.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="mistake_agent",
                                                  problem=f"record {record.id}: written, but Who&When's evaluate.py cannot parse a prediction of agent {log['mistake_agent']!r} ([\\w_]+ only)"))
         target = out / f"{number}.json"
@@ -90,6 +92,11 @@ def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, 
         summary.files.append(str(target))
         summary.written += 1
     return summary
+
+
+@exporters.register("whowhen", description="Who&When logs: <out>/1.json, 2.json, ... (Algorithm-Generated style)")
+def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+    return _write_numbered(items, output, codes, to_log, parseable=True)
 
 
 def to_hand_crafted_log(record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
@@ -123,17 +130,7 @@ def to_hand_crafted_log(record: LabelledFailure, question_id: str, codes: Litera
 
 @exporters.register("whowhen-hand-crafted", description="Who&When logs in the Hand-Crafted (Magentic-One) shape: <out>/1.json, ... (role 'agent (-> addressee)')")
 def export_whowhen_hand_crafted(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
-    check_codes(codes)
-    records = as_records(items)
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = ExportSummary()
-    for number, (record, qid) in enumerate(zip(records, unique_names(records, lambda r: safe_name(r.id)), strict=False), start=1):
-        target = out / f"{number}.json"
-        target.write_text(json.dumps(to_hand_crafted_log(record, qid, codes), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        summary.files.append(str(target))
-        summary.written += 1
-    return summary
+    return _write_numbered(items, output, codes, to_hand_crafted_log, parseable=False)
 
 
 def to_whowhen(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:

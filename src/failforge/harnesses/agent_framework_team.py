@@ -36,16 +36,16 @@ import openai
 from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
 from failforge.harnesses.magentic_one_team import (
     FINAL_ANSWER,
-    NEXT_SPEAKER,
     PLAN,
     PLAN_UPDATE,
     PROGRESS_LEDGER,
     TASK_LEDGER,
     TASK_LEDGER_UPDATE,
     MagenticOnePolicy,
+    magentic_roster,
 )
 from failforge.plugins import harnesses
-from failforge.roster import USER, AgentProfile, Handoff
+from failforge.roster import AgentProfile
 
 NAME = "agent-framework"
 #: the purposes of the manager's model calls, in the order each manager method makes them
@@ -85,13 +85,7 @@ class AgentFrameworkTeam(FrameworkAdapter):
     spelling = Spelling(delegation=PROGRESS_LEDGER)  # not a tool: the roster's purpose handoffs below
 
     def roster(self) -> list[AgentProfile]:
-        """The manager (its progress ledger addresses the next speaker, its final answer the user), then the workers."""
-        cfg = self.config
-        lead = AgentProfile(name=cfg.lead.name, role=cfg.lead.role, description=cfg.lead.description, reports_to=USER, opens_rounds=True,
-                            handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)])
-        workers = [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.lead.name, opens_rounds=False)
-                   for w in cfg.workers]
-        return [lead, *workers]
+        return magentic_roster(self.config)
 
     def tool(self, tool: BoundaryTool) -> Any:
         return boundary_function_tool(tool)

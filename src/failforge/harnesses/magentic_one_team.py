@@ -91,6 +91,16 @@ def dump_ledger(entry: dict[str, Any]) -> str:
     return json.dumps(entry)
 
 
+def magentic_roster(cfg: Any) -> list[AgentProfile]:
+    """A Magentic team's roster (AutoGen's MagenticOneGroupChat and Agent Framework's Magentic workflow): the
+    orchestrator, whose progress ledger addresses the next speaker and whose final answer the user, then the workers."""
+    lead = AgentProfile(name=cfg.lead.name, role=cfg.lead.role, description=cfg.lead.description, reports_to=USER, opens_rounds=True,
+                        handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)])
+    workers = [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.lead.name, opens_rounds=False)
+               for w in cfg.workers]
+    return [lead, *workers]
+
+
 class MagenticOnePolicy(TeamPolicy):
     """The scripted team as Magentic-One spells it: the orchestrator answers its fact-sheet and plan
     prompts, then each progress ledger names the worker owning the next ground-truth call with the
@@ -155,13 +165,7 @@ class MagenticOneTeam(FrameworkAdapter):
     spelling = Spelling(delegation=PROGRESS_LEDGER)  # not a tool: the roster's purpose handoffs below
 
     def roster(self) -> list[AgentProfile]:
-        """The orchestrator (its progress ledger addresses the next speaker, its final answer the user), then the workers."""
-        cfg = self.config
-        lead = AgentProfile(name=cfg.lead.name, role=cfg.lead.role, description=cfg.lead.description, reports_to=USER, opens_rounds=True,
-                            handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)])
-        workers = [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.lead.name, opens_rounds=False)
-                   for w in cfg.workers]
-        return [lead, *workers]
+        return magentic_roster(self.config)
 
     def worker_tools(self, tools: list[BoundaryTool]) -> Any:
         return boundary_workbench(tools)
