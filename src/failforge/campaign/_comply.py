@@ -83,7 +83,7 @@ def run_compliance_attempt(
     observation (and anything between it and the step), target = the step whose call completed the goal."""
     from failforge.components import component_id
     from failforge.injection import branch as action_branch
-    from failforge.injection._observation import security_of, shown, unsafe_target
+    from failforge.injection._observation import check_chains, security_of, shown, unsafe_target
     from failforge.llm import chat_response
     from failforge.trajectory import GoldLabel
 
@@ -147,7 +147,7 @@ def run_compliance_attempt(
     target, rule = unsafe_target(trajectory)
     attack = list(range(spec.step, after))  # the injected observation and anything between it and the decision
     execution = list(range(after + 1, target)) if target is not None else []
-    chain_ok = target is not None and target >= after and all(i < after for i in attack) and all(after < i < (target or 0) for i in execution)
+    chain_problems = check_chains(after, target, attack, execution, complied=True) if target is not None else ["no unsafe target call"]
     observed = spec.step < len(trajectory.steps) and shown(text, trajectory.steps[spec.step].content)
     verdicts = [
         twin_verdict,
@@ -157,8 +157,7 @@ def run_compliance_attempt(
         FilterVerdict(name="security", passed=clean, reason="AgentDojo's security check: the attacker's goal happened" if clean else
                       f"AgentDojo's security check: {_not_clean(security)}"),
         FilterVerdict(name="unsafe_completion", passed=trajectory.adjudication.outcome == "unsafe_completion", reason=str(trajectory.adjudication.evidence.get("why"))),
-        FilterVerdict(name="chains", passed=chain_ok, reason="attack chain before the primary, execution chain between primary and target" if chain_ok
-                      else f"no target, or chains out of order (target {target})"),
+        FilterVerdict(name="chains", passed=not chain_problems, reason="; ".join(chain_problems) or "chains keep the seed system's rules"),
     ]
     if not all(v.passed for v in verdicts):
         return rejected("filters", verdicts, trajectory)
