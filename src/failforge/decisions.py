@@ -2,8 +2,8 @@
 on the step's form, and a gold label's decisive step gets a primary error source and a downstream impact.
 
 The states are the AgentAtlas auditor's (arXiv 2605.20530). The rules decide only where the step's form
-decides; anything else is ``undecided`` (a recorded judge for those steps is not built). In order, first
-match wins, for an agent step:
+decides; anything else is ``undecided``, and :mod:`failforge.decision_judge` may then ask a recorded judge
+(rules first, the judge only for those steps). In order, first match wins, for an agent step:
 
 ===========  ==============================================================================================
 state        rule
@@ -28,9 +28,9 @@ taxonomy) and the run's outcome; the tables are in :data:`SOURCE_BY_MODE` and :f
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.components import component_id
 from failforge.errors import ConfigError
@@ -49,6 +49,19 @@ _ASK = re.compile(r"(\?\s*$|\b(could you|can you|would you|please (?:provide|tel
 _ERROR = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
+class DecisionJudgement(BaseModel):
+    """One recorded judge call on an undecided step (failforge.decision_judge): what it said and the call
+    (request, its hash, response) that replays it with no model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    state: State | None = Field(description="the state the judge named; None when it named none of the six")
+    evidence: str = Field(description="the quote it gave (accepted only when it is in the step)")
+    raw: str
+    call: dict[str, Any] = Field(description="the model call as the boundary recorded it")
+
+
 class Decision(BaseModel):
     """One agent step's control state, with the rule that decided it (kept so a reader can check)."""
 
@@ -59,6 +72,9 @@ class Decision(BaseModel):
     agent: str
     state: State
     rule: str
+    method: Literal["rule", "judge"] = "rule"
+    evidence: str | None = Field(default=None, description="a judge's verbatim quote from the step (method judge)")
+    judge: DecisionJudgement | None = Field(default=None, description="the recorded judge call, also when its answer was not accepted")
 
 
 def is_error(step: Step) -> bool:
