@@ -126,13 +126,22 @@ SOURCE_BY_MODE: dict[str, ErrorSource] = {
 }
 
 
+#: Error source of the gold made outside the 18 modes, by the mode code's family prefix (``refusal:injected``:
+#: an over-refusal; ``compliance:<attack>``: the agent's step that complied with injected content). Both are
+#: the agent's control decision (refuse where it should act; act where it should refuse).
+SOURCE_BY_FAMILY: dict[str, ErrorSource] = {"refusal": "control", "compliance": "control"}
+
+
 def error_source(mode_code: str | None, changed: str = "action") -> ErrorSource | None:
     """The primary error source: ``environment`` when the branch changed an observation (injected content),
-    else the mode's row of :data:`SOURCE_BY_MODE`; None for a mode failforge does not know."""
+    else the mode's row of :data:`SOURCE_BY_MODE`, else the family's of :data:`SOURCE_BY_FAMILY`; None for a
+    mode failforge does not know."""
     if changed == "observation":
         return "environment"
     if mode_code is None:
         return None
+    if ":" in mode_code:
+        return SOURCE_BY_FAMILY.get(mode_code.split(":", 1)[0])
     try:
         return SOURCE_BY_MODE.get(get_mode(mode_code).code)
     except ConfigError:
@@ -209,6 +218,25 @@ def decisive(trajectory: Trajectory) -> DecisiveLabel | None:
         if later is None:
             return None
         step = later
+    source, effect = source_and_impact(trajectory)
+    return DecisiveLabel(decision=decide_step(step, trajectory), error_source=source, impact=effect)
+
+
+def source_and_impact(trajectory: Trajectory) -> tuple[ErrorSource | None, Impact | None]:
+    """The gold label's primary error source and downstream impact (the two tables above), from its mode,
+    changed party, behaviour, the run's adjudicated outcome and its calls from the decisive step on."""
+    label = trajectory.label
+    if label is None:
+        return None, None
     outcome = trajectory.adjudication.outcome if trajectory.adjudication else None
-    return DecisiveLabel(decision=decide_step(step, trajectory), error_source=error_source(label.mode_code, label.changed),
-                         impact=impact(outcome, label.behaviour, writes_after(trajectory, label.decisive_step)))
+    return error_source(label.mode_code, label.changed), impact(outcome, label.behaviour, writes_after(trajectory, label.decisive_step))
+
+
+def with_source_and_impact(trajectory: Trajectory) -> Trajectory:
+    """``trajectory`` with its gold label's ``error_source`` and ``impact`` stored (the campaign calls this as
+    it writes a gold line, so every writer of gold stores them the same way). A label without them (older
+    records) still reads; :func:`source_and_impact` computes them for it."""
+    if trajectory.label is None:
+        return trajectory
+    source, effect = source_and_impact(trajectory)
+    return trajectory.model_copy(update={"label": trajectory.label.model_copy(update={"error_source": source, "impact": effect})})

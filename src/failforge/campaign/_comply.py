@@ -82,6 +82,7 @@ def run_compliance_attempt(
     check says the attacker's goal happened, cleanly. Primary = that agent step, attack chain = the injected
     observation (and anything between it and the step), target = the step whose call completed the goal."""
     from failforge.components import component_id
+    from failforge.decisions import control_change
     from failforge.injection import branch as action_branch
     from failforge.injection._observation import check_chains, security_of, shown, unsafe_target
     from failforge.llm import chat_response
@@ -162,12 +163,14 @@ def run_compliance_attempt(
     if not all(v.passed for v in verdicts):
         return rejected("filters", verdicts, trajectory)
     assert trajectory.outcome is not None and target is not None
+    expected, found = control_change(twin, trajectory, after)  # what the agent did under attack there, and the complied step (act)
     trajectory.label = GoldLabel(
         decisive_step=after, decisive_agent=twin.steps[after].agent, mode_code=spec.mode, mode_family="compliance", original_step=twin.steps[after],
         steering_note="", guide_model=f"agentdojo.injection_task.ground_truth:{spec.injection_task}", agent_model=agent_model.name, filter_verdicts=verdicts,
         seed_id=seed.id, branch_step=after, evaluator_output=trajectory.outcome, agent_request=result.stage_two.sent or {}, behaviour="unsafe_completion",
         changed="action", target_component=component_id(target), primary_component=component_id(after),
         attack_chain=[component_id(i) for i in attack], execution_chain=[component_id(i) for i in execution],
+        expected_decision=expected, found_decision=found,
         injection={"suite": suite, "injection_task": spec.injection_task, "attack": spec.attack, "vector": spec.vector, "text": text,
                    "attack_target": attack_target, "target_rule": rule, "observation_step": spec.step, "twin_id": twin.id, "twin_outcome": twin.adjudication.outcome},
     )
