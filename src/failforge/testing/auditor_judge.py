@@ -9,9 +9,11 @@ T=3, the error source failforge's table gives the gold mode (``planning`` withou
 
 - a menu (the 18 modes or the paraphrased menu) that lists the gold code: that code (``PL.1`` without a
   gold mode);
-- no menu: the gold mode in words, either its taxonomy definition (``describe="definition"``) or its
-  paraphrase from ``mode_menu_paraphrased.yaml`` (``describe="paraphrase"``: a judge that never saw the
-  taxonomy's wording), which the free-text map then reads back, or not.
+- no menu: the gold mode in words: its taxonomy definition (``describe="definition"``), its paraphrase
+  from ``mode_menu_paraphrased.yaml`` (``describe="paraphrase"``: a judge that never saw the taxonomy's
+  wording), or only that paraphrase's headline, the words before its first " - " (``describe="headline"``:
+  a judge that names the error in a few words, e.g. "Makes things up"), which the free-text map then
+  reads back, or not.
 
 Deviations for tests, by record id: ``wrong_step`` (answers the step after the gold), ``bad_agent`` (names
 an agent that is not recorded, in every reply), ``bad_impact_once`` (an invalid impact in the first reply
@@ -50,7 +52,7 @@ def _quote(record: LabelledFailure, index: int) -> str:
     return " ".join(words)
 
 
-def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["definition", "paraphrase"] = "definition",
+def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["definition", "paraphrase", "headline"] = "definition",
                   wrong_step: Collection[str] = (), bad_agent: Collection[str] = (), bad_impact_once: Collection[str] = ()) -> Policy:
     def record_of(text: str) -> LabelledFailure:
         scored = [(sum(_marker(r, i) in text for i in r.candidate_steps()), r) for r in records if r.task.question.split("\n")[0][:80] in text]
@@ -74,8 +76,8 @@ def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["defi
         code = gold.mode or "PL.1"
         if "one code from the list" in first:
             mode = code if f"- {code}:" in first else "none of these"
-        elif describe == "paraphrase":
-            mode = _paraphrases()[code]
+        elif describe in ("paraphrase", "headline"):
+            mode = _paraphrases()[code] if describe == "paraphrase" else _paraphrases()[code].split(" - ")[0]
         else:
             mode = get_mode(code).definition
         lines += ["Outcome: 1", "Control: 2", "Trajectory: 3", f"Source: {error_source(gold.mode) or 'planning'}", f"Impact: {impact}",
