@@ -131,7 +131,9 @@ def _score(value: str | None, key: str) -> int | str:
     return f"{key} {value!r} is not an integer 0-5" if value else f"no {key}"
 
 
-def _one_of(value: str | None, key: str, allowed: tuple[str, ...], aliases: dict[str, str] | None = None) -> str | None:
+def _one_of(value: str | None, allowed: tuple[str, ...], aliases: dict[str, str] | None = None) -> str | None:
+    """The allowed value ``value`` names, case, hyphens and underscores aside (or an alias's value)."""
+
     def norm(text: str) -> str:
         return " ".join(text.lower().replace("-", " ").replace("_", " ").split())
 
@@ -177,7 +179,7 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
             problems[key.lower()] = got
     for key, name, allowed_values, aliases in (("Source", "error_source", SOURCES, None), ("Impact", "impact", IMPACTS, _IMPACT_ALIASES)):
         value = fields.get(key)
-        canonical = _one_of(value, key, allowed_values, aliases)
+        canonical = _one_of(value, allowed_values, aliases)
         if canonical:
             valid[name] = canonical
         else:
