@@ -2,7 +2,7 @@
 failforge: the lead writes each instruction and calls MAF's ``handoff_to_<worker>`` tool, the worker (which
 sees the shared conversation) calls its AgentDojo tool through the tool boundary, reports and hands back
 with ``handoff_to_<lead>``, and the lead's answer without a handoff ends the run. Model-recorded seeds on
-five tasks audit identical; gold at the lead's handoff (C.1: the instruction it hands on carries a changed
+five tasks audit identical, a streamed run replays identically; gold at the lead's handoff (C.1: the instruction it hands on carries a changed
 figure) and at a worker's tool call (R.3), read back by the Who&When importer with the same agent and step.
 
 The model is the adapter's scripted team policy behind a loopback server (framework_adapters.LoopbackTeam)."""
@@ -19,7 +19,7 @@ from _required import require
 require("agent_framework")
 require("agentdojo")
 
-from framework_adapters import LoopbackTeam, campaign, is_worker, model_seed  # noqa: E402
+from framework_adapters import LoopbackTeam, campaign, is_worker, model_seed, replayed_identically  # noqa: E402
 
 from failforge.environments import environment  # noqa: E402
 from failforge.fidelity import audit  # noqa: E402
@@ -76,6 +76,16 @@ def test_handoff_seeds_on_five_tasks_address_each_handoff_and_audit_identical(se
         assert [s.tool_name for s in seed.steps if s.kind == "tool"] == [c for c, _ in calls], seed.id
     report = audit(seeds)
     assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [(len(TASKS), len(TASKS), len(TASKS))], report
+
+
+def test_a_streamed_handoff_workflow_streams_every_agent_keeps_the_leads_answer_and_replays_identically(server, seeds):
+    streamed = model_seed(NAME, server, TASKS[0], streaming=True, **HANDOFF_MODE)
+    assert streamed.outcome is not None and streamed.outcome.success
+    assert all(s.model_call.request.get("stream") is True for s in streamed.agent_steps())
+    answer = streamed.outcome.details["final_output"]  # what the run returned, as the evaluator got it: the lead's last turn, from its updates
+    assert answer and answer == seeds[0].outcome.details["final_output"] == streamed.final_output()
+    identical, why = replayed_identically(streamed)
+    assert identical, why
 
 
 @pytest.fixture(scope="module")

@@ -220,7 +220,7 @@ class AgentFrameworkTeam(FrameworkAdapter):
 
     async def _run_handoff(self, chat_client: Callable[..., Any], options: dict[str, Any], instruction: str, tools: dict[str, Any]) -> str | None:
         """MAF's Handoff workflow: the lead starts and hands off to workers, each worker hands back to it."""
-        from agent_framework import Agent, AgentResponse
+        from agent_framework import Agent, AgentResponse, AgentResponseUpdate
         from agent_framework_orchestrations import HandoffBuilder
 
         cfg = self.config
@@ -233,11 +233,17 @@ class AgentFrameworkTeam(FrameworkAdapter):
         for worker in workers:
             builder = builder.add_handoff(worker, [lead])
         workflow = builder.build()
-        if cfg.streaming:
-            outputs = [event.data async for event in workflow.run(instruction, stream=True) if event.type == "output"]
-        else:
-            outputs = (await workflow.run(instruction)).get_outputs()
-        # every agent's response is an output as it speaks; the run's answer is the lead's last one
+        # every agent's response is an output as it speaks; the run ends on the lead's answer, so that is the last
+        if cfg.streaming:  # updates, tagged with the agent's executor: the trailing run of the last one's
+            events = [event async for event in workflow.run(instruction, stream=True) if event.type == "output"]
+            tail: list[Any] = []
+            for event in reversed(events):
+                if tail and event.executor_id != tail[0].executor_id:
+                    break
+                tail.insert(0, event)
+            text = "".join(e.data.text for e in tail if isinstance(e.data, (AgentResponse, AgentResponseUpdate)))
+            return text.strip() or None
+        outputs = (await workflow.run(instruction)).get_outputs()
         said = [o for o in outputs if isinstance(o, AgentResponse) and o.messages and o.messages[-1].author_name in (None, cfg.lead.name)]
         return said[-1].text.strip() if said else None
 
