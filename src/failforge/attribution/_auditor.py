@@ -33,9 +33,8 @@ from typing import Any, get_args
 import yaml
 
 from failforge.attribution._audit import Audit, AuditDecision, AuditState
-from failforge.attribution._freetext import map_to_mode
+from failforge.attribution._fields import check_agent, check_mode, check_step, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
-from failforge.attribution._parse import code_in
 from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import Messages, PromptConfig, _body, mode_menu, render_steps
 from failforge.attribution._record import LabelledFailure
@@ -142,16 +141,8 @@ def _one_of(value: str | None, allowed: tuple[str, ...], aliases: dict[str, str]
     return table.get(text)
 
 
-def _agents(record: LabelledFailure) -> dict[str, str]:
-    from failforge.attribution._protocols import normalise_agent
-
-    names = [*record.agents, *(record.steps[i].agent for i in record.candidate_steps() if record.steps[i].kind == "agent")]
-    return {normalise_agent(n): n for n in names if n}
-
-
 def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """(each valid field, what is wrong with each invalid field, the dropped decision lines' problems)."""
-    from failforge.attribution._protocols import normalise_agent
 
     fields, lines = reply_fields(reply)
     valid: dict[str, Any] = {}
@@ -184,33 +175,9 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
             valid[name] = canonical
         else:
             problems[name] = f"{key} {value!r} is not one of {', '.join(allowed_values)}" if value else f"no {key}"
-    agents = _agents(record)
-    role = fields.get("Agent")
-    if role and normalise_agent(role) in agents:
-        valid["agent"] = agents[normalise_agent(role)]
-    else:
-        problems["agent"] = f"Agent {role!r} is not a recorded agent" if role else "no Agent"
-    step_text = fields.get("Step") or ""
-    digits = re.search(r"-?\d+", step_text)
-    if digits and int(digits.group(0)) in record.candidate_steps():
-        valid["step"], valid["step_text"] = int(digits.group(0)), digits.group(0)
-    else:
-        problems["step"] = f"Step {step_text!r} is not a recorded step" if step_text else "no Step"
-    mode_text = fields.get("Mode")
-    if config.menu:
-        code = code_in(mode_text)
-        if code:
-            valid["mode"] = code
-        else:
-            problems["mode"] = f"Mode {mode_text!r} is not one of the 18 codes" if mode_text else "no Mode"
-    else:
-        if mode_text:
-            valid["description"] = mode_text
-        mapped = map_to_mode(mode_text)
-        if mapped:
-            valid["mode"] = mapped
-        else:
-            problems["mode"] = "the Mode description maps to no mode" if mode_text else "no Mode"
+    check_agent(record, "Agent", fields.get("Agent"), valid, problems)
+    check_step(record, fields.get("Step"), valid, problems)
+    check_mode(config, fields.get("Mode"), valid, problems)
     if fields.get("Reason"):
         valid["reason"] = fields["Reason"]
     return valid, problems, dropped
@@ -219,7 +186,7 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
 def retry_prompt(record: LabelledFailure, problems: dict[str, str], config: PromptConfig) -> str:
     _, mode_line = _mode_parts(config)
     return prompts()["retry"].format(problems="; ".join(problems.values()), decision_steps=", ".join(map(str, decision_steps(record))),
-                                     agents=", ".join(sorted(set(_agents(record).values()))), mode_line=mode_line)
+                                     agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
 
 
 def audit_of(valid: dict[str, Any], problems: list[str]) -> Audit:

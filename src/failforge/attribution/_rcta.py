@@ -38,9 +38,8 @@ from typing import Any
 
 import yaml
 
-from failforge.attribution._freetext import map_to_mode
+from failforge.attribution._fields import check_agent, check_mode, check_step, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
-from failforge.attribution._parse import code_in
 from failforge.attribution._prompts import Messages, PromptConfig, mode_menu, render_step
 from failforge.attribution._record import LabelledFailure
 
@@ -181,52 +180,19 @@ def pool(proposals: list[Candidate], limit: int = MAX_CANDIDATES) -> list[Candid
     return [Candidate(step=s, priority=p) for s, p in sorted(best.items(), key=lambda kv: (kv[1], kv[0]))][:limit]
 
 
-def _agents(record: LabelledFailure) -> dict[str, str]:
-    from failforge.attribution._protocols import normalise_agent
-
-    names = [*record.agents, *(record.steps[i].agent for i in record.candidate_steps() if record.steps[i].kind == "agent")]
-    return {normalise_agent(n): n for n in names if n}
-
-
 def validate(record: LabelledFailure, fields: dict[str, str], shown_handoffs: set[int], config: PromptConfig) -> tuple[dict[str, Any], dict[str, str]]:
     """Each field's value where valid (agent, step, mode, description, handoff), and what is wrong with the others (by field)."""
-    from failforge.attribution._protocols import normalise_agent
-
     valid: dict[str, Any] = {}
     problems: dict[str, str] = {}
-    agents = _agents(record)
-    role = fields.get("Role")
-    if role and normalise_agent(role) in agents:
-        valid["agent"] = agents[normalise_agent(role)]
-    else:
-        problems["agent"] = f"Role {role!r} is not a recorded agent" if role else "no Role"
-    step_text = fields.get("Step") or ""
-    digits = re.search(r"-?\d+", step_text)
-    if digits and int(digits.group(0)) in record.candidate_steps():
-        valid["step"], valid["step_text"] = int(digits.group(0)), digits.group(0)
-    else:
-        problems["step"] = f"Step {step_text!r} is not a recorded step" if step_text else "no Step"
+    check_agent(record, "Role", fields.get("Role"), valid, problems)
+    check_step(record, fields.get("Step"), valid, problems)
     cited = fields.get("Handoff", "none")
     cited_digits = re.search(r"\d+", cited)
     if cited_digits and int(cited_digits.group(0)) not in shown_handoffs:
         problems["handoff"] = f"Handoff {cited_digits.group(0)} is not one of the handoffs shown"
     elif cited_digits:
         valid["handoff"] = int(cited_digits.group(0))
-    mode_text = fields.get("Mode")
-    if config.menu:
-        code = code_in(mode_text)
-        if code:
-            valid["mode"] = code
-        else:
-            problems["mode"] = f"Mode {mode_text!r} is not one of the 18 codes" if mode_text else "no Mode"
-    else:
-        mapped = map_to_mode(mode_text) if mode_text else None
-        if mode_text:
-            valid["description"] = mode_text
-        if mapped:
-            valid["mode"] = mapped
-        else:
-            problems["mode"] = "the Mode description maps to no mode" if mode_text else "no Mode"
+    check_mode(config, fields.get("Mode"), valid, problems)
     return valid, problems
 
 
@@ -256,7 +222,7 @@ class Rcta:
         valid, problems = validate(record, reply_fields(reply), shown, config)
         if problems:
             _, mode_line = _mode_parts(config)
-            retry_prompt = prompts()["retry"].format(problems="; ".join(problems.values()), agents=", ".join(sorted(set(_agents(record).values()))), mode_line=mode_line)
+            retry_prompt = prompts()["retry"].format(problems="; ".join(problems.values()), agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
             messages = [*final_prompt(record, outline, block, config), {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt}]
             reply = judge.ask(messages)
             again, still = validate(record, reply_fields(reply), shown, config)
