@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from _required import require
 from failforge.attribution import summarise, write_records
 from failforge.attribution._dispatch import WORKERS_LOCK
 from failforge.attribution._predictions import load_predictions
@@ -122,3 +123,19 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
     assert second["executor"] == "process" and second["workers"] == 2 and second["done_before"] >= done_at_kill
     assert second["live_calls"] + second["replayed_calls"] == second["calls"] and second["predicted"] == len(records) - second["done_before"]
     assert manifest["judge"] == {"model": "loopback", "base_url": server.base_url}
+
+
+@pytest.mark.slow
+def test_ray_tasks_give_the_thread_runs_predictions_and_record_each_call_once(records, tmp_path):
+    require("ray")
+    few = records[:30]
+    with LoopbackModelServer(policy=judge) as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
+        runs = {ex: run_attribution(few, AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2, executor=ex), tmp_path / ex, endpoint=endpoint)
+                for ex in ("thread", "ray")}
+    assert runs["thread"].predicted == runs["ray"].predicted == len(few) and runs["ray"].failed == 0
+    keep = {"attempt_id", "agent", "step", "mode", "replies", "calls"}
+    got = {ex: sorted(json.dumps(p.model_dump(include=keep), sort_keys=True) for p in load_predictions(tmp_path / ex / "predictions.jsonl")[0]) for ex in runs}
+    assert got["thread"] == got["ray"]
+    calls = Counter((c["session"], c["step"]["index"]) for c in _run_lines(tmp_path / "ray" / "calls.jsonl"))
+    assert max(calls.values()) == 1 and len(calls) == runs["thread"].calls
