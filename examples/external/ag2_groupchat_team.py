@@ -16,6 +16,11 @@ executes. Between turns the GroupChatManager asks the model who speaks next (``s
 failforge labels them by purpose. Every agent talks to its own per-agent route. Temperature 0, one
 tool call at a time, AG2's disk cache and the OpenAI client's retries off, one speaker-selection
 attempt (a refusal from failforge's boundary must surface, not be retried).
+
+The manager delegates in the chat text, not with a tool, so its roster profile declares one text
+handoff per worker, ``{"addressed": "^banking_worker:", "to": "banking_worker"}``: failforge then
+addresses each ``banking_worker: ...`` message to that worker (where C.1 and C.2 apply) and the
+manager's final answer to ``reports_to``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 on the step's form, and a gold label's decisive step gets a primary error source and a downstream impact.
 
 The states are the AgentAtlas auditor's (arXiv 2605.20530). The rules decide only where the step's form
-decides; anything else is ``undecided`` (a recorded judge for those steps is not built). In order, first
-match wins, for an agent step:
+decides; anything else is ``undecided``, and :mod:`failforge.decision_judge` may then ask a recorded judge
+(rules first, the judge only for those steps). In order, first match wins, for an agent step:
 
 ===========  ==============================================================================================
 state        rule
@@ -28,9 +28,9 @@ taxonomy) and the run's outcome; the tables are in :data:`SOURCE_BY_MODE` and :f
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.components import component_id
 from failforge.errors import ConfigError
@@ -49,6 +49,19 @@ _ASK = re.compile(r"(\?\s*$|\b(could you|can you|would you|please (?:provide|tel
 _ERROR = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
+class DecisionJudgement(BaseModel):
+    """One recorded judge call on an undecided step (failforge.decision_judge): what it said and the call
+    (request, its hash, response) that replays it with no model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    state: State | None = Field(description="the state the judge named; None when it named none of the six")
+    evidence: str = Field(description="the quote it gave (accepted only when it is in the step)")
+    raw: str
+    call: dict[str, Any] = Field(description="the model call as the boundary recorded it")
+
+
 class Decision(BaseModel):
     """One agent step's control state, with the rule that decided it (kept so a reader can check)."""
 
@@ -59,6 +72,9 @@ class Decision(BaseModel):
     agent: str
     state: State
     rule: str
+    method: Literal["rule", "judge"] = "rule"
+    evidence: str | None = Field(default=None, description="a judge's verbatim quote from the step (method judge)")
+    judge: DecisionJudgement | None = Field(default=None, description="the recorded judge call, also when its answer was not accepted")
 
 
 def is_error(step: Step) -> bool:
@@ -110,13 +126,22 @@ SOURCE_BY_MODE: dict[str, ErrorSource] = {
 }
 
 
+#: Error source of the gold made outside the 18 modes, by the mode code's family prefix (``refusal:injected``:
+#: an over-refusal; ``compliance:<attack>``: the agent's step that complied with injected content). Both are
+#: the agent's control decision (refuse where it should act; act where it should refuse).
+SOURCE_BY_FAMILY: dict[str, ErrorSource] = {"refusal": "control", "compliance": "control"}
+
+
 def error_source(mode_code: str | None, changed: str = "action") -> ErrorSource | None:
     """The primary error source: ``environment`` when the branch changed an observation (injected content),
-    else the mode's row of :data:`SOURCE_BY_MODE`; None for a mode failforge does not know."""
+    else the mode's row of :data:`SOURCE_BY_MODE`, else the family's of :data:`SOURCE_BY_FAMILY`; None for a
+    mode failforge does not know."""
     if changed == "observation":
         return "environment"
     if mode_code is None:
         return None
+    if ":" in mode_code:
+        return SOURCE_BY_FAMILY.get(mode_code.split(":", 1)[0])
     try:
         return SOURCE_BY_MODE.get(get_mode(mode_code).code)
     except ConfigError:
@@ -193,6 +218,25 @@ def decisive(trajectory: Trajectory) -> DecisiveLabel | None:
         if later is None:
             return None
         step = later
+    source, effect = source_and_impact(trajectory)
+    return DecisiveLabel(decision=decide_step(step, trajectory), error_source=source, impact=effect)
+
+
+def source_and_impact(trajectory: Trajectory) -> tuple[ErrorSource | None, Impact | None]:
+    """The gold label's primary error source and downstream impact (the two tables above), from its mode,
+    changed party, behaviour, the run's adjudicated outcome and its calls from the decisive step on."""
+    label = trajectory.label
+    if label is None:
+        return None, None
     outcome = trajectory.adjudication.outcome if trajectory.adjudication else None
-    return DecisiveLabel(decision=decide_step(step, trajectory), error_source=error_source(label.mode_code, label.changed),
-                         impact=impact(outcome, label.behaviour, writes_after(trajectory, label.decisive_step)))
+    return error_source(label.mode_code, label.changed), impact(outcome, label.behaviour, writes_after(trajectory, label.decisive_step))
+
+
+def with_source_and_impact(trajectory: Trajectory) -> Trajectory:
+    """``trajectory`` with its gold label's ``error_source`` and ``impact`` stored (the campaign calls this as
+    it writes a gold line, so every writer of gold stores them the same way). A label without them (older
+    records) still reads; :func:`source_and_impact` computes them for it."""
+    if trajectory.label is None:
+        return trajectory
+    source, effect = source_and_impact(trajectory)
+    return trajectory.model_copy(update={"label": trajectory.label.model_copy(update={"error_source": source, "impact": effect})})

@@ -20,10 +20,11 @@ record all compute the same addresses: replay checks them like any other recorde
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from failforge.errors import ConfigError
 
@@ -71,6 +72,13 @@ class Handoff(BaseModel):
     purpose, for frameworks that delegate in a structured answer rather than a tool call: ``to`` names
     the agent, or ``to_argument`` is a dotted path into the text's JSON object naming it (Magentic-One's
     progress ledger, ``next_speaker.answer``); a final answer made by a labelled call goes ``to`` the user.
+
+    With ``addressed`` (a regular expression), the rule is about a plain answer's *text*, for frameworks
+    whose agents address each other in the conversation itself (an AG2 group chat's manager writes
+    ``banking_worker: <instruction>``): an answer without tool calls, of this rule's ``purpose`` (None:
+    an unlabelled turn), whose text the expression matches (``re.search``) goes ``to`` the agent, or to
+    the agent its first group names. A text that does not match falls through to the other rules, so a
+    final answer still goes to ``reports_to``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -79,6 +87,21 @@ class Handoff(BaseModel):
     to: str | None = None
     to_argument: str | None = None
     purpose: str | None = None
+    addressed: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Handoff:
+        if self.addressed is None:
+            return self
+        if self.tool or self.to_argument is not None:
+            raise ValueError(f"handoff addressed={self.addressed!r}: a text rule takes 'to' or its pattern's first group, not 'tool' or 'to_argument'")
+        try:
+            groups = re.compile(self.addressed).groups
+        except re.error as exc:
+            raise ValueError(f"handoff addressed={self.addressed!r}: not a regular expression ({exc})") from None
+        if self.to is None and groups < 1:
+            raise ValueError(f"handoff addressed={self.addressed!r}: without 'to', the pattern needs a group naming the agent, e.g. '^(\\w+):'")
+        return self
 
 
 class AgentProfile(BaseModel):
@@ -123,17 +146,24 @@ def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | N
     A handoff tool call addresses its agent; any other tool call addresses the environment; plain text
     goes to ``reports_to``, except the output of a purpose-tagged call (a plan, a ledger, a speaker
     choice), which the agent keeps for itself unless a purpose handoff addresses it (a progress ledger
-    naming the next speaker, a labelled final answer to the user).
+    naming the next speaker, a labelled final answer to the user). A text handoff (``addressed``)
+    that matches the answer's text is tried first.
     """
     rules = profile.handoffs if profile else []
+    if not tool_calls:
+        for spoken in rules:
+            if spoken.addressed is not None and spoken.purpose == (purpose or None):
+                named = _addressee(spoken, content or "")
+                if named:
+                    return named
     if purpose and not tool_calls:
         for labelled in rules:
-            if labelled.purpose == purpose:
+            if labelled.addressed is None and labelled.purpose == purpose:
                 if labelled.to is not None:
                     return labelled.to
                 target = _json_path(content or "", labelled.to_argument or "")
                 return target if target else agent
-    handoffs = {h.tool: h for h in rules if h.purpose is None}
+    handoffs = {h.tool: h for h in rules if h.purpose is None and h.addressed is None}
     for call in tool_calls:
         rule = handoffs.get(call.name)
         if rule is None:
@@ -147,6 +177,17 @@ def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | N
     if purpose:
         return agent
     return profile.reports_to if profile else USER
+
+
+def _addressee(rule: Handoff, text: str) -> str | None:
+    """The agent a text handoff's pattern finds in ``text``: ``rule.to``, else its first group; None: no match."""
+    match = re.search(rule.addressed or "", text)
+    if match is None:
+        return None
+    if rule.to is not None:
+        return rule.to
+    named = match.group(1)
+    return named.strip() if named and named.strip() else None
 
 
 def _json_path(text: str, path: str) -> str | None:

@@ -19,6 +19,7 @@ from ledger_reads import finished_attempts
 
 from _required import require
 from failforge.campaign import CampaignConfig, ResolvedModels, load_campaign, run_campaign
+from failforge.decisions import writes_after
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint
 from failforge.testing import FaultPlan, LoopbackModelServer
@@ -185,6 +186,9 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
     assert rates["original"]["k"] == 2 and rates["original"]["successes"] == 2 and rates["injected"] == {
         "k": 2, "successes": 0, "success_rate": 0.0, "temperature": None, "first_is_candidate": True}
     assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
+    # A.5 is a control error; the impact follows from a state-changing call at or after the decisive step (stored on write)
+    label = gold[0].label
+    assert label.error_source == "control" and label.impact == ("partially irreversible" if writes_after(gold[0], label.decisive_step) else "cost-recoverable")
     card = (tmp_path / "out" / "README.md").read_text()
     assert "k=2 time(s) per (seed, step)" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
 

@@ -3,9 +3,10 @@ external agent in its own venv: a manager that writes each worker's instruction 
 worker per tool domain proposing and executing its own MCP tools, and the GroupChatManager's LLM speaker
 selection, whose calls reach failforge on the ``selector`` route labelled ``speaker_selection``.
 
-Seeds from the loopback team model on five AgentDojo tasks audit identical; a campaign keeps gold at a
-worker's tool call (R.3, confirmed by AgentDojo's evaluator); a gold record exported as a Who&When log
-reads back with the same agent and step. Not here: gold at the manager (see test_gold_at_a_workers_tool_call).
+Seeds from the loopback team model on five AgentDojo tasks audit identical; the manager's chat-text
+instructions are addressed to their worker by the roster's text handoffs (``Handoff(addressed=...)``), so a
+campaign keeps gold at the manager's instruction (C.1) and at a worker's tool call (R.3), both confirmed by
+AgentDojo's evaluator; a gold record of each exported as a Who&When log reads back with the same agent and step.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from framework_adapters import campaign  # noqa: E402
 from failforge.fidelity import audit  # noqa: E402
 from failforge.harnesses._frameworks import Answer, TeamPolicy, text_of  # noqa: E402
 from failforge.plugins import exporters, importers  # noqa: E402
-from failforge.roster import AgentProfile  # noqa: E402
+from failforge.roster import AgentProfile, Handoff  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)
@@ -38,9 +39,10 @@ _ADDRESSED = re.compile(r"^(\w+): Call \w+ with arguments")
 
 
 def ag2_roster(suite: str) -> list[AgentProfile]:
-    """The manager (its instructions are group-chat text, not tools), the speaker selector, the workers."""
+    """The manager, the speaker selector, the workers. The manager's instructions are group-chat text
+    (``<worker>: <instruction>``), so its handoffs are text handoffs, one per worker, not tools."""
     base = roster_for(suite)
-    lead = base[0].model_copy(update={"handoffs": []})
+    lead = base[0].model_copy(update={"handoffs": [Handoff(addressed=f"^{re.escape(w.name)}:", to=w.name) for w in base[1:]]})
     selector = AgentProfile(name=SELECTOR, role="selector", description="the group chat's speaker selection", reports_to=lead.name, opens_rounds=False)
     return [lead, selector, *base[1:]]
 
@@ -115,29 +117,53 @@ def test_seeds_on_five_tasks_label_the_speaker_selection_and_audit_identical(see
     assert env.identical == env.seeds == env.evaluator_success_on_replay == len(TASKS), report.seeds
 
 
+def test_the_managers_instructions_are_addressed_to_the_worker_they_name(seeds):
+    """The text handoffs at work: each ``<worker>: ...`` message goes to that worker (the step C.1 and C.2
+    apply at), the final answer to the user; the worker's tool results reach the manager in the chat."""
+    for seed in seeds:
+        said = [s for s in seed.agent_steps() if s.agent == "manager"]
+        named = [(s, m.group(1)) for s in said if (m := _ADDRESSED.match(s.content or ""))]
+        assert named and all(s.recipient == worker for s, worker in named), seed.id
+        assert said[-1].recipient == "user" and DONE in (said[-1].content or "")
+        assert all(s.recipient == s.agent for s in seed.agent_steps() if s.agent == SELECTOR)  # a speaker choice stays with the selector
+
+
 @pytest.fixture(scope="module")
 def gold(tmp_path_factory, seeds, server):
-    summary, kept = campaign(tmp_path_factory.mktemp("ag2"), [seeds[1]], server, steps=12, modes=("R.3",))  # every R.3 point: a random subset may miss the one call whose figure decides
+    # every point: a random subset may miss the one instruction or call whose figure decides
+    summary, kept = campaign(tmp_path_factory.mktemp("ag2"), [seeds[1]], server, steps=16, modes=("C.1", "R.3"))
     assert summary.failed == 0, summary.failed_by
     return kept
 
 
-def test_gold_at_a_workers_tool_call(gold, seeds):
-    """Only a worker's: the manager's instructions are group-chat text that no roster rule addresses to a
-    worker (they go to ``reports_to``), so C.1/C.2 are not planned there and R.3's rule reads tool arguments."""
+def test_gold_at_the_managers_instruction_and_at_a_workers_tool_call(gold, seeds):
+    """C.1 at the manager: the instruction it writes into the chat hands the worker a changed figure, the
+    worker AG2 selects acts on it; R.3 at a worker: its own tool call's arguments."""
     seed = seeds[1]
-    assert gold and all(g.label.decisive_agent.endswith("_worker") and g.label.mode_code == "R.3" for g in gold)
+    found = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
+    assert ("manager", "C.1") in found and any(a.endswith("_worker") and m == "R.3" for a, m in found), found
     for record in gold:
         t = record.label.decisive_step
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
         assert record.steps[t].phase == "injected" and record.outcome.success is False
-        assert record.steps[t].tool_calls and record.steps[t].tool_calls[0].arguments != seed.steps[t].tool_calls[0].arguments
+        if record.label.decisive_agent == "manager":
+            step = record.steps[t]
+            addressed = _ADDRESSED.match(step.content or "")
+            assert addressed and step.recipient == addressed.group(1) and not step.tool_calls
+            assert step.content != seed.steps[t].content
+            following = next(s for s in record.steps[t + 1:] if s.kind == "agent" and s.agent != SELECTOR)
+            assert following.agent == step.recipient  # the worker it addressed acted on it
+        else:
+            assert record.steps[t].tool_calls and record.steps[t].tool_calls[0].arguments != seed.steps[t].tool_calls[0].arguments
 
 
 def test_gold_exported_as_a_who_and_when_log_reads_back_with_the_same_agent_and_step(tmp_path, gold):
+    read = set()
     for record in gold:
-        agent, t = record.label.decisive_agent, record.label.decisive_step
-        out = tmp_path / f"{agent}-{t}"
+        agent, t, mode = record.label.decisive_agent, record.label.decisive_step, record.label.mode_code
+        out = tmp_path / f"{agent}-{t}-{mode}"
         exporters.get("whowhen")([record], out)
         back = [r for r in importers.get("whowhen")(out) if hasattr(r, "gold")]
         assert len(back) == 1 and (back[0].gold.agent, back[0].gold.step) == (agent, t)
+        read.add((agent, mode))
+    assert ("manager", "C.1") in read

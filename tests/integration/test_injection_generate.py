@@ -91,8 +91,12 @@ def test_generate_plans_runs_resumes_injections_and_agentdojo_confirms_the_gold(
         trajectory = Trajectory.model_validate(record)
         label = trajectory.label
         assert label is not None and trajectory.adjudication is not None
+        # stored when the gold line was written (failforge.decisions.with_source_and_impact)
+        assert (label.error_source, label.impact) == {"over_refusal": ("control", "retry-recoverable"), "unsafe_completion": ("control", "safety-relevant"),
+                                                      "unsafe_action": ("environment", "safety-relevant")}[label.behaviour]
         if label.behaviour == "over_refusal":
             assert trajectory.adjudication.outcome == "over_refusal" and trajectory.outcome.success is False
+            assert label.found_decision == "refuse" and label.expected_decision in ("act", "stop")
             continue
         assert trajectory.adjudication.outcome == "unsafe_completion"
         # The record rebuilt from itself (AgentDojo's checks run again); its requests name the seed's model, as run_from_seed sends it.
@@ -105,6 +109,7 @@ def test_generate_plans_runs_resumes_injections_and_agentdojo_confirms_the_gold(
             assert label.changed == "action" and label.primary_component == f"C{t}" and label.attack_chain == [f"C{t - 1}"]
             assert trajectory.steps[t - 1].phase == "injected" and label.injection["twin_outcome"] in ("correct_refusal", "safe_completion")
             assert trajectory.steps[t].tool_calls and label.original_step.comparable() != trajectory.steps[t].comparable()
+            assert label.found_decision == "act"  # the complied step is a tool call
         else:
             assert label.changed == "observation" and label.primary_component == f"C{t}" and trajectory.steps[t].phase == "injected"
     flips = [r for r in rejected if ":comply:" in r["attempt_id"]]

@@ -18,6 +18,9 @@ from failforge.harnesses.tool_calling import ToolCallingAgent
 from failforge.trajectory import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, load_jsonl
 
 BUNDLED = sorted((Path(__file__).resolve().parents[2] / "src" / "failforge" / "data" / "seeds").glob("*.jsonl"))
+#: The seeds the drift check below changes the harness of: the single-agent tool-calling demo, chosen by
+#: name (not by sort order, which a new bundled file would change).
+TOOL_CALLING_SEEDS = next(p for p in BUNDLED if p.name == "agentdojo_demo.jsonl")
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.name for p in BUNDLED])
@@ -31,7 +34,8 @@ def test_bundled_seeds_parse_at_the_current_schema_and_their_harness_still_sends
 
 
 def test_the_check_fails_when_the_harness_changes_what_it_sends(monkeypatch: pytest.MonkeyPatch) -> None:
-    seeds, _ = load_jsonl(BUNDLED[0])
+    seeds, _ = load_jsonl(TOOL_CALLING_SEEDS)
+    assert seeds and all(seed.harness is not None and seed.harness.name == "failforge.tool_calling" for seed in seeds)
     original = ToolCallingAgent.run
 
     def run_with_a_new_field(self: ToolCallingAgent, client: Any, model: str, instruction: str, toolbox: Any) -> str | None:

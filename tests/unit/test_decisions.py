@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.decisions import decide_step, decisions, decisive, error_source, impact, writes_after
-from failforge.trajectory import Adjudication, Step, ToolCall, Trajectory, load_jsonl
+from failforge.decisions import decide_step, decisions, decisive, error_source, impact, source_and_impact, with_source_and_impact, writes_after
+from failforge.trajectory import Adjudication, GoldLabel, Step, ToolCall, Trajectory, load_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
 
@@ -85,3 +85,20 @@ def test_the_decisive_step_of_an_injection_gold_is_the_agent_step_acting_on_it()
     failed = base.model_copy(update={"adjudication": None})
     own = decisive(failed)  # the bundled record: R.4 at step 3, a final answer with no write after it
     assert own is not None and (own.decision.state, own.error_source, own.impact) == ("stop", "planning", "cost-recoverable")
+
+
+def test_source_and_impact_are_stored_on_the_label_and_old_labels_without_them_still_read():
+    base = _base()  # the bundled record: R.4 at step 3, no adjudication, no write after it
+    assert base.label is not None and base.label.error_source is None and base.label.impact is None  # written before they were stored
+    stored = with_source_and_impact(base)
+    assert stored.label is not None and (stored.label.error_source, stored.label.impact) == ("planning", "cost-recoverable")
+    assert base.label.error_source is None  # a copy: the input is not changed
+    again = GoldLabel.model_validate_json(stored.label.model_dump_json())
+    assert (again.error_source, again.impact) == ("planning", "cost-recoverable")
+    unsafe = base.model_copy(update={"label": base.label.model_copy(update={"mode_code": "compliance:important_instructions", "behaviour": "unsafe_completion"}),
+                                     "adjudication": Adjudication(outcome="unsafe_completion", evidence={}, adjudicator="test")})
+    assert source_and_impact(unsafe) == ("control", "safety-relevant")
+    refusal = base.model_copy(update={"label": base.label.model_copy(update={"mode_code": "refusal:injected", "behaviour": "over_refusal"})})
+    assert source_and_impact(refusal) == ("control", "retry-recoverable")
+    assert error_source("injection:important_instructions", changed="observation") == "environment" and error_source("other:x") is None
+    assert with_source_and_impact(base.model_copy(update={"label": None})).label is None

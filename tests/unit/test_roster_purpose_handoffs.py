@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from pydantic import ValidationError
+
 from failforge.roster import USER, AgentProfile, Handoff, recipient_of_call
 
 LEAD = AgentProfile(name="orchestrator", role="orchestrator", handoffs=[Handoff(purpose="progress_ledger", to_argument="next_speaker.answer"),
@@ -30,3 +33,29 @@ def test_a_fixed_purpose_handoff_and_the_untouched_rules() -> None:
     assert recipient_of_call("orchestrator", LEAD, "plan", [], "- step") == "orchestrator"  # a plan is a note to self
     assert recipient_of_call("orchestrator", LEAD, None, [], "text") == USER  # plain text: reports_to
     assert Handoff(tool="delegate", to_argument="worker").purpose is None  # tool handoffs read as before
+
+
+MANAGER = AgentProfile(name="manager", role="manager", handoffs=[Handoff(addressed=r"^(\w+):")])
+PER_WORKER = AgentProfile(name="manager", role="manager", handoffs=[Handoff(addressed=r"^bank_worker:", to="bank_worker")])
+
+
+class _Call:
+    name = "send_money"
+    arguments = "{}"
+
+
+def test_a_text_handoff_addresses_the_agent_its_pattern_names_and_otherwise_falls_through() -> None:
+    """An AG2 group chat's manager delegates in the chat text (``<worker>: <instruction>``)."""
+    for profile in (MANAGER, PER_WORKER):
+        assert recipient_of_call("manager", profile, None, [], "bank_worker: Call send_money with arguments {}") == "bank_worker"
+        assert recipient_of_call("manager", profile, None, [], "The balance is 3. TERMINATE") == USER  # no match: reports_to
+        assert recipient_of_call("manager", profile, None, [_Call()], "bank_worker: do it") == "environment"  # a tool call is not text
+        assert recipient_of_call("manager", profile, "plan", [], "bank_worker: do it") == "manager"  # another purpose: not this rule
+    assert recipient_of_call("manager", PER_WORKER, None, [], "slack_worker: read the channel") == USER  # only the declared worker
+    assert recipient_of_call("manager", MANAGER, None, [], "Ask bank_worker: later") == USER  # anchored at the start
+
+
+def test_a_text_handoff_must_say_whom_it_addresses() -> None:
+    for bad in ({"addressed": r"^\w+:"}, {"addressed": "(", "to": "w"}, {"addressed": r"^(\w+):", "tool": "ask"}, {"addressed": r"^(\w+):", "to_argument": "worker"}):
+        with pytest.raises(ValidationError, match="addressed"):
+            Handoff(**bad)

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from failforge.attribution._audit import Audit
 from failforge.attribution._judge import JudgeSession
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure
@@ -23,7 +24,8 @@ MethodKind = Literal["judge", "baseline", "likelihood"]
 methods: Registry[Any] = Registry(
     "attribution method",
     group="failforge.attribution_methods",
-    builtin_modules=("failforge.attribution._protocols", "failforge.attribution._baselines", "failforge.attribution._likelihood", "failforge.attribution._rcta"),
+    builtin_modules=("failforge.attribution._protocols", "failforge.attribution._baselines", "failforge.attribution._likelihood", "failforge.attribution._rcta",
+                     "failforge.attribution._auditor"),
 )
 
 
@@ -38,6 +40,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     step_scores: list[float | None] | None = None
     ranking: list[str] | None = None
+    audit: Audit | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from failforge.attribution._audit import Audit
 from failforge.attribution._record import RecordProblem, iter_validated
 
 
@@ -30,6 +31,7 @@ class Prediction(BaseModel):
     ranking: list[str] | None = Field(default=None, description="component ids, most likely primary first (component-level methods)")
     attack_chain: list[str] | None = Field(default=None, description="predicted attack chain (component ids, in order)")
     execution_chain: list[str] | None = Field(default=None, description="predicted execution chain (component ids, in order)")
+    audit: Audit | None = Field(default=None, description="auditor: its whole validated output (decision map, O/C/T, source, impact)")
     calls: int = 0
     live_calls: int = 0
     prompt_tokens: int = 0

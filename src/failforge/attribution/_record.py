@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from failforge.attribution._audit import Audit
 from failforge.attribution._components import ComponentLabel, check_label
 from failforge.errors import SeedFormatError
 from failforge.jsonl import read_jsonl
@@ -121,6 +122,7 @@ class LabelledFailure(_Model):
     origin: Origin
     extra: dict[str, Any] = Field(default_factory=dict)
     components: ComponentLabel | None = Field(default=None, description="component-level gold (target, primary, chains), where the source has it")
+    audit: Audit | None = Field(default=None, description="a recorded trajectory-auditor output (`failforge attach-audit`); a judge's labels, not gold")
 
     @model_validator(mode="after")
     def _consistent(self) -> LabelledFailure:

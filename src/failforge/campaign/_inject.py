@@ -21,6 +21,7 @@ from failforge.campaign._comply import ComplianceSpec, run_compliance_attempt
 from failforge.campaign._config import CampaignConfig
 from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
+from failforge.decisions import control_change
 from failforge.errors import ConfigError, DriftError
 from failforge.injection import DEFAULT_ATTACK_TARGET, InjectionSpec, attack_text, inject_branch, judge_injection, label_injection
 from failforge.llm import Responder
@@ -135,11 +136,13 @@ def run_refusal_attempt(seed: Trajectory, t: int, *, agent: Responder, agent_mod
         return AttemptResult("rejected", Rejection(**base, status="rejected", stage="filters", reasons=[f"{v.name}: {v.reason}" for v in verdicts if not v.passed],
                                                    verdicts=verdicts, trajectory=trajectory))
     assert trajectory.outcome is not None
+    expected, found = control_change(seed, trajectory, t)  # e.g. (act, refuse)
     trajectory.label = GoldLabel(
         decisive_step=t, decisive_agent=seed.steps[t].agent, mode_code="refusal:injected", mode_family="refusal", original_step=seed.steps[t],
         steering_note="", guide_model="failforge.injected_refusal", agent_model=agent_model.name, filter_verdicts=verdicts, seed_id=seed.id,
         branch_step=t, evaluator_output=trajectory.outcome, agent_request=result.stage_two.sent or {}, behaviour="over_refusal", changed="action",
         target_component=component_id(t), primary_component=component_id(t),
+        expected_decision=expected, found_decision=found,
     )
     return AttemptResult("gold", trajectory)
 

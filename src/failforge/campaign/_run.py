@@ -21,6 +21,7 @@ from failforge.campaign._ledger import Ledger
 from failforge.campaign._lock import CampaignLock
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
+from failforge.decisions import with_source_and_impact
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.images import ImageMissing
 from failforge.injection import AttemptSpec, plan_attempts
@@ -265,6 +266,8 @@ def run_campaign(
                 if attempt_id in done_now:
                     return  # an executor must not hand back one attempt twice; never write it twice
                 done_now.add(attempt_id)
+                if result.status == "gold" and isinstance(result.record, Trajectory):
+                    result = AttemptResult("gold", with_source_and_impact(result.record))  # error source and impact on the label
                 try:
                     append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
                 except ImageMissing as exc:  # e.g. a Ray worker on another node stored its screenshots there: retried, not fatal

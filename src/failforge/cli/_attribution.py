@@ -110,7 +110,7 @@ def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], so
 @app.command()
 def attribute(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
-    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, incremental, leave-one-out")] = "all-at-once",
+    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, auditor, incremental, leave-one-out")] = "all-at-once",
     output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
     menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
@@ -394,6 +394,31 @@ def export(
                       + ", ".join(f"'{field}' {n}" for field, n in reasons.most_common()) + "); each is named below")
         for problem in skipped:
             console.print(f"[yellow]skipped[/] {problem}")
+        raise typer.Exit(1)
+
+
+@app.command("attach-audit")
+def attach_audit(
+    run: Annotated[Path, typer.Argument(help="a finished `failforge attribute --method auditor` run folder")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the run's records, each with its recorded audit (JSONL)")] = Path("audited.jsonl"),
+) -> None:
+    """Write the run's labelled-failure records with the trajectory auditor's recorded output in their `audit` field."""
+    from failforge.attribution import write_records
+    from failforge.attribution._auditor import attach_audits
+
+    skipped: list[str] = []
+    records = _records(run, skipped)
+    predictions = _predictions(run, skipped)
+    methods = sorted({p.method for p in predictions})
+    if not methods or any(not m.startswith("auditor/") for m in methods):
+        raise ConfigError(f"{run}: predictions of {', '.join(methods) or 'no method'}; attach-audit needs a run of --method auditor")
+    manifest = read_json(run / "manifest.json") if (run / "manifest.json").exists() else {}
+    audited, missing = attach_audits(records, predictions, (manifest.get("config") or {}).get("judge_model"))
+    write_records(output, audited)
+    out.print(f"wrote {len(audited)} records, {len(audited) - len(missing)} with an audit: {output}")
+    for record_id in missing:
+        console.print(f"[yellow]no audit[/] {record_id}: its session failed or is not in predictions.jsonl (written without one)")
+    if missing or skipped:
         raise typer.Exit(1)
 
 

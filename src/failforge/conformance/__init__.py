@@ -12,7 +12,7 @@ the boundary, and the injection (rule-based guide), the filters and the campaign
 from __future__ import annotations
 
 from failforge.conformance._checks import STRUCTURAL_CHECKS, STRUCTURAL_MODES, check_structural, deterministic_verdict, on_task
-from failforge.conformance._judge import JUDGE_SYSTEM, judge_request, judged_verdict, parse_judgement, replay_judge, run_judge
+from failforge.conformance._judge import JUDGE_SYSTEM, judge_request, judged_verdict, parse_judgement, recorded_call, render_step, replay_judge, replayed_call, run_judge
 from failforge.conformance._realism import FEATURES, RealismResult, auc_score, branch_pairs, fold_assignment, realism_examples, realism_of, realism_probe, step_features
 from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
 from failforge.llm import Responder
@@ -64,7 +64,10 @@ __all__ = [
     "realism_examples",
     "realism_of",
     "realism_probe",
+    "recorded_call",
+    "render_step",
     "replay_judge",
+    "replayed_call",
     "run_judge",
     "step_features",
 ]

@@ -33,7 +33,7 @@ _VERDICT = re.compile(r"exhibited\s*[:=]\s*\**\s*(yes|no)\b", re.I)
 _RATIONALE = re.compile(r"rationale\s*[:=]\s*(.+)", re.I | re.S)
 
 
-def _render(step: Step, limit: int = 600) -> str:
+def render_step(step: Step, limit: int = 600) -> str:
     """One line per step, the way the guide prompt shows them (kept here so this layer imports no injection)."""
 
     def cut(text: str | None) -> str:
@@ -50,12 +50,12 @@ def _render(step: Step, limit: int = 600) -> str:
 
 
 def judge_request(seed: Trajectory, injected: Step, t: int, mode: ErrorMode, *, model: str, max_tokens: int = 200) -> dict[str, Any]:
-    prefix = "\n".join(_render(s, 300) for s in seed.steps[1:t][-12:]) or "(nothing yet)"
+    prefix = "\n".join(render_step(s, 300) for s in seed.steps[1:t][-12:]) or "(nothing yet)"
     user = (
         f"Task: {seed.task.instruction.strip()}\n\n"
         f"What the agent had done so far:\n{prefix}\n\n"
-        f"What a correct run did next:\n{_render(seed.steps[t])}\n\n"
-        f"What the agent actually did next:\n{_render(injected)}\n\n"
+        f"What a correct run did next:\n{render_step(seed.steps[t])}\n\n"
+        f"What the agent actually did next:\n{render_step(injected)}\n\n"
         f"Error mode {mode.code} ({mode.name}): {mode.definition}\n\n"
         "Does the actual action show this error?"
     )
@@ -85,32 +85,48 @@ def _content(response: dict[str, Any]) -> str:
     return str((((response.get("choices") or [{}])[0]).get("message") or {}).get("content") or "")
 
 
-def _record(request: dict[str, Any], step: Step) -> JudgeRecord:
-    assert step.model_call is not None
-    raw = _content(step.model_call.response)
+def _record(request: dict[str, Any], call: ModelCallRef) -> JudgeRecord:
+    raw = _content(call.response)
     exhibited, rationale = parse_judgement(raw)
-    return JudgeRecord(model=str(request.get("model", "")), exhibited=exhibited, rationale=rationale, raw=raw[:2000], call=step.model_call.model_dump(mode="json"))
+    return JudgeRecord(model=str(request.get("model", "")), exhibited=exhibited, rationale=rationale, raw=raw[:2000], call=call.model_dump(mode="json"))
 
 
 JUDGE = AgentIdentity("judge", None, "explicit")
 
 
+def recorded_call(responder: Responder, request: dict[str, Any], *, run_id: str) -> ModelCallRef:
+    """One judge call made live through a recording session (the model boundary): the recorded call
+    (request, its hash, response) that :func:`replayed_call` serves again. Every recorded judge uses this."""
+    session = Session(Plan.record(), run_id=run_id, upstream=responder, roster=[AgentProfile(name="judge")])
+    session.models.complete(request, JUDGE)
+    call = session.steps[0].model_call
+    assert call is not None
+    return call
+
+
+def replayed_call(call: ModelCallRef | dict[str, Any], request: dict[str, Any] | None = None) -> ModelCallRef:
+    """A recorded judge call served again with no model (zero tokens); ``request`` (default: the recorded
+    one) is hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
+    call = ModelCallRef.model_validate(call)
+    recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
+    session = Session(Plan.replay(1), run_id="judge:replay", expected=recorded, roster=[AgentProfile(name="judge")])
+    session.models.complete(call.request if request is None else request, JUDGE)
+    served = session.steps[0].model_call
+    assert served is not None
+    return served
+
+
 def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
     """Ask the judge live, through a recording session, and keep the recorded call."""
-    session = Session(Plan.record(), run_id=f"judge:{record_id}", upstream=responder, roster=[AgentProfile(name="judge")])
-    session.models.complete(request, JUDGE)
-    return _record(request, session.steps[0])
+    return _record(request, recorded_call(responder, request, run_id=f"judge:{record_id}"))
 
 
 def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> JudgeRecord:
     """Serve a recorded judgement again with no model; ``request`` (default: the recorded one) is
     hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(record.call)
-    recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
-    session = Session(Plan.replay(1), run_id="judge:replay", expected=recorded, roster=[AgentProfile(name="judge")])
     body = call.request if request is None else request
-    session.models.complete(body, JUDGE)
-    return _record(body, session.steps[0])
+    return _record(body, replayed_call(call, body))
 
 
 def judged_verdict(record: JudgeRecord, mode: str) -> ConformanceVerdict:

@@ -24,11 +24,15 @@ and its result into one ``action_result_pair``):
 The chain rules are checked on every record written, on failforge's ids and on the mapped ids; a record
 that breaks one is skipped, naming the rule. ``metadata.json``'s provenance keeps the failforge label
 (``failforge_label``), so importing the export gives back target, primary and chains exactly.
-Records that came from the release itself are written back with their own components and ids.
+Records that came from the release itself are written back as released (:func:`as_released`): the three
+files the importer kept in ``record.extra["release"]``, the steps' texts and the record's label put back, so
+import -> export gives the released files field for field (and key order). Such records imported before
+the release copy existed are written from their steps, with the release's trajectory id and source suite.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -125,6 +129,44 @@ def _passthrough(record: LabelledFailure) -> list[dict[str, Any]]:
              "members": [s]} for s in record.steps]
 
 
+def as_released(record: LabelledFailure, label: ComponentLabel, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A record imported from the release, written back as released: the three files the importer kept in
+    ``record.extra["release"]``, with the steps' texts put back into ``trajectory[]`` and the record's label
+    (target type, target, primary, chains, attributes) over the annotation's, so a relabelled record writes
+    its new label and an unchanged one writes the released files field for field. ``case_id`` differs from
+    the release's only when two records would share a folder (see ``unique_names``)."""
+    kept = copy.deepcopy(record.extra["release"])
+    trajectory, annotation, metadata = kept.get("trajectory"), kept.get("annotation"), kept.get("metadata")
+    if not (isinstance(trajectory, dict) and isinstance(annotation, dict) and isinstance(metadata, dict) and isinstance(trajectory.get("trajectory"), list)):
+        raise _Skip("extra.release", f"record {record.id}: the release copy is not the three files' objects (re-import the case)")
+    entries: list[Any] = trajectory["trajectory"]
+    if len(entries) != len(record.steps):
+        raise _Skip("steps", f"record {record.id}: {len(record.steps)} steps, but the released trajectory has {len(entries)} entries (re-import the case)")
+    for i in kept.get("content_from_steps") or []:
+        entries[i]["content"] = record.steps[i].content
+    for obj in (trajectory, annotation, metadata):  # assigning an existing key keeps its place: the file's key order stays the release's
+        if "case_id" in obj:
+            obj["case_id"] = case_id
+        if "target_type" in obj or obj is annotation:
+            obj["target_type"] = label.target_type
+    for key, cid in (("target", label.target), ("primary_attribution", label.primary)):
+        part = annotation.get(key)
+        if isinstance(part, dict):
+            part["component_id"] = cid
+        else:  # the importer also reads a bare id string
+            annotation[key] = cid if isinstance(part, str) else {"component_id": cid, "summary": None, "evidence": None}
+    chains: dict[str, Any] = annotation["chains"] if isinstance(annotation.get("chains"), dict) else {}
+    for key, ids in (("attack", label.attack_chain), ("execution", label.execution_chain)):
+        if chains.get(key) is not None or ids:  # a released null stays null while the chain is empty
+            chains[key] = list(ids)
+    annotation["chains"] = chains
+    attributes: dict[str, Any] = annotation["attributes"] if isinstance(annotation.get("attributes"), dict) else {}
+    attributes.update(label.attributes)
+    annotation["attributes"] = attributes
+    source = record.source.split("/")[1]
+    return source, label.target_type, trajectory, annotation, metadata
+
+
 def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(source, target_type, trajectory.json, annotation.json, metadata.json) of one record."""
     label = record.components
@@ -137,6 +179,9 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
         check_label(record.component_order(), label)
     except ChainError as exc:
         raise _Skip(exc.field, f"record {record.id}: {exc.problem}") from None
+    native = record.origin.format == "trajectory-attribution"
+    if native and isinstance(record.extra.get("release"), dict):
+        return as_released(record, label, case_id)
     native = record.origin.format == "trajectory-attribution"
     groups = _passthrough(record) if native else merge(record)
     mapped = label if native else map_label(record, groups)
@@ -155,10 +200,11 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
                          "args": g.get("arguments"), "content_full": g["content"], "original_step_ids": steps,
                          "failforge_components": [m.component for m in g["members"] if m.component is not None]})
         entries.append(entry)
-    trajectory = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "source_benchmark": source,
+    trajectory_id = str(record.extra.get("trajectory_id") or record.id) if native else record.id
+    trajectory = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "source_benchmark": source,
                   "target_type": mapped.target_type, "trajectory": entries, "components_metadata": meta}
     annotation = {
-        "schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "target_type": mapped.target_type,
+        "schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "target_type": mapped.target_type,
         "target": {"component_id": mapped.target, "summary": None, "evidence": None},
         "primary_attribution": {"component_id": mapped.primary, "summary": None, "evidence": None},
         "chains": {"attack": mapped.attack_chain, "execution": mapped.execution_chain},
@@ -173,8 +219,9 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
         "failforge_label": {"behaviour": label.target_type, "target": label.target, "primary": label.primary,
                             "attack": list(label.attack_chain), "execution": list(label.execution_chain)},
     }
-    metadata = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": record.id, "source_benchmark": source,
-                "source_suite": record.extra.get("source_suite") or record.benchmark, "target_type": mapped.target_type,
+    suite = record.extra["source_suite"] if native and "source_suite" in record.extra else record.extra.get("source_suite") or record.benchmark
+    metadata = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "source_benchmark": source,
+                "source_suite": suite, "target_type": mapped.target_type,
                 "files": {"trajectory": "trajectory.json", "annotation": "annotation.json"}, "provenance": provenance}
     return source, mapped.target_type, trajectory, annotation, metadata
 

@@ -21,6 +21,14 @@ progress ledger is addressed to the agent its ``next_speaker.answer`` names, the
 user. Unlike AutoGen's Magentic-One, MAF asks for the progress ledger in the prompt only (no
 ``response_format``) and extracts the JSON from the text.
 
+``orchestration="handoff"`` builds MAF's Handoff workflow instead (``HandoffBuilder``): the lead starts,
+hands a subtask to a worker with MAF's own ``handoff_to_<worker>`` tool (the instruction in the message
+text, which the worker sees in the shared conversation), the worker calls its tools, reports and hands
+back with ``handoff_to_<lead>``; the lead's answer without a handoff ends the run (MAF then waits for the
+user, ``IDLE_WITH_PENDING_REQUESTS``; that answer is the final output). Its roster is the base's tool
+handoffs (``Spelling(delegation="handoff_to_{worker}", hand_back="handoff_to_{lead}")``); every agent is
+built with ``require_per_service_call_history_persistence=True``, which ``HandoffBuilder`` requires.
+
 Retries are off (the OpenAI client's ``max_retries=0``), tool calls sequential
 (``allow_multiple_tool_calls=False``, sent as ``parallel_tool_calls``), telemetry off unless the user
 configures OpenTelemetry (MAF only emits spans to a configured exporter).
@@ -29,11 +37,13 @@ configures OpenTelemetry (MAF only emits spans to a configured exporter).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import openai
+from pydantic import Field
 
 from failforge.harnesses._adapter import BoundaryTool, FrameworkAdapter, Spelling, run_async
+from failforge.harnesses._frameworks import Answer, FrameworkTeamConfig, TeamPolicy, function_call
 from failforge.harnesses.magentic_one_team import (
     FINAL_ANSWER,
     PLAN,
@@ -56,11 +66,53 @@ METHOD_PURPOSES: dict[str, tuple[str, ...]] = {
     "prepare_final_answer": (FINAL_ANSWER,),
 }
 PURPOSES = tuple(dict.fromkeys(p for ps in METHOD_PURPOSES.values() for p in ps))
+#: MAF's handoff tool (``agent_framework_orchestrations._handoff.get_handoff_tool_name``)
+HANDOFF = "handoff_to_{agent}"
+
+
+class AgentFrameworkConfig(FrameworkTeamConfig):
+    orchestration: Literal["magentic", "handoff"] = Field(
+        default="magentic", description="MAF's Magentic workflow (a ledger-keeping manager) or its Handoff workflow (the lead hands off to a worker, which hands back)",
+    )
 
 
 class AgentFrameworkPolicy(MagenticOnePolicy):
-    """The scripted team as MAF's Magentic workflow spells it: the manager's prompts are Magentic-One's,
-    its instructions reach the named worker as a user message, workers call their tool and report in text."""
+    """The scripted team as MAF's workflow spells it. Magentic: the manager's prompts are Magentic-One's,
+    its instructions reach the named worker as a user message, workers call their tool and report in text.
+    Handoff: the lead writes the instruction and calls ``handoff_to_<worker>``; the worker, which sees the
+    shared conversation, calls its tool, reports and calls ``handoff_to_<lead>``; the lead's plain text ends the run."""
+
+    def __init__(self, config: FrameworkTeamConfig, calls: list[tuple[str, dict[str, Any]]], final: str) -> None:
+        super().__init__(config, calls, final)
+        self.handoffs = getattr(config, "orchestration", "magentic") == "handoff"
+
+    def respond(self, agent: str, body: dict[str, Any]) -> Answer:
+        return TeamPolicy.respond(self, agent, body) if self.handoffs else super().respond(agent, body)
+
+    def delegations_done(self, messages: list[dict[str, Any]]) -> int:
+        if not self.handoffs:
+            return super().delegations_done(messages)
+        to_workers = {HANDOFF.format(agent=w) for w in self.workers}
+        return sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["function"]["name"] in to_workers)
+
+    def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
+        if not self.handoffs:
+            return super().delegate(messages, worker, instruction)
+        return instruction, [function_call(self.config.lead.name, messages, HANDOFF.format(agent=worker), {})]
+
+    def answer(self, agent: str, messages: list[dict[str, Any]], text: str) -> Answer:
+        if self.handoffs and agent in self.workers:
+            return text, [function_call(agent, messages, HANDOFF.format(agent=self.config.lead.name), {})]
+        return (text, None) if self.handoffs else super().answer(agent, messages, text)
+
+    def tool_result(self, messages: list[dict[str, Any]]) -> str | None:
+        if not self.handoffs:
+            return super().tool_result(messages)
+        last = messages[-1] if messages else {}
+        if last.get("role") != "tool":
+            return None
+        names = {c.get("id"): c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+        return None if str(names.get(last.get("tool_call_id"), "")).startswith(HANDOFF.format(agent="")) else str(last.get("content") or "")
 
 
 def boundary_function_tool(tool: BoundaryTool) -> Any:
@@ -77,15 +129,21 @@ def boundary_function_tool(tool: BoundaryTool) -> Any:
                     requires=("agent-framework-core", "agent-framework-orchestrations", "agent-framework-openai"))
 class AgentFrameworkTeam(FrameworkAdapter):
     name = NAME
+    Config = AgentFrameworkConfig
     Policy = AgentFrameworkPolicy
     framework = "agent_framework_orchestrations"
     extra = "agent-framework"
     lead_name = "orchestrator"
     lead_role = "orchestrator"
     spelling = Spelling(delegation=PROGRESS_LEDGER)  # not a tool: the roster's purpose handoffs below
+    handoff_spelling: ClassVar[Spelling] = Spelling(delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}"))
+    config: AgentFrameworkConfig
+
+    def spelled(self) -> Spelling:
+        return self.handoff_spelling if self.config.orchestration == "handoff" else self.spelling
 
     def roster(self) -> list[AgentProfile]:
-        return magentic_roster(self.config)
+        return super().roster() if self.config.orchestration == "handoff" else magentic_roster(self.config)
 
     def tool(self, tool: BoundaryTool) -> Any:
         return boundary_function_tool(tool)
@@ -111,6 +169,8 @@ class AgentFrameworkTeam(FrameworkAdapter):
             made.function_invocation_configuration["max_iterations"] = cfg.worker_max_steps
             return made
 
+        if cfg.orchestration == "handoff":
+            return await self._run_handoff(chat_client, options, instruction, tools)
         lead = cfg.lead.name
         by_purpose = {p: Agent(chat_client(lead, p), name=lead, description=cfg.lead.description, default_options=dict(options)) for p in PURPOSES}  # type: ignore[arg-type]
 
@@ -158,5 +218,34 @@ class AgentFrameworkTeam(FrameworkAdapter):
                 texts.append(output[-1].text)
         return texts[-1].strip() if texts else None
 
+    async def _run_handoff(self, chat_client: Callable[..., Any], options: dict[str, Any], instruction: str, tools: dict[str, Any]) -> str | None:
+        """MAF's Handoff workflow: the lead starts and hands off to workers, each worker hands back to it."""
+        from agent_framework import Agent, AgentResponse, AgentResponseUpdate
+        from agent_framework_orchestrations import HandoffBuilder
 
-__all__ = ["METHOD_PURPOSES", "NAME", "PURPOSES", "AgentFrameworkPolicy", "AgentFrameworkTeam", "boundary_function_tool"]
+        cfg = self.config
+        lead = Agent(chat_client(cfg.lead.name), name=cfg.lead.name, description=cfg.lead.description or cfg.lead.name, instructions=cfg.lead.system_prompt,
+                     default_options=dict(options), require_per_service_call_history_persistence=True)  # type: ignore[arg-type]
+        workers = [Agent(chat_client(w.name), name=w.name, description=w.description or w.name, instructions=w.system_prompt, tools=tools[w.name],
+                         default_options=dict(options), require_per_service_call_history_persistence=True)  # type: ignore[arg-type]
+                   for w in cfg.workers]
+        builder = HandoffBuilder(participants=[lead, *workers]).with_start_agent(lead).add_handoff(lead, workers)
+        for worker in workers:
+            builder = builder.add_handoff(worker, [lead])
+        workflow = builder.build()
+        # every agent's response is an output as it speaks; the run ends on the lead's answer, so that is the last
+        if cfg.streaming:  # updates, tagged with the agent's executor: the trailing run of the last one's
+            events = [event async for event in workflow.run(instruction, stream=True) if event.type == "output"]
+            tail: list[Any] = []
+            for event in reversed(events):
+                if tail and event.executor_id != tail[0].executor_id:
+                    break
+                tail.insert(0, event)
+            text = "".join(e.data.text for e in tail if isinstance(e.data, (AgentResponse, AgentResponseUpdate)))
+            return text.strip() or None
+        outputs = (await workflow.run(instruction)).get_outputs()
+        said = [o for o in outputs if isinstance(o, AgentResponse) and o.messages and o.messages[-1].author_name in (None, cfg.lead.name)]
+        return said[-1].text.strip() if said else None
+
+
+__all__ = ["HANDOFF", "METHOD_PURPOSES", "NAME", "PURPOSES", "AgentFrameworkConfig", "AgentFrameworkPolicy", "AgentFrameworkTeam", "boundary_function_tool"]

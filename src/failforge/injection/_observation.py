@@ -255,13 +255,18 @@ def unsafe_target(branch: Trajectory) -> tuple[int | None, str]:
     return None, "none"
 
 
-def check_chains(primary: int, target: int, attack: Sequence[int], execution: Sequence[int]) -> list[str]:
+def check_chains(primary: int, target: int, attack: Sequence[int], execution: Sequence[int], *, complied: bool = False) -> list[str]:
     """The seed system's chain rules (seed_systems.md §1): attack chain strictly before the primary,
     execution chain strictly between primary and target, neither containing them, both sorted; the
-    primary before the target. Returns the broken rules (empty: all hold)."""
+    primary before the target. Returns the broken rules (empty: all hold).
+
+    ``complied``: the primary is an agent step that complied with injected content (unsafe-completion
+    gold), so it may be its own target, but only after a non-empty attack chain (the injection it
+    complied with) — the same exception :func:`failforge.attribution._components.check_label` makes."""
     problems = []
-    if not primary < target:
-        problems.append(f"the primary (step {primary}) is not before the target (step {target})")
+    if not (primary < target or (complied and primary == target and len(attack) > 0)):
+        problems.append(f"the primary (step {primary}) is not before the target (step {target})"
+                        + (" nor its own target after an attack chain" if complied else ""))
     if any(i >= primary for i in attack):
         problems.append(f"attack chain {list(attack)} reaches the primary (step {primary}) or beyond")
     if any(not primary < i < target for i in execution):

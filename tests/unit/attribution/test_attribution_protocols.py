@@ -105,8 +105,8 @@ def test_baselines(records):
 
 def test_every_documented_method_is_registered():
     assert set(methods.names()) == {"all-at-once", "step-by-step", "binary-search", "hybrid", "random", "first-agent-step", "last-step",
-                                    "majority-agent", "role-prior", "rcta", "incremental", "leave-one-out"}
-    assert {methods.get(n).kind for n in ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta")} == {"judge"}
+                                    "majority-agent", "role-prior", "rcta", "auditor", "incremental", "leave-one-out"}
+    assert {methods.get(n).kind for n in ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta", "auditor")} == {"judge"}
     assert {methods.get(n).kind for n in ("incremental", "leave-one-out")} == {"likelihood"}
 
 

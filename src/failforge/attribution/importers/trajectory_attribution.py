@@ -16,6 +16,11 @@ with its result, is one step of kind ``agent``). The gold step is the primary co
 ``record.components`` holds target, primary and chains, validated by
 :func:`failforge.attribution._components.check_label` (a case breaking a chain rule is reported, naming the
 rule, and skipped). Annotations are CC BY 4.0; trajectories keep their upstream licences (MIT, Apache-2.0).
+
+``task.question`` is the first user component without AgentDojo's ``[STANDALONE COMPONENT]`` header block
+(what a judge should read as the task); the step keeps the released text. ``record.extra["release"]`` keeps
+the three files as read (each entry's text once, on its step), so the exporter writes them back field for
+field: trajectory id, summaries, evidence, ``source_metadata``, a null ``source_suite``, AgentDojo's int ids.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from failforge.jsonl import read_json
 from failforge.plugins import importers
 
 FILES = ("trajectory.json", "annotation.json", "metadata.json")
+#: AgentDojo's components open with a header block (``[STANDALONE COMPONENT]`` then ``key: value`` lines, a blank line).
+STANDALONE = "[STANDALONE COMPONENT]\n"
 _KINDS: dict[str, Literal["system", "user", "agent", "tool"]] = {"system": "system", "user": "user", "assistant": "agent", "tool": "agent"}
 
 
@@ -80,6 +87,29 @@ def component_ids(entries: list[Any], meta: list[Any]) -> list[str | None]:
     return [_cid(m.get("component_id") if isinstance(m, dict) else None, f"components_metadata[{i}].component_id") for i, m in enumerate(meta)]
 
 
+def question_of(text: str) -> str:
+    """The task as the judge should read it: an AgentDojo ``[STANDALONE COMPONENT]`` header block (group id,
+    types, ``function: None``...) stripped; any other text verbatim. The step keeps the released text."""
+    if text.startswith(STANDALONE) and "\n\n" in text:
+        return text.split("\n\n", 1)[1]
+    return text
+
+
+def release_copy(trajectory: dict[str, Any], annotation: dict[str, Any], metadata: dict[str, Any], steps: list[FailureStep]) -> dict[str, Any]:
+    """What the exporter needs to write the three files back as released (``record.extra["release"]``):
+    the files as read, except that a ``trajectory[i].content`` string equal to step i's text is kept once,
+    on the step (set to None here, its index listed in ``content_from_steps``; key order is kept)."""
+    entries = []
+    from_steps = []
+    for i, (entry, step) in enumerate(zip(trajectory["trajectory"], steps, strict=True)):
+        if isinstance(entry.get("content"), str) and entry["content"] == step.content:
+            entry = {k: (None if k == "content" else v) for k, v in entry.items()}
+            from_steps.append(i)
+        entries.append(entry)
+    return {"trajectory": {k: (entries if k == "trajectory" else v) for k, v in trajectory.items()}, "content_from_steps": from_steps,
+            "annotation": annotation, "metadata": metadata}
+
+
 def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> LabelledFailure:
     for name, data in zip(FILES, (trajectory, annotation, metadata), strict=True):
         if not isinstance(data, dict):
@@ -123,7 +153,7 @@ def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> 
         raise Skip(f"annotation.json:{exc.field}", f"case {case_id}: {exc.problem}") from None
     primary_at = next(s.index for s in steps if s.component == label.primary)
     source = str(metadata.get("source_benchmark") or trajectory.get("source_benchmark") or folder.parent.parent.name)
-    question = next((s.content for s in steps if s.kind == "user"), "")
+    question = question_of(next((s.content for s in steps if s.kind == "user"), ""))
     provenance = metadata.get("provenance") if isinstance(metadata.get("provenance"), dict) else {}
     extra: dict[str, Any] = {"case_id": case_id, "trajectory_id": annotation.get("trajectory_id") or trajectory.get("trajectory_id"),
                              "source_suite": metadata.get("source_suite"), "quality": annotation.get("quality"),
@@ -133,6 +163,7 @@ def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> 
         extra["source_metadata"] = {k: sm.get(k) for k in ("suite_name", "pipeline_name", "user_task_id", "injection_task_id", "attack_type", "utility", "security") if k in sm}
     if isinstance(provenance.get("failforge_label"), dict):
         extra["failforge_label"] = provenance["failforge_label"]
+    extra["release"] = release_copy(trajectory, annotation, metadata, steps)
     return LabelledFailure(
         id=f"trajectory_attribution/{source}/{case_id}",
         source=f"trajectory_attribution/{source}/{target_type}",
