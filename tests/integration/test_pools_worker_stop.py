@@ -3,7 +3,7 @@
 An idle worker blocks reading its work queue; the signal turns into SystemExit there and it leaves.
 A worker inside an attempt that swallows the SystemExit (a broad ``except BaseException``, a stuck
 call) still leaves, by ``os._exit`` once the grace period is over. Real processes and real signals
-(an integration test only because importing the executors module takes seconds).
+(an integration test only because importing the worker module takes seconds).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(60)
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    import failforge.campaign._executors as executors
+    import failforge.campaign._workers as executors
     executors._WORKER_STOP_GRACE_S = float(sys.argv[2])
     signal.signal(signal.SIGTERM, executors._worker_stop)
     read, write = os.pipe()

@@ -21,26 +21,29 @@ tokens, and a prompt that no longer matches raises ``PromptDrift`` rather than a
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from failforge.attribution._judge import JudgeSession
-from failforge.attribution._methods import DatasetFacts, MethodContext, method_key, methods
+from failforge.attribution._calls import CallStore, RecordedCall
+from failforge.attribution._dispatch import Executor, Job, SessionEnv, Worker, dispatch, wait_for_old_workers
+from failforge.attribution._methods import DatasetFacts, method_key, methods
 from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure, load_records, write_records
 from failforge.campaign._ledger import Ledger, attempt_ids_in, repair_jsonl
+from failforge.campaign._lock import CampaignLock
 from failforge.canonical import canonical_hash
-from failforge.errors import ConfigError, FailforgeError, SeedFormatError
-from failforge.jsonl import read_json, read_jsonl
-from failforge.llm import Responder
-from failforge.trajectory import Step, append_jsonl
+from failforge.errors import ConfigError
+from failforge.jsonl import read_json
+from failforge.llm import ModelEndpoint, Responder
+from failforge.secrets import strip_userinfo
+from failforge.trajectory import append_jsonl
+
+__all__ = ["AttributeConfig", "CallStore", "LikelihoodConfig", "RecordedCall", "RunSummary", "run_attribution"]
 
 RECORDS, PREDICTIONS, FAILED, CALLS, LEDGER, MANIFEST = (
     "records.jsonl", "predictions.jsonl", "failed.jsonl", "calls.jsonl", "ledger.sqlite", "manifest.json")
@@ -60,14 +63,17 @@ class AttributeConfig(BaseModel):
     judge_model: str | None = None
     judge_base_url: str | None = None
     max_tokens: int = Field(default=256, ge=8)
-    concurrency: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=1, ge=1, description="sessions in flight (threads, worker processes or Ray tasks)")
+    executor: Executor = Field(default="thread", description="where sessions run: thread (in the driver), process or ray")
+    ray_address: str | None = None
     likelihood: LikelihoodConfig = Field(default_factory=LikelihoodConfig)
 
     def key(self, kind: str) -> str:
         return method_key(self.method, kind, self.prompt)  # type: ignore[arg-type]
 
     def identity(self, kind: str) -> dict[str, Any]:
-        """What makes two runs the same run (concurrency and the endpoint's URL do not)."""
+        """What makes two runs the same run (concurrency, the executor and the endpoint's URL do not: a run
+        started with threads resumes with processes)."""
         out: dict[str, Any] = {"method": self.key(kind), "seed": self.seed}
         if kind == "judge":
             out.update(prompt=self.prompt.model_dump(), judge_model=self.judge_model, max_tokens=self.max_tokens)
@@ -136,49 +142,6 @@ class AttributionLedger(Ledger):
         return stats
 
 
-class RecordedCall(BaseModel):
-    """One line of calls.jsonl: a judge call (the boundary's step, request and response) and its session."""
-
-    session: str
-    step: Step
-
-
-class CallStore:
-    """calls.jsonl: appended whole (one write + fsync) by any worker, under a lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-
-    def append(self, session: str, step: Step) -> None:
-        with self._lock:
-            append_jsonl(self.path, [RecordedCall(session=session, step=step)])
-
-    @staticmethod
-    def load(path: Path, unread: list[str] | None = None) -> dict[str, list[Step]]:
-        """Recorded calls by session. A line that cannot be read is named in ``unread`` and skipped: the
-        session it belonged to is then short of that call and goes live (or fails with --recording)."""
-        out: dict[str, list[Step]] = {}
-        problems = unread if unread is not None else []
-        if not path.exists():
-            return out
-        repair_jsonl(path)
-        for item in read_jsonl(path):
-            if isinstance(item, SeedFormatError):
-                problems.append(str(item))
-                continue
-            number, data = item
-            try:
-                call = RecordedCall.model_validate(data)
-            except (ValueError, RecursionError) as exc:
-                problems.append(f"{path}:{number}: not a recorded judge call: {' '.join(str(exc).split())[:200]}")
-                continue
-            out.setdefault(call.session, []).append(call.step)
-        for steps in out.values():
-            steps.sort(key=lambda s: s.index)
-        return out
-
-
 def attempt_id(key: str, record_id: str) -> str:
     return f"{key}::{record_id}"
 
@@ -199,86 +162,87 @@ def run_attribution(
     output: Path,
     *,
     upstream: Responder | None = None,
+    endpoint: ModelEndpoint | None = None,
     recording: Path | None = None,
     retry_failed: bool = False,
     on_progress: Callable[[str, RunSummary], None] | None = None,
 ) -> RunSummary:
-    """Run ``config.method`` over ``records`` into ``output`` (see the module docstring)."""
+    """Run ``config.method`` over ``records`` into ``output`` (see the module docstring).
+
+    The judge: ``upstream`` (an open client, for the thread executor) and/or ``endpoint`` (what worker
+    processes and Ray tasks open their own client to; a thread run opens it when ``upstream`` is not given).
+    """
     started = time.perf_counter()
     info = methods.info(config.method)
-    method = info.obj()
-    kind = method.kind
+    kind = info.obj.kind
     key = config.key(kind)
+    if kind == "likelihood" and config.executor != "thread":
+        raise ConfigError(f"{config.method} scores with a model loaded in this process; run it with --executor thread")
     output.mkdir(parents=True, exist_ok=True)
-    _records_file(output, records)
-    if kind == "judge" and upstream is None and recording is None:
+    live = kind == "judge" and recording is None
+    if live and upstream is None and endpoint is None:
         raise ConfigError(f"{config.method} needs a judge model (or --recording to replay one)")
     summary = RunSummary(method=key)
-    ledger = AttributionLedger(output / LEDGER)
-    try:
-        ledger.bind(canonical_hash({**config.identity(kind), "records": [r.id for r in records]}))
-        by_attempt = {attempt_id(key, r.id): r for r in records}
-        ledger.plan((a, r.id, 0, key, 0) for a, r in by_attempt.items())
-        if retry_failed:
-            _forget_failures(output, ledger)
-        summary.reconcile = ledger.reconcile(output, max_interrupted_tries=2)
-        pending = ledger.pending()
-        summary.planned = len(by_attempt)
-        summary.done_before = summary.planned - len(pending)
-        recorded = CallStore.load((recording or output) / CALLS, summary.unread_lines) if kind == "judge" else {}
-        store = CallStore(output / CALLS)
-        facts = DatasetFacts.of(records)
-        scorer = _scorer(config) if kind == "likelihood" else None
-        workers = 1 if kind == "likelihood" else config.concurrency
-
-        def run_one(attempt: str) -> Prediction:
-            record = by_attempt[attempt]
-            t0 = time.perf_counter()
-            judge = None
-            if kind == "judge":
-                judge = JudgeSession(attempt, config.judge_model or "judge", upstream=None if recording else upstream,
-                                     recorded=recorded.get(attempt, ()), on_call=None if recording else store.append,
-                                     max_tokens=config.max_tokens, seed=config.seed)
+    with CampaignLock(output):
+        wait_for_old_workers(output)  # a killed driver's workers may still be finishing a call: never replay under them
+        _records_file(output, records)
+        own_upstream = upstream is None and live and config.executor == "thread"
+        if own_upstream and endpoint is not None:
+            upstream = endpoint.upstream()
+        ledger = AttributionLedger(output / LEDGER)
+        worker: Worker | None = None
+        try:
+            ledger.bind(canonical_hash({**config.identity(kind), "records": [r.id for r in records]}))
+            by_attempt = {attempt_id(key, r.id): r for r in records}
+            ledger.plan((a, r.id, 0, key, 0) for a, r in by_attempt.items())
+            if retry_failed:
+                _forget_failures(output, ledger)
+            summary.reconcile = ledger.reconcile(output, max_interrupted_tries=2)
+            pending = ledger.pending()
+            summary.planned = len(by_attempt)
+            summary.done_before = summary.planned - len(pending)
+            recorded = CallStore.load((recording or output) / CALLS, summary.unread_lines) if kind == "judge" else {}
+            env = SessionEnv(method=config.method, key=key, prompt=config.prompt, seed=config.seed, judge_model=config.judge_model or "judge",
+                             max_tokens=config.max_tokens, facts=DatasetFacts.of(records), calls=output / CALLS if live else None,
+                             endpoint=endpoint if live else None)
+            worker = Worker(env, upstream=upstream if live else None, scorer=_scorer(config) if kind == "likelihood" else None)
+            jobs: list[Job] = [(a, by_attempt[a], recorded.get(a, [])) for a in pending]
+            workers = 1 if kind == "likelihood" else config.concurrency
+            results = dispatch(config.executor, jobs, worker, workers, ledger.mark_running, ray_address=config.ray_address)
             try:
-                outcome = method.predict(MethodContext(record=record, prompt=config.prompt, seed=config.seed, judge=judge, dataset=facts, scorer=scorer))
+                for attempt, result in results:
+                    _settle(output, ledger, summary, by_attempt[attempt], attempt, key, result)
+                    if on_progress is not None:
+                        on_progress(attempt, summary)
             finally:
-                if judge is not None:
-                    judge.close()
-            return Prediction(
-                attempt_id=attempt, record_id=record.id, method=key, agent=outcome.agent, step=outcome.step, mode=outcome.mode,
-                step_text=outcome.step_text, description=outcome.description, reply=outcome.reply,
-                replies=list(judge.replies) if judge else [], problems=outcome.problems, step_scores=outcome.step_scores, ranking=outcome.ranking,
-                audit=outcome.audit,
-                calls=judge.calls if judge else 0, live_calls=judge.live_calls if judge else 0,
-                prompt_tokens=judge.prompt_tokens if judge else 0, completion_tokens=judge.completion_tokens if judge else 0,
-                seconds=round(time.perf_counter() - t0, 3),
-            )
-
-        for attempt, result in _execute(pending, run_one, workers, ledger):
-            record = by_attempt[attempt]
-            if isinstance(result, Prediction):
-                append_jsonl(output / PREDICTIONS, [result])
-                ledger.finish(attempt, "done")
-                summary.predicted += 1
-                summary.calls += result.calls
-                summary.live_calls += result.live_calls
-                summary.replayed_calls += result.calls - result.live_calls
-                summary.prompt_tokens += result.prompt_tokens
-                summary.completion_tokens += result.completion_tokens
-            else:
-                failure = Failure(attempt_id=attempt, record_id=record.id, method=key, error=_error(result))
-                append_jsonl(output / FAILED, [failure])
-                ledger.finish(attempt, "failed", failure.error["message"][:500])
-                summary.failed += 1
-            if on_progress is not None:
-                on_progress(attempt, summary)
-        if scorer is not None:
-            scorer.close()
-    finally:
-        ledger.close()
-    summary.seconds = round(time.perf_counter() - started, 3)
-    _manifest(output, config, kind, summary, info, recording)
+                results.close()
+        finally:
+            if worker is not None and worker.scorer is not None:
+                worker.scorer.close()
+            if own_upstream and worker is not None:
+                worker.close()
+            ledger.close()
+        summary.seconds = round(time.perf_counter() - started, 3)
+        _manifest(output, config, kind, summary, info, recording)
     return summary
+
+
+def _settle(output: Path, ledger: Ledger, summary: RunSummary, record: LabelledFailure, attempt: str, key: str, result: Prediction | dict[str, Any]) -> None:
+    """The driver's one write per session: its line (fsync), then the ledger, then the counts."""
+    if isinstance(result, Prediction):
+        append_jsonl(output / PREDICTIONS, [result])
+        ledger.finish(attempt, "done")
+        summary.predicted += 1
+        summary.calls += result.calls
+        summary.live_calls += result.live_calls
+        summary.replayed_calls += result.calls - result.live_calls
+        summary.prompt_tokens += result.prompt_tokens
+        summary.completion_tokens += result.completion_tokens
+    else:
+        failure = Failure(attempt_id=attempt, record_id=record.id, method=key, error=result)
+        append_jsonl(output / FAILED, [failure])
+        ledger.finish(attempt, "failed", str(result.get("message", ""))[:500])
+        summary.failed += 1
 
 
 def _forget_failures(output: Path, ledger: Ledger) -> None:
@@ -303,60 +267,22 @@ def _scorer(config: AttributeConfig) -> Any:
     return TokenScorer(n_ctx=lk.n_ctx, n_threads=lk.n_threads, max_step_tokens=lk.max_step_tokens, max_target_tokens=lk.max_target_tokens)
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    to_dict = getattr(exc, "to_dict", None)
-    if callable(to_dict):
-        out.update(to_dict())
-    return out
-
-
-def _execute(pending: list[str], run_one: Callable[[str], Prediction], workers: int, ledger: Ledger) -> Iterator[tuple[str, Prediction | BaseException]]:
-    """A bounded pool; the caller (the driver) alone writes files and the ledger."""
-    if workers <= 1:
-        for attempt in pending:
-            ledger.mark_running(attempt)
-            try:
-                yield attempt, run_one(attempt)
-            except FailforgeError as exc:
-                yield attempt, exc
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="failforge-judge") as pool:
-        queue = iter(pending)
-        running: dict[Future[Prediction], str] = {}
-
-        def top_up() -> None:
-            while len(running) < workers:
-                attempt = next(queue, None)
-                if attempt is None:
-                    return
-                ledger.mark_running(attempt)
-                running[pool.submit(run_one, attempt)] = attempt
-
-        top_up()
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                attempt = running.pop(future)
-                try:
-                    yield attempt, future.result()
-                except FailforgeError as exc:
-                    yield attempt, exc
-            top_up()
-
-
 def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSummary, info: Any, recording: Path | None) -> None:
     from failforge import __version__
 
     path = output / MANIFEST
     previous = read_json(path) if path.exists() else {}
     runs = previous.get("runs", [])
-    runs.append({**summary.model_dump(), "recording": str(recording) if recording else None})
+    runs.append({**summary.model_dump(), "recording": str(recording) if recording else None, "executor": config.executor, "workers": config.concurrency})
+    dumped = config.model_dump()
+    if dumped.get("judge_base_url"):
+        dumped["judge_base_url"] = strip_userinfo(dumped["judge_base_url"])  # credentials in a URL never reach the manifest
     manifest = {
         "failforge_version": __version__,
         "method": summary.method,
         "kind": kind,
-        "config": config.model_dump(),
+        "config": dumped,
+        "judge": {"model": config.judge_model, "base_url": dumped.get("judge_base_url")} if kind == "judge" else None,
         "identity_hash": canonical_hash(config.identity(kind)),
         "method_module": info.module,
         "runs": runs,

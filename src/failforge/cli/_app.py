@@ -113,6 +113,44 @@ def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
 
 
+class ProgressLine:
+    """done/total, rate and ETA of a long run, as one status string; and, for a log (not a terminal, where
+    a bar is never redrawn), when the next plain line is due (every ``every`` seconds; 0: never).
+
+    The rate counts this run's sessions only (``done_before``, resumed from an earlier run, took no time here).
+    """
+
+    def __init__(self, total: int, every: float = 10.0, clock: Any = None) -> None:
+        import time
+
+        self.total = total
+        self.every = every
+        self.clock = clock or time.monotonic
+        self.started = self.clock()
+        self.last_line = self.started
+        self.done = 0
+
+    def update(self, done_before: int, done_now: int, extra: str = "") -> str:
+        self.done = done_before + done_now
+        elapsed = self.clock() - self.started
+        rate = done_now / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.done
+        eta = _duration(left / rate) if rate > 0 else "?"
+        return f"{self.done}/{self.total} · {rate:.2f}/s · ETA {eta}" + (f" · {extra}" if extra else "")
+
+    def due(self) -> bool:
+        now = self.clock()
+        if self.every <= 0 or (now - self.last_line < self.every and self.done < self.total):
+            return False
+        self.last_line = now
+        return True
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
 def _pin_hash_seed() -> None:
     """Re-exec with PYTHONHASHSEED=0 unless already pinned.
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from failforge.cli._app import _endpoint, _progress, app, console, out
+from failforge.cli._app import ProgressLine, _endpoint, _progress, app, console, out
 from failforge.errors import ConfigError
 from failforge.jsonl import read_json
 
@@ -123,7 +123,9 @@ def attribute(
     ids: Annotated[Optional[Path], typer.Option(help="file of record ids to run, one per line")] = None,
     source: Annotated[Optional[str], typer.Option(help="only records of this source (e.g. who_and_when/algorithm_generated)")] = None,
     seed: Annotated[int, typer.Option(help="seed of the random choices (random baseline, ambiguous binary-search halves) and of judge sampling")] = 0,
-    concurrency: Annotated[int, typer.Option(help="judge sessions in flight")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "--workers", help="sessions in flight: threads, worker processes or Ray tasks")] = 1,
+    executor: Annotated[str, typer.Option(help="where sessions run: thread (in this process), process (worker processes) or ray")] = "thread",
+    ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (default: a local Ray instance)")] = None,
     max_tokens: Annotated[int, typer.Option(help="judge reply budget")] = 256,
     max_step_chars: Annotated[int, typer.Option(help="characters kept per step in judge prompts")] = 600,
     budget_chars: Annotated[int, typer.Option(help="characters of trajectory per judge prompt")] = 9000,
@@ -133,11 +135,14 @@ def attribute(
     subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")] = None,
 ) -> None:
     """Run an attribution method over labelled failures; every judge call is recorded for replay."""
+    from failforge.attribution._dispatch import EXECUTORS
     from failforge.attribution._methods import methods
     from failforge.attribution._prompts import PromptConfig
     from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
 
     kind = methods.get(method).kind
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor}: unknown (known: {', '.join(EXECUTORS)})")
     if paraphrased_menu and not menu:
         raise ConfigError("--paraphrased-menu rewords the menu; it cannot be combined with --free-text (no menu)")
     skipped: list[str] = []
@@ -145,23 +150,25 @@ def attribute(
     records = _pick(_subset_members(subset, every) if subset is not None else every, limit, ids, source)
     endpoint = _endpoint(base_url, model, api_key_env)
     config = AttributeConfig(
-        method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
+        method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency, executor=executor, ray_address=ray_address,
         prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
         likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
     )
     if recording is not None and not (recording / "calls.jsonl").exists():
         raise ConfigError(f"{recording}: no calls.jsonl (not an attribution run folder with a recording)")
 
-    def go(upstream: Any) -> Any:
+    def go(upstream: Any, endpoint: Any = None) -> Any:
         with _progress() as progress:
             bar = progress.add_task(config.method, total=len(records), status="")
-            done = {"n": 0}
+            line = ProgressLine(total=len(records), every=0 if console.is_terminal else 10.0)
 
             def on_progress(attempt: str, summary: Any) -> None:
-                done["n"] += 1
-                progress.update(bar, completed=summary.done_before + done["n"], status=f"failed {summary.failed} · live calls {summary.live_calls}")
+                status = line.update(summary.done_before, summary.predicted + summary.failed, f"failed {summary.failed} · live calls {summary.live_calls}")
+                progress.update(bar, completed=line.done, status=status)
+                if line.due():  # a log, not a terminal: one plain line every few seconds instead of a bar
+                    console.print(f"{config.method}: {status}")
 
-            return run_attribution(records, config, output, upstream=upstream, recording=recording, retry_failed=retry_failed, on_progress=on_progress)
+            return run_attribution(records, config, output, upstream=upstream, endpoint=endpoint, recording=recording, retry_failed=retry_failed, on_progress=on_progress)
 
     if kind == "judge" and recording is None:
         from failforge.campaign import open_models
@@ -169,11 +176,7 @@ def attribute(
         with open_models(endpoint, None, n_ctx=n_ctx) as resolved:
             config.judge_model = resolved.agent.model
             config.judge_base_url = resolved.agent.base_url
-            upstream = resolved.agent.model_copy(update={"timeout": timeout}).upstream()
-            try:
-                summary = go(upstream)
-            finally:
-                upstream.close()
+            summary = go(None, resolved.agent.model_copy(update={"timeout": timeout}))
     else:
         if kind == "judge":
             previous = read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
