@@ -53,15 +53,19 @@ def records(dataset: Path, n: int) -> list[Any]:
     return out[:n]
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds the loopback judge takes per call")
     parser.add_argument("--method", default="step-by-step")
-    default = Path("/work/shared/datasets/who_and_when")
-    parser.add_argument("--dataset", type=Path, default=default if default.exists() else ROOT / "tests" / "fixtures" / "attribution" / "who_and_when")
-    args = parser.parse_args()
+    parser.add_argument("--dataset", type=Path, default=ROOT / "tests" / "fixtures" / "attribution" / "who_and_when",
+                        help="a Who&When folder (the public release's, for the full 184 logs); its records repeat up to --records")
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     chosen = records(args.dataset, args.records)
     results: dict[str, dict[str, float]] = {}
     predictions: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""An exclusive lock on a campaign folder, so two runs never write the same attempts.
+"""An exclusive lock on a campaign or attribution output folder, so two runs never write the same attempts.
 
 Two ``failforge generate -o OUT`` started at once would both plan and run every attempt and append
 both results. The lock is an ``flock`` on ``OUT/.failforge.lock``, held for the whole run and released
@@ -31,7 +31,7 @@ class CampaignLock:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise ConfigError(
-                f"campaign folder {self.path.parent} is in use by another failforge run ({holder}); "
+                f"output folder {self.path.parent} is in use by another failforge run ({holder}); "
                 "wait for it to finish (it resumes from the same ledger) or choose another --output"
             ) from None
         os.ftruncate(fd, 0)
