@@ -10,8 +10,8 @@ sessions, into two fresh folders, and must give the same predictions (the script
     python scripts/bench_attribute_executors.py --records 1000 --workers 4 --latency 0.05
 
 It prints seconds, sessions per second and calls per second for each executor and process/thread ratios.
-The records are the Who&When logs (``--dataset``, default /work/shared/datasets/who_and_when, else the test
-fixtures), repeated under new ids up to ``--records``.
+The records are the Who&When logs (``--dataset``, default the bundled fixture copy of the 184 logs in
+tests/fixtures/attribution/who_and_when), repeated under new ids up to ``--records``.
 """
 
 from __future__ import annotations

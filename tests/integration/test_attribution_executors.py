@@ -32,7 +32,8 @@ from failforge.testing.model_servers import LoopbackModelServer
 
 pytestmark = pytest.mark.timeout(600)
 
-WHO_AND_WHEN = next((p for p in (Path("/work/shared/datasets/who_and_when"), Path(__file__).resolve().parents[3] / "shared" / "datasets" / "who_and_when") if p.exists()), None)
+#: The public Who&When folder when the environment names one (e.g. ../shared/datasets/who_and_when); else the bundled fixture logs.
+WHO_AND_WHEN = Path(os.environ["FAILFORGE_WHO_AND_WHEN"]) if os.environ.get("FAILFORGE_WHO_AND_WHEN") else None
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution" / "who_and_when"
 
 
@@ -123,6 +124,54 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
     assert second["executor"] == "process" and second["workers"] == 2 and second["done_before"] >= done_at_kill
     assert second["live_calls"] + second["replayed_calls"] == second["calls"] and second["predicted"] == len(records) - second["done_before"]
     assert manifest["judge"] == {"model": "loopback", "base_url": server.base_url}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_its_sessions_record_each_call_once(records, tmp_path):
+    """A worker's death breaks its pool: every session in flight there runs again in a new pool. A session
+    that had recorded live calls replays them (read again from calls.jsonl), never asks them twice."""
+    write_records(tmp_path / "records.jsonl", records)
+    with LoopbackModelServer(policy=judge, latency=0.002) as server:
+        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
+        reference = run_attribution(records, AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2), tmp_path / "reference", endpoint=endpoint)
+        assert reference.predicted == len(records) and reference.failed == 0
+        command = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--method", "step-by-step", "-o", "run",
+                   "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "FAILFORGE_NO_KEY",
+                   "--executor", "process", "--workers", "2"]
+        env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+        predictions = tmp_path / "run" / "predictions.jsonl"
+        driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3):
+            assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
+            time.sleep(0.02)
+        # the workers are the forkserver's children (the driver's grandchildren)
+        workers = [w for child in _children(driver.pid) for w in _children(child)]
+        assert workers, "no worker process found"
+        os.kill(workers[0], signal.SIGKILL)
+        _, stderr = driver.communicate(timeout=300)
+        assert driver.returncode == 0, stderr.decode()[-2000:]
+    run = tmp_path / "run"
+    got, problems = load_predictions(run / "predictions.jsonl")
+    want, _ = load_predictions(tmp_path / "reference" / "predictions.jsonl")
+    assert not problems and not (run / "failed.jsonl").exists()
+    calls = Counter((c["session"], c["step"]["index"]) for c in _run_lines(run / "calls.jsonl"))
+    assert calls and max(calls.values()) == 1
+    assert len(calls) == sum(p.calls for p in want) == len(_run_lines(tmp_path / "reference" / "calls.jsonl"))
+    keep = {"attempt_id", "agent", "step", "mode", "reply", "replies", "problems", "calls"}
+    assert {p.record_id: p.model_dump(include=keep) for p in got} == {p.record_id: p.model_dump(include=keep) for p in want}
 
 
 @pytest.mark.slow

@@ -213,6 +213,8 @@ class Auditor:
             second, still, dropped_again = validate(record, reply, config)
             if "decisions" in second:
                 dropped = dropped_again
+            if "mode" not in second and "mode" in valid:  # the mode and its description come from one reply
+                second.pop("description", None)
             valid = {**valid, **second}
             problems.extend(f"after one retry: {message}" for field, message in still.items() if field not in valid)
         problems.extend(dropped)

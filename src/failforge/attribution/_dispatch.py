@@ -157,13 +157,21 @@ def dispatch(
         try:
             yield from drive(jobs, lambda job: pool.submit(_tagged, worker, job), workers, _key, on_start, stop, _crashed)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            # wait for the sessions in flight: the folder (and its lock) is released only after their last call
+            pool.shutdown(wait=True, cancel_futures=True)
         return
     env = worker.env
     if env.calls is not None and worker.method.kind == "judge" and env.endpoint is None:
         raise ConfigError(f"--executor {executor} needs the judge endpoint (--base-url and --model) so each worker opens its own client")
     if executor == "process":
+        submitted: set[str] = set()
+
         def submit_to(pool: ProcessPoolExecutor, job: Job) -> Future[tuple[str, Result]]:
+            # A session run again after its pool broke may have recorded live calls before the worker died:
+            # it must replay them, not ask them again (the driver's list is from the start of the run).
+            if job[0] in submitted and env.calls is not None:
+                job = (job[0], job[1], CallStore.load(env.calls).get(job[0], []))
+            submitted.add(job[0])
             return pool.submit(_process_session, *job)
 
         yield from drive_processes(jobs, lambda: process_pool(workers, _process_init, (env, os.getpid())), submit_to, workers, _key, on_start, stop, _crashed)
@@ -206,11 +214,11 @@ def _process_session(attempt: str, record: LabelledFailure, recorded: list[Step]
 
 
 #: A Ray worker process's open envs, by run (a Ray worker serves many tasks; one judge client per run).
-_RAY_WORKERS: dict[tuple[str, str, str], Worker] = {}
+_RAY_WORKERS: dict[tuple[str, str, str, str], Worker] = {}
 
 
 def _ray_session(env: SessionEnv, attempt: str, record: LabelledFailure, recorded: list[Step]) -> tuple[str, Result]:
-    run = (env.key, str(env.calls), env.judge_model)
+    run = (env.key, str(env.calls), env.judge_model, repr(env.endpoint))
     if run not in _RAY_WORKERS:
         if env.calls is not None:
             _hold_workers_lock(env.calls.parent)

@@ -182,7 +182,6 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
     native = record.origin.format == "trajectory-attribution"
     if native and isinstance(record.extra.get("release"), dict):
         return as_released(record, label, case_id)
-    native = record.origin.format == "trajectory-attribution"
     groups = _passthrough(record) if native else merge(record)
     mapped = label if native else map_label(record, groups)
     try:
