@@ -33,10 +33,10 @@ from typing import Any, get_args
 import yaml
 
 from failforge.attribution._audit import Audit, AuditDecision, AuditState
-from failforge.attribution._fields import check_agent, check_mode, check_step, recorded_agents
+from failforge.attribution._fields import check_agent, check_mode, check_step, mode_parts, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._predictions import Prediction
-from failforge.attribution._prompts import Messages, PromptConfig, _body, mode_menu, render_steps
+from failforge.attribution._prompts import Messages, PromptConfig, _body, render_steps
 from failforge.attribution._record import LabelledFailure
 from failforge.decisions import ErrorSource, Impact, error_source
 
@@ -64,18 +64,12 @@ def decision_steps(record: LabelledFailure) -> list[int]:
     return agent or record.candidate_steps()
 
 
-def _mode_parts(config: PromptConfig) -> tuple[str, str]:
-    if config.menu:
-        return "and the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Mode: (one code from the list)"
-    return "and a short description of the kind of error, in your own words.", "Mode: (your description)"
-
-
 def _messages(prompt: str) -> Messages:
     return [{"role": "system", "content": prompts()["system"]}, {"role": "user", "content": prompt}]
 
 
 def audit_prompt(record: LabelledFailure, config: PromptConfig) -> Messages:
-    mode_ask, mode_line = _mode_parts(config)
+    mode_ask, mode_line = mode_parts(config)
     answer = f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
     return _messages(prompts()["audit"].format(
         question=record.task.question, answer_line=answer, steps=render_steps(record, record.candidate_steps(), config),
@@ -184,7 +178,7 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
 
 
 def retry_prompt(record: LabelledFailure, problems: dict[str, str], config: PromptConfig) -> str:
-    _, mode_line = _mode_parts(config)
+    _, mode_line = mode_parts(config)
     return prompts()["retry"].format(problems="; ".join(problems.values()), decision_steps=", ".join(map(str, decision_steps(record))),
                                      agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from failforge.attribution._freetext import map_to_mode
 from failforge.attribution._parse import code_in
-from failforge.attribution._prompts import PromptConfig
+from failforge.attribution._prompts import PromptConfig, mode_menu
 from failforge.attribution._record import LabelledFailure
 
 
@@ -62,3 +62,10 @@ def check_mode(config: PromptConfig, mode_text: str | None, valid: dict[str, Any
         valid["mode"] = mapped
     else:
         problems["mode"] = "the Mode description maps to no mode" if mode_text else "no Mode"
+
+
+def mode_parts(config: PromptConfig) -> tuple[str, str]:
+    """The prompt's mode question and its answer line: the menu's codes, or the judge's own words."""
+    if config.menu:
+        return "and the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Mode: (one code from the list)"
+    return "and a short description of the kind of error, in your own words.", "Mode: (your description)"

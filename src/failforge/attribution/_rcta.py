@@ -38,9 +38,9 @@ from typing import Any
 
 import yaml
 
-from failforge.attribution._fields import check_agent, check_mode, check_step, recorded_agents
+from failforge.attribution._fields import check_agent, check_mode, check_step, mode_parts, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
-from failforge.attribution._prompts import Messages, PromptConfig, mode_menu, render_step
+from failforge.attribution._prompts import Messages, PromptConfig, render_step
 from failforge.attribution._record import LabelledFailure
 
 SEGMENT_STEPS = 40
@@ -99,12 +99,6 @@ def _answer_line(record: LabelledFailure, config: PromptConfig) -> str:
     return f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
 
 
-def _mode_parts(config: PromptConfig) -> tuple[str, str]:
-    if config.menu:
-        return "and the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Mode: (one code from the list)"
-    return "and a short description of the kind of error, in your own words.", "Mode: (your description)"
-
-
 def _messages(prompt: str) -> Messages:
     return [{"role": "system", "content": prompts()["system"]}, {"role": "user", "content": prompt}]
 
@@ -144,7 +138,7 @@ def candidate_block(record: LabelledFailure, candidates: list[Candidate], config
 
 
 def final_prompt(record: LabelledFailure, outline: str, block: str, config: PromptConfig) -> Messages:
-    mode_ask, mode_line = _mode_parts(config)
+    mode_ask, mode_line = mode_parts(config)
     return _messages(prompts()["final"].format(question=record.task.question, answer_line=_answer_line(record, config), outline=outline,
                                                candidates=block, mode_ask=mode_ask, mode_line=mode_line))
 
@@ -221,7 +215,7 @@ class Rcta:
         reply = judge.ask(final_prompt(record, outline, block, config))
         valid, problems = validate(record, reply_fields(reply), shown, config)
         if problems:
-            _, mode_line = _mode_parts(config)
+            _, mode_line = mode_parts(config)
             retry_prompt = prompts()["retry"].format(problems="; ".join(problems.values()), agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
             messages = [*final_prompt(record, outline, block, config), {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt}]
             reply = judge.ask(messages)
