@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -140,21 +140,24 @@ class _Call(Protocol):
     arguments: str
 
 
-def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call], content: str | None = None) -> str:
+def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call], content: str | None = None,
+                      known: Collection[str] | None = None) -> str:
     """Whom a model call's output is addressed to.
 
     A handoff tool call addresses its agent; any other tool call addresses the environment; plain text
     goes to ``reports_to``, except the output of a purpose-tagged call (a plan, a ledger, a speaker
     choice), which the agent keeps for itself unless a purpose handoff addresses it (a progress ledger
     naming the next speaker, a labelled final answer to the user). A text handoff (``addressed``)
-    that matches the answer's text is tried first.
+    that matches the answer's text is tried first; with ``known`` (the roster's agent names), a name its
+    pattern's group captures must be one of them or the user, so a line such as ``Note: ...`` in a chat
+    message is not a handoff to an agent called ``Note``.
     """
     rules = profile.handoffs if profile else []
     if not tool_calls:
         for spoken in rules:
             if spoken.addressed is not None and spoken.purpose == (purpose or None):
                 named = _addressee(spoken, content or "")
-                if named:
+                if named and (spoken.to is not None or known is None or named in known or named == USER):
                     return named
     if purpose and not tool_calls:
         for labelled in rules:
@@ -275,7 +278,8 @@ class StepAddresser:
             recipient = self.lead
         elif step.kind == "agent":
             purpose = getattr(step.model_call, "purpose", None) if step.model_call is not None else None
-            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls, getattr(step, "content", None))
+            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls, getattr(step, "content", None),
+                                          known=self._profiles.keys())
             for call in step.tool_calls:
                 self._callers[call.id] = step.agent
             if step.tool_calls:

@@ -55,6 +55,15 @@ def test_a_text_handoff_addresses_the_agent_its_pattern_names_and_otherwise_fall
     assert recipient_of_call("manager", MANAGER, None, [], "Ask bank_worker: later") == USER  # anchored at the start
 
 
+def test_a_group_form_text_handoff_names_only_an_agent_of_the_roster() -> None:
+    """``Note: ...`` at the start of a manager's message is not a handoff to an agent called Note."""
+    known = {"manager", "bank_worker"}
+    assert recipient_of_call("manager", MANAGER, None, [], "Note: the balance is 3.", known=known) == USER  # falls through to reports_to
+    assert recipient_of_call("manager", MANAGER, None, [], "bank_worker: Call send_money", known=known) == "bank_worker"
+    assert recipient_of_call("manager", MANAGER, None, [], "user: done", known=known) == USER
+    assert recipient_of_call("manager", MANAGER, None, [], "Note: the balance is 3.") == "Note"  # no roster given: the pattern decides
+
+
 def test_a_text_handoff_must_say_whom_it_addresses() -> None:
     for bad in ({"addressed": r"^\w+:"}, {"addressed": "(", "to": "w"}, {"addressed": r"^(\w+):", "tool": "ask"}, {"addressed": r"^(\w+):", "to_argument": "worker"}):
         with pytest.raises(ValidationError, match="addressed"):
