@@ -2,10 +2,18 @@
 
 It shows the boundaries hold for a foreign loop: its ``OpenAILLM`` gets the boundary client, and its
 ``ToolsExecutor`` gets a ``FunctionsRuntime`` whose calls go through the stateful tool boundary.
+
+AgentDojo's ``OpenAILLM`` parses a reply's tool-call arguments with ``json.loads`` and raises when they are
+not JSON (a weak model's raw newline inside a string is enough). That is the loop's own behaviour, so it is
+kept: the run ends there, as AgentDojo's loop would, with no final answer (the evaluator decides, normally a
+failed run), and the reason in the harness's ``stats`` (kept in the seed's provenance). A replay serves the
+same recorded reply, so it ends the same way. Any other exception from the loop is raised as before.
 """
 
 from __future__ import annotations
 
+import json
+import traceback
 from typing import Any
 
 import openai
@@ -59,8 +67,20 @@ class AgentDojoPipelineHarness(Harness):
                 ToolsExecutionLoop([ToolsExecutor(), llm], max_iters=self.config.max_iters),
             ]
         )
-        _, _, _, messages, _ = pipeline.query(instruction, toolbox.runtime(), toolbox.episode.env)
+        self.stats = None
+        try:
+            _, _, _, messages, _ = pipeline.query(instruction, toolbox.runtime(), toolbox.episode.env)
+        except json.JSONDecodeError as exc:
+            if not _raised_parsing_tool_call(exc):
+                raise
+            self.stats = {"stopped": f"the model's tool-call arguments are not JSON ({exc}); AgentDojo's OpenAILLM stops on such a reply"}
+            return None
         last = messages[-1] if messages else None
         if last is None or last["role"] != "assistant" or last.get("tool_calls"):
             return None
         return get_text_content_as_str(last["content"] or [])
+
+
+def _raised_parsing_tool_call(exc: BaseException) -> bool:
+    """The error came from AgentDojo parsing a model reply's tool-call arguments (not from a tool or elsewhere)."""
+    return any(frame.name == "_openai_to_tool_call" for frame in traceback.extract_tb(exc.__traceback__))
