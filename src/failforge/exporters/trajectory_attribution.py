@@ -23,7 +23,9 @@ and its result into one ``action_result_pair``):
 
 The chain rules are checked on every record written, on failforge's ids and on the mapped ids; a record
 that breaks one is skipped, naming the rule. ``metadata.json``'s provenance keeps the failforge label
-(``failforge_label``), so importing the export gives back target, primary and chains exactly.
+(``failforge_label``), so importing the export gives back target, primary and chains exactly; a re-imported
+case that is relabelled and exported again drops it (it is in failforge's per-step ids, which the
+re-imported case no longer has, and would contradict the new annotation).
 Records that came from the release itself are written back as released (:func:`as_released`): the three
 files the importer kept in ``record.extra["release"]``, the steps' texts and the record's label put back, so
 import -> export gives the released files field for field (and key order). Such records imported before
@@ -140,6 +142,11 @@ def as_released(record: LabelledFailure, label: ComponentLabel, case_id: str) ->
     if not (isinstance(trajectory, dict) and isinstance(annotation, dict) and isinstance(metadata, dict) and isinstance(trajectory.get("trajectory"), list)):
         raise _Skip("extra.release", f"record {record.id}: the release copy is not the three files' objects (re-import the case)")
     entries: list[Any] = trajectory["trajectory"]
+    provenance = metadata.get("provenance")
+    if isinstance(provenance, dict) and "failforge_label" in provenance and _released_label(annotation) != _label_tuple(label):
+        # The kept label is in failforge's per-step ids, which a re-imported case no longer has: a relabelled
+        # record cannot restate it, and a stale one would contradict annotation.json. It is dropped.
+        del provenance["failforge_label"]
     if len(entries) != len(record.steps):
         raise _Skip("steps", f"record {record.id}: {len(record.steps)} steps, but the released trajectory has {len(entries)} entries (re-import the case)")
     for i in kept.get("content_from_steps") or []:
@@ -165,6 +172,21 @@ def as_released(record: LabelledFailure, label: ComponentLabel, case_id: str) ->
     annotation["attributes"] = attributes
     source = record.source.split("/")[1]
     return source, label.target_type, trajectory, annotation, metadata
+
+
+def _label_tuple(label: ComponentLabel) -> tuple[Any, ...]:
+    return (label.target_type, label.target, label.primary, list(label.attack_chain), list(label.execution_chain))
+
+
+def _released_label(annotation: dict[str, Any]) -> tuple[Any, ...]:
+    """The label ``annotation.json`` states, in the shape of :func:`_label_tuple` (a null chain reads as empty)."""
+
+    def cid(part: Any) -> Any:
+        return part.get("component_id") if isinstance(part, dict) else part
+
+    chains = annotation.get("chains") if isinstance(annotation.get("chains"), dict) else {}
+    return (annotation.get("target_type"), cid(annotation.get("target")), cid(annotation.get("primary_attribution")),
+            list(chains.get("attack") or []), list(chains.get("execution") or []))
 
 
 def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -116,6 +116,13 @@ def test_failforge_gold_exports_merged_pairs_and_imports_back_with_target_primar
     again = exporters.get("trajectory-attribution")(records, tmp_path / "again")
     assert again.written == 1
     assert json.loads((Path(again.files[0]) / "annotation.json").read_text())["chains"] == annotation["chains"]
+    assert json.loads((Path(again.files[0]) / "metadata.json").read_text())["provenance"]["failforge_label"] == back.extra["failforge_label"]
+    # relabelled after the re-import, the failforge label (in failforge's own ids) would be stale: it is dropped
+    relabelled = back.model_copy(update={"components": back.components.model_copy(update={"execution_chain": []})})
+    third = exporters.get("trajectory-attribution")([relabelled], tmp_path / "third")
+    meta_out = json.loads((Path(third.files[0]) / "metadata.json").read_text())
+    assert "failforge_label" not in meta_out["provenance"] and meta_out["provenance"]["annotation_method"] == "failforge_construction"
+    assert json.loads((Path(third.files[0]) / "annotation.json").read_text())["chains"] == {"attack": [], "execution": []}
 
 
 def test_release_cases_round_trip_through_export_unchanged(tmp_path):
