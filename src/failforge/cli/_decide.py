@@ -12,7 +12,7 @@ was judged is a ``PromptDrift``, reported on one line and left out.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -29,8 +29,8 @@ def decide(
     output: Annotated[Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")] = Path("decided.jsonl"),
 ) -> None:
     """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements attached."""
-    from failforge.adjudication import adjudicate
-    from failforge.decision_judge import Counting, decide_record
+    from failforge.decide import decide_and_adjudicate
+    from failforge.decision_judge import Counting
     from failforge.llm import HttpUpstream
     from failforge.trajectory import Trajectory, iter_jsonl, write_jsonl
 
@@ -46,14 +46,11 @@ def decide(
                 problems += 1
                 continue
             try:
-                record, decided = decide_record(item, judge, model=model or "")
+                record, decided = decide_and_adjudicate(item, judge, model=model or "")
             except PromptDrift as exc:
                 console.print(f"[yellow]skipped[/] record {exc.trajectory_id} step {exc.step}: {exc.message}")
                 problems += 1
                 continue
-            if record.adjudication is not None:
-                failure: Any = record.adjudication.evidence.get("failure")
-                record = record.model_copy(update={"adjudication": adjudicate(record, failure=failure if isinstance(failure, dict) else None)})
             judged += sum(1 for d in decided if d.judge is not None)
             written.append(record)
     finally:
