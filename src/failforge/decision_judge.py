@@ -9,6 +9,17 @@ changed prompt or step is a ``PromptDrift``, never a silent re-judge. A judgemen
 state is one of the six and its quote is in the step (whitespace and case aside): a judge cannot invent
 evidence, and a step it cannot label stays ``undecided`` with the reason. The prompt is data:
 ``failforge/data/prompts/decision_judge.yaml``.
+
+With ``final=True`` the run's last agent step is judged too when the rules call it ``stop`` only by the
+fallback row (a final answer with no refusal, confirmation or question form): a refusal worded outside the
+rules' phrase list reads as a stop, and the five-outcome adjudication asks exactly that step whether it
+refuses (:mod:`failforge.adjudication`). A step the rules decide by its form is never judged.
+
+Storage: the judgements a run was given live on the record, in ``Trajectory.provenance["decision_judgements"]``
+(:data:`PROVENANCE_KEY`; step index as a string -> :class:`~failforge.decisions.DecisionJudgement`), written by
+:func:`with_judgements` (``failforge decide``). A record without the key is an older one and reads as rules only.
+:func:`recorded_decisions` is the one way every consumer (the report, ``failforge show``, BLINDSPOT's rates)
+gets a trajectory's decisions: rules plus recorded judgements, never a live call.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import yaml
 from failforge.components import component_id
 from failforge.conformance import recorded_call, render_step, replayed_call
 from failforge.decisions import Decision, DecisionJudgement, State, decide_step
+from failforge.errors import PromptDrift
 from failforge.llm import Responder
 from failforge.trajectory import ModelCallRef, Step, Trajectory
 
@@ -83,22 +95,45 @@ def judged_decision(step: Step, call: ModelCallRef) -> Decision:
     return made(state, f"judge {model}: {state}", evidence)
 
 
+#: The provenance key holding a record's recorded judgements (step index as a string -> DecisionJudgement dump).
+PROVENANCE_KEY = "decision_judgements"
+
+#: The rule text of the rules' fallback ``stop`` (failforge.decisions.decide_step): the only decided state a judge may revisit.
+_FALLBACK_STOP = "final answer:"
+
+
+def judgeable(decision: Decision, *, final: bool = False) -> bool:
+    """Whether a judge is asked about this rules decision: ``undecided``, or (``final``) the fallback ``stop``."""
+    return decision.state == "undecided" or (final and decision.state == "stop" and decision.rule.startswith(_FALLBACK_STOP))
+
+
+def _replay(trajectory: Trajectory, step: Step, kept: DecisionJudgement) -> Decision:
+    """The recorded judgement served again; a changed step or prompt is a ``PromptDrift`` naming the record and the step."""
+    call = ModelCallRef.model_validate(kept.call)
+    request = decision_request(trajectory, step, model=str(call.request.get("model", "")), max_tokens=int(call.request.get("max_tokens", 120)))
+    try:
+        return judged_decision(step, replayed_call(call, request))
+    except PromptDrift as exc:
+        raise PromptDrift("its recorded decision judgement no longer matches the request (the step, the steps before it or the judge prompt "
+                          "changed since it was judged); judge the original record again", trajectory_id=trajectory.id, step=step.index) from exc
+
+
 def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *, model: str = "",
-                      recorded: Mapping[int, DecisionJudgement] | None = None, record_id: str = "") -> list[Decision]:
-    """Every agent step's decision: the rules, then for each ``undecided`` step the recorded judgement of that
-    step if ``recorded`` has one (replayed, hash-checked against today's request: ``PromptDrift`` if it
-    changed), else the ``judge`` live (recorded), else ``undecided`` as the rules left it."""
+                      recorded: Mapping[int, DecisionJudgement] | None = None, record_id: str = "", final: bool = False) -> list[Decision]:
+    """Every agent step's decision: the rules, then for each ``undecided`` step (and with ``final`` the last
+    agent step the rules call ``stop`` only by the fallback row) the recorded judgement of that step if
+    ``recorded`` has one (replayed, hash-checked against today's request: ``PromptDrift`` if it changed),
+    else the ``judge`` live (recorded), else the rules' decision. A recorded judgement of a fallback ``stop``
+    is replayed whether or not ``final`` is given (it was judged, so it is served)."""
     out: list[Decision] = []
     for step in trajectory.steps:
         if step.kind != "agent":
             continue
         decision = decide_step(step, trajectory)
-        if decision.state == "undecided":
-            kept = (recorded or {}).get(step.index)
+        kept = (recorded or {}).get(step.index)
+        if judgeable(decision, final=final or kept is not None):
             if kept is not None:
-                call = ModelCallRef.model_validate(kept.call)
-                decision = judged_decision(step, replayed_call(call, decision_request(trajectory, step, model=str(call.request.get("model", "")),
-                                                                                      max_tokens=int(call.request.get("max_tokens", 120)))))
+                decision = _replay(trajectory, step, kept)
             elif judge is not None:
                 request = decision_request(trajectory, step, model=model)
                 decision = judged_decision(step, recorded_call(judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}"))
@@ -111,4 +146,75 @@ def recordings(decisions: list[Decision]) -> dict[int, DecisionJudgement]:
     return {d.step: d.judge for d in decisions if d.judge is not None}
 
 
-__all__ = ["STATES", "decide_with_judge", "decision_request", "judged_decision", "parse_decision", "recordings"]
+def stored_judgements(trajectory: Trajectory) -> dict[int, DecisionJudgement]:
+    """The judgements recorded on ``trajectory`` (:data:`PROVENANCE_KEY`), by step; {} for a record without
+    them (older records). An entry that does not read as a judgement is left out, never guessed at."""
+    raw = trajectory.provenance.get(PROVENANCE_KEY)
+    out: dict[int, DecisionJudgement] = {}
+    if not isinstance(raw, Mapping):
+        return out
+    for key, value in raw.items():
+        try:
+            out[int(key)] = DecisionJudgement.model_validate(value)
+        except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+            continue
+    return out
+
+
+def with_judgements(trajectory: Trajectory, decisions: list[Decision]) -> Trajectory:
+    """``trajectory`` (a copy) with the judgements in ``decisions`` stored under :data:`PROVENANCE_KEY`
+    (replacing any stored before), so :func:`recorded_decisions` and the adjudication read them."""
+    kept = {str(step): judgement.model_dump(mode="json") for step, judgement in sorted(recordings(decisions).items())}
+    provenance = {k: v for k, v in trajectory.provenance.items() if k != PROVENANCE_KEY}
+    if kept:
+        provenance[PROVENANCE_KEY] = kept
+    return trajectory.model_copy(update={"provenance": provenance})
+
+
+def recorded_decisions(trajectory: Trajectory) -> list[Decision]:
+    """Every agent step's decision from the record alone: rules plus the judgements stored on it, never a
+    live call. A stored judgement whose step or prompt changed since (a ``PromptDrift``) is not served: that
+    step keeps the rules' decision, with the drift named in its rule. The one reader for every consumer."""
+    stored = stored_judgements(trajectory)
+    out: list[Decision] = []
+    for step in trajectory.steps:
+        if step.kind != "agent":
+            continue
+        decision = decide_step(step, trajectory)
+        kept = stored.get(step.index)
+        if kept is not None and judgeable(decision, final=True):
+            try:
+                decision = _replay(trajectory, step, kept)
+            except PromptDrift as exc:
+                decision = decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"})
+        out.append(decision)
+    return out
+
+
+class Counting:
+    """A responder that counts the calls it forwards (``failforge decide`` reports them; a replay makes 0)."""
+
+    def __init__(self, inner: Responder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        return self.inner(body)
+
+
+def decide_record(trajectory: Trajectory, judge: Responder | None, *, model: str, final: bool = True) -> tuple[Trajectory, list[Decision]]:
+    """One record judged (``failforge decide``): the judgements already stored on it replayed (``PromptDrift``
+    when its step changed), the other judgeable steps asked of ``judge`` live, all of them stored back on a copy."""
+    decided = decide_with_judge(trajectory, judge, model=model, recorded=stored_judgements(trajectory), record_id=trajectory.id, final=final)
+    return with_judgements(trajectory, decided), decided
+
+
+def decision_label(decision: Decision) -> str:
+    """``5 refuse`` for a rules decision, ``5 refuse (judge)`` for a judged one: how the report shows it."""
+    return f"{decision.step} {decision.state}" + (" (judge)" if decision.method == "judge" else "")
+
+
+__all__ = ["PROVENANCE_KEY", "STATES", "Counting", "decide_record", "decide_with_judge", "decision_request", "judgeable", "decision_label", "judged_decision", "parse_decision",
+           "recorded_decisions", "recordings", "stored_judgements", "with_judgements"]

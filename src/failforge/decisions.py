@@ -3,7 +3,10 @@ on the step's form, and a gold label's decisive step gets a primary error source
 
 The states are the AgentAtlas auditor's (arXiv 2605.20530). The rules decide only where the step's form
 decides; anything else is ``undecided``, and :mod:`failforge.decision_judge` may then ask a recorded judge
-(rules first, the judge only for those steps). In order, first match wins, for an agent step:
+(rules first, the judge only for those steps, and with ``final`` for the fallback ``stop`` of the last step).
+Consumers read a run's decisions through :func:`failforge.decision_judge.recorded_decisions` (these rules plus
+the judgements recorded on the record); :func:`decisions` here is the rules alone. In order, first match wins,
+for an agent step:
 
 ===========  ==============================================================================================
 state        rule

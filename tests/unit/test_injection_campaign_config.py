@@ -54,6 +54,7 @@ def test_injections_change_the_hash_and_leave_campaigns_without_them_as_they_wer
     data = plain.model_dump(mode="json", exclude={"output", "pools"})
     data.update(executor="local", ray_address=None, concurrency=1)
     data.pop("agent_cmd")
+    data.pop("decision_judge")
     data["plan"].pop("injections")
     assert plain.config_hash() == canonical_hash(json.loads(redact(json.dumps(data))))[:16]
     assert config_module.InjectionsConfig().attacks == ["important_instructions"]

@@ -181,6 +181,11 @@ class CampaignConfig(_Section):
         description="seeds of the external harness: the agent command to run instead of the one they recorded (the script moved, another venv); "
                     "the requests it sends must still be the recorded ones, or replay drifts",
     )
+    decision_judge: ModelEndpoint | None = Field(
+        default=None,
+        description="a recorded judge for the control decisions the rules leave open (as `failforge decide`): at settle every gold record "
+                    "gets its judgements attached (provenance decision_judgements) and is adjudicated again; None: rules only",
+    )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
@@ -236,6 +241,8 @@ class CampaignConfig(_Section):
         data.update(executor="local", ray_address=None, concurrency=1)  # where and how many at once decide no record either: hashed as the defaults
         if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
             data.pop("agent_cmd", None)
+        if data.get("decision_judge") is None:  # likewise
+            data.pop("decision_judge", None)
         if data["plan"].get("injections") is None:  # likewise
             data["plan"].pop("injections", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]

@@ -7,7 +7,8 @@ import json
 import os
 import platform
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from failforge.campaign._ledger import Ledger
 from failforge.campaign._lock import CampaignLock
 from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
+from failforge.decide import decide_and_adjudicate
 from failforge.decisions import with_source_and_impact
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.images import ImageMissing
@@ -186,6 +188,35 @@ class CircuitBreaker:
         return self.threshold > 0 and self.streak >= self.threshold
 
 
+@contextmanager
+def _decision_judge(config: CampaignConfig) -> Iterator[Any]:
+    """The campaign's decision judge (an HTTP client to ``config.decision_judge``) for the run, closed after; None without one."""
+    if config.decision_judge is None:
+        yield None
+        return
+    from failforge.llm import HttpUpstream
+
+    endpoint = config.decision_judge
+    upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts)
+    try:
+        yield upstream
+    finally:
+        upstream.close()
+
+
+def judged_gold(record: Trajectory, judge: Any, model: str) -> Trajectory:
+    """A gold record with the decision judge's judgements attached and adjudicated again (as ``failforge decide``),
+    and ``provenance["decision_judge"]`` saying which model judged how many steps. A judge that fails (down,
+    an answer that does not read) costs the judgements, never the gold: the record is written as it was, with
+    the error in ``provenance["decision_judge"]``, and ``failforge decide`` can judge it later."""
+    try:
+        judged, decided = decide_and_adjudicate(record, judge, model=model)
+    except Exception as exc:  # noqa: BLE001 - any judge failure: the gold line is still written, the error kept beside it
+        return record.model_copy(update={"provenance": {**record.provenance, "decision_judge": {"model": model, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}}})
+    steps = sorted(d.step for d in decided if d.judge is not None)
+    return judged.model_copy(update={"provenance": {**judged.provenance, "decision_judge": {"model": model, "judged_steps": steps}}})
+
+
 def run_campaign(
     config: CampaignConfig,
     resolved: ResolvedModels,
@@ -213,9 +244,8 @@ def run_campaign(
             f"nothing to do: {len(seeds)} usable seed(s) in {', '.join(config.seeds)} gave no attempt"
             + (f" ({len(summary.bad_seeds)} skipped: {summary.bad_seeds[0]}{' ...' if len(summary.bad_seeds) > 1 else ''})" if summary.bad_seeds else "")
         )
-    redactor = Redactor.for_run(
-        [e.api_key_env for e in (resolved.agent, resolved.guide)], [e.base_url for e in (resolved.agent, resolved.guide)]
-    )
+    endpoints = [resolved.agent, resolved.guide, *([config.decision_judge] if config.decision_judge else [])]
+    redactor = Redactor.for_run([e.api_key_env for e in endpoints], [e.base_url for e in endpoints])
     config_hash = config.config_hash()
     provenance = {
         "failforge_version": __version__,
@@ -225,7 +255,7 @@ def run_campaign(
         "cache_keys": [],
     }
     out.mkdir(parents=True, exist_ok=True)
-    with CampaignLock(out):
+    with CampaignLock(out), _decision_judge(config) as judge:
         ledger = Ledger(out / LEDGER)
         manifest: dict[str, Any] = {}
         try:
@@ -267,7 +297,10 @@ def run_campaign(
                     return  # an executor must not hand back one attempt twice; never write it twice
                 done_now.add(attempt_id)
                 if result.status == "gold" and isinstance(result.record, Trajectory):
-                    result = AttemptResult("gold", with_source_and_impact(result.record))  # error source and impact on the label
+                    gold = with_source_and_impact(result.record)  # error source and impact on the label
+                    if judge is not None and config.decision_judge is not None:
+                        gold = judged_gold(gold, judge, config.decision_judge.model)  # the decision judge's judgements, re-adjudicated
+                    result = AttemptResult("gold", gold)
                 try:
                     append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
                 except ImageMissing as exc:  # e.g. a Ray worker on another node stored its screenshots there: retried, not fatal

@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from failforge.decisions import decisions
+from failforge.decision_judge import decision_label, recorded_decisions
 from failforge.report._dataset import Dataset, Record, prefix_hash
 from failforge.trajectory import Step, Trajectory
 
@@ -110,7 +110,8 @@ def render_record(ds: Dataset, record: Record) -> Group:
 def _behaviour_lines(branch: Trajectory | None) -> list[Text]:
     """What the record shows beyond an agent's own error: its behaviour, the components and chains of its
     label, the injection, the run's five-outcome class with the evidence's reason, and the control decision
-    of each agent step from the decisive one on (by rules: failforge.decisions)."""
+    of each agent step from the decisive one on (rules plus the judgements recorded on the record,
+    failforge.decision_judge.recorded_decisions; a judged state reads ``5 refuse (judge)``)."""
     if branch is None:
         return []
     lines: list[Text] = []
@@ -128,9 +129,10 @@ def _behaviour_lines(branch: Trajectory | None) -> list[Text]:
         lines.append(Text.assemble(("outcome: ", "bold"), (branch.adjudication.outcome, "bold"), f" ({branch.adjudication.adjudicator})",
                                    f": {why}" if why else ""))
     start = label.decisive_step if label is not None else 0
-    decided = [d for d in decisions(branch) if d.step >= start]
+    decided = [d for d in recorded_decisions(branch) if d.step >= start]
     if decided:
-        lines.append(Text.assemble(("control decisions (rules): ", "bold"), " · ".join(f"{d.step} {d.state}" for d in decided[:12])))
+        how = "rules + recorded judge" if any(d.method == "judge" for d in decided) else "rules"
+        lines.append(Text.assemble((f"control decisions ({how}): ", "bold"), " · ".join(decision_label(d) for d in decided[:12])))
     return lines
 
 

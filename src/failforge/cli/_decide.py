@@ -1,0 +1,66 @@
+"""``failforge decide``: the recorded control-decision judge run over a file of trajectories.
+
+Shaped like ``failforge attach-audit`` (records in, the same records out with what was recorded attached) and
+``failforge attribute``'s endpoint options. Each trajectory's agent steps are decided by rules; the steps the
+rules leave undecided, and the final answer the rules call ``stop`` only by the fallback row, go to the judge
+(:mod:`failforge.decision_judge`); the judgements are stored on the record (``provenance["decision_judgements"]``)
+and a record that had an adjudication is adjudicated again from the record (a judged refusal can now count).
+Run on its own output it replays every judgement at zero model calls; a record whose step changed since it
+was judged is a ``PromptDrift``, reported on one line and left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from failforge.cli._app import _endpoint, app, console, out
+from failforge.errors import PromptDrift, SeedFormatError
+
+
+@app.command("decide")
+def decide(
+    records: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="trajectories (seeds, gold, branches) as JSONL")],
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (without it: recorded judgements replay, nothing new is judged)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="judge model name (with --base-url)")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the judge's API key")] = "OPENAI_API_KEY",
+    output: Annotated[Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")] = Path("decided.jsonl"),
+) -> None:
+    """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements attached."""
+    from failforge.decide import decide_and_adjudicate
+    from failforge.decision_judge import Counting
+    from failforge.llm import HttpUpstream
+    from failforge.trajectory import Trajectory, iter_jsonl, write_jsonl
+
+    endpoint = _endpoint(base_url, model, api_key_env)
+    upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts) if endpoint else None
+    judge = Counting(upstream) if upstream is not None else None
+    written: list[Trajectory] = []
+    problems = judged = replayed = 0
+    try:
+        for item in iter_jsonl(records):
+            if isinstance(item, SeedFormatError):
+                console.print(f"[yellow]skipped[/] {item}")
+                problems += 1
+                continue
+            try:
+                record, decided = decide_and_adjudicate(item, judge, model=model or "")
+            except PromptDrift as exc:
+                console.print(f"[yellow]skipped[/] record {exc.trajectory_id} step {exc.step}: {exc.message}")
+                problems += 1
+                continue
+            judged += sum(1 for d in decided if d.judge is not None)
+            written.append(record)
+    finally:
+        if upstream is not None:
+            upstream.close()
+    calls = judge.calls if judge is not None else 0
+    replayed = judged - calls
+    if written:
+        write_jsonl(output, written)
+    out.print(f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed} replayed); {problems} skipped")
+    if not written:
+        console.print(f"[red]nothing written[/]: no record of {records} could be decided")
+        raise typer.Exit(1)
