@@ -184,7 +184,8 @@ def _released_label(annotation: dict[str, Any]) -> tuple[Any, ...]:
     def cid(part: Any) -> Any:
         return part.get("component_id") if isinstance(part, dict) else part
 
-    chains = annotation.get("chains") if isinstance(annotation.get("chains"), dict) else {}
+    found = annotation.get("chains")
+    chains: dict[str, Any] = found if isinstance(found, dict) else {}
     return (annotation.get("target_type"), cid(annotation.get("target")), cid(annotation.get("primary_attribution")),
             list(chains.get("attack") or []), list(chains.get("execution") or []))
 
