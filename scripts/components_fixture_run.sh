@@ -24,7 +24,8 @@ for method in incremental leave-one-out; do
   python3 - "$method" <<'PY'
 import json, sys
 m = json.load(open(f"score-{sys.argv[1]}.json"))["components"]["overall"]
-print(f"{sys.argv[1]}: N {m['n']} top-1 {m['top1']} top-3 {m['top3']} MRR {m['mrr']}")
+print(f"{sys.argv[1]}: N {m['n']} top-1 {m['top1']} top-3 {m['top3']} MRR {m['mrr']}"
+      f" attack F1 {m['attack_chain']['f1']} exec F1 {m['execution_chain']['f1']}")
 PY
 done
 echo "outputs: $out"

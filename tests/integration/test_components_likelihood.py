@@ -8,6 +8,7 @@ import pytest
 
 from failforge.attribution import summarise
 from failforge.attribution._component_metrics import component_report
+from failforge.attribution._components import ComponentLabel, check_label
 from failforge.attribution._likelihood import TokenScorer, target_and_candidates
 from failforge.attribution._predictions import load_predictions
 from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
@@ -49,3 +50,13 @@ def test_incremental_and_loo_rank_the_candidates_and_score_reads_the_ranking(rec
         assert p.ranking == sorted(scores, key=lambda c: (-scores[c], c))  # type: ignore[operator]
         report = component_report([record], predictions)
         assert report is not None and report["overall"]["mrr"] == (1.0 if p.ranking[0] == "C1" else 0.5)  # type: ignore[index]
+        # The chains: the other candidate joins when its score is positive and at least half the primary's,
+        # before the primary (attack) or after it (execution); they pass the importer's chain checker.
+        primary, other = p.ranking  # type: ignore[misc]
+        joins = scores[primary] > 0 and scores[other] > 0 and scores[other] >= 0.5 * scores[primary]  # type: ignore[operator]
+        order = record.component_order()
+        before = [other] if joins and order.index(other) < order.index(primary) else []
+        assert (p.attack_chain, p.execution_chain, p.chain_threshold) == (before, [other] if joins and not before else [], 0.5)
+        check_label(record.component_order(), ComponentLabel(target_type=record.components.target_type, target="C2", primary=primary,
+                                                             attack_chain=p.attack_chain, execution_chain=p.execution_chain))
+        print(method, {c: round(v, 4) for c, v in scores.items()}, p.ranking, p.attack_chain, p.execution_chain)  # type: ignore[union-attr]

@@ -115,7 +115,7 @@ def run_session(worker: Worker, attempt: str, record: LabelledFailure, recorded:
         attempt_id=attempt, record_id=record.id, method=env.key, agent=outcome.agent, step=outcome.step, mode=outcome.mode,
         step_text=outcome.step_text, description=outcome.description, reply=outcome.reply,
         replies=list(judge.replies) if judge else [], problems=outcome.problems, step_scores=outcome.step_scores, ranking=outcome.ranking,
-        audit=outcome.audit,
+        attack_chain=outcome.attack_chain, execution_chain=outcome.execution_chain, chain_threshold=outcome.chain_threshold, audit=outcome.audit,
         calls=judge.calls if judge else 0, live_calls=judge.live_calls if judge else 0,
         prompt_tokens=judge.prompt_tokens if judge else 0, completion_tokens=judge.completion_tokens if judge else 0,
         seconds=round(time.perf_counter() - t0, 3),

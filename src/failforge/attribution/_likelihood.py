@@ -18,7 +18,25 @@ component's text (the unsafe call, the refusal, the task-aligned action), the ca
 components strictly before it in position order (a system message included, as the release numbers
 it), and nothing after the target is in any context. The prediction also carries ``ranking``, every
 candidate component id by descending score (earliest first on ties), which ``failforge score`` reads
-for top-k and MRR.
+for top-k and MRR, and the two chains, derived from the same scores by :func:`derive_chains` (seed system
+1: "threshold c_j, then split the ranked components by the position rules"):
+
+- the predicted primary is the top of the ranking;
+- a candidate is *kept* when ``c_j > 0`` and ``c_j >= tau * c_primary`` (``tau`` = :data:`CHAIN_TAU`,
+  0.5, recorded on every such prediction as ``chain_threshold``); when ``c_primary <= 0`` nothing is kept;
+- the kept candidates strictly before the primary, in position order, are the attack chain; those after
+  it (all candidates lie before the target, so: strictly between the primary and the target) are the
+  execution chain; neither holds the primary or the target. The result is checked with the importer's
+  own :func:`~failforge.attribution._components.check_label`, so a predicted chain obeys the same rules as
+  gold.
+
+Why this rule: ``c_j`` are log-probability gains (incremental: nats of the whole target; leave-one-out:
+nats per target token), so an absolute cut-off would mean something different for each method, target
+length and model. A ratio to the primary's own gain is scale-free (the same chains under any positive
+rescaling of the scores) and keeps its one meaningful origin: ``c_j <= 0`` means the component made the
+target no more likely, which is no cause at all. ``tau = 0.5`` reads "at least half as influential as
+the primary". It is a module constant because neither the method registry nor ``failforge attribute``
+passes method options; a plugin may subclass a method and set ``chain_tau``.
 
 Log-probabilities come from the embedded SmolLM2-135M GGUF run in-process by llama-cpp-python
 (``Llama(model_path=local_model_path(), logits_all=True)``): ``eval`` keeps a KV cache, and rewinding
@@ -32,10 +50,16 @@ task + steps + target fit the context window; the cut is recorded on the predict
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
+from failforge.attribution._components import ChainError, ComponentLabel, check_label
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._record import LabelledFailure
+
+#: tau of the chain rule (see the module docstring): a candidate joins a chain when its contribution is
+#: positive and at least ``CHAIN_TAU`` times the primary's.
+CHAIN_TAU = 0.5
 
 
 class TokenScorer:
@@ -149,7 +173,26 @@ def target_and_candidates(record: LabelledFailure) -> tuple[list[int], int]:
     return [i for i in record.candidate_steps() if i != len(record.steps) - 1], len(record.steps) - 1
 
 
-def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]) -> Outcome:
+def derive_chains(ids: Sequence[str], scores: Sequence[float], tau: float = CHAIN_TAU) -> tuple[list[str], list[str], list[str]]:
+    """(ranking, attack chain, execution chain) from the candidates ``ids`` in position order and their
+    contributions ``scores``. The ranking is by descending score, earliest first on ties; its head is the
+    primary. Kept: ``c_j > 0 and c_j >= tau * c_primary`` (nothing when ``c_primary <= 0``); kept ids before
+    the primary form the attack chain, after it the execution chain, each in position order."""
+    if len(ids) != len(scores):
+        raise ValueError(f"{len(ids)} candidates but {len(scores)} scores")
+    if not 0 <= tau <= 1:
+        raise ValueError(f"chain threshold tau must be in [0, 1], got {tau}")
+    order = sorted(range(len(ids)), key=lambda k: (-scores[k], k))
+    ranking = [ids[k] for k in order]
+    if not order:
+        return ranking, [], []
+    top = order[0]
+    best = scores[top]
+    kept = [k for k in range(len(ids)) if k != top and best > 0 and scores[k] > 0 and scores[k] >= tau * best]
+    return ranking, [ids[k] for k in kept if k < top], [ids[k] for k in kept if k > top]
+
+
+def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float], tau: float = CHAIN_TAU) -> Outcome:
     per_step: list[float | None] = [None] * len(record.steps)
     for i, s in zip(candidates, scores, strict=False):
         per_step[i] = s
@@ -159,8 +202,17 @@ def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]
     step = candidates[best]
     out = Outcome(agent=record.author(step), step=step, step_text=str(step), step_scores=per_step)
     if record.components is not None:
-        order = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
-        out.ranking = [str(record.steps[candidates[k]].component) for k in order]
+        ids = [str(record.steps[i].component) for i in candidates]
+        out.ranking, attack, execution = derive_chains(ids, scores, tau)
+        label = ComponentLabel(target_type=record.components.target_type, target=record.components.target, primary=out.ranking[0],
+                               attack_chain=attack, execution_chain=execution)
+        try:
+            check_label(record.component_order(), label)
+        except ChainError as exc:  # cannot happen for candidates before the target; never write a chain that breaks a rule
+            out.problems.append(f"derived chains dropped, they break a chain rule: {exc}")
+        else:
+            out.attack_chain, out.execution_chain = attack, execution
+        out.chain_threshold = tau
         return out
     if record.gold.step == len(record.steps) - 1:
         out.problems.append("the gold step is the target step itself, which these methods cannot name")
@@ -170,13 +222,14 @@ def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]
 class _Likelihood:
     kind = "likelihood"
     which = ""
+    chain_tau = CHAIN_TAU
 
     def predict(self, ctx: MethodContext) -> Outcome:
         scorer: Any = ctx.scorer
         if scorer is None:
             raise RuntimeError("likelihood methods need a TokenScorer in the context")
         candidates, scores = getattr(scorer, self.which)(ctx.record)
-        return _outcome(ctx.record, candidates, scores)
+        return _outcome(ctx.record, candidates, scores, self.chain_tau)
 
 
 @methods.register("incremental", description="gain in log p(last step) as each earlier step is added (llama.cpp log-probs)")

@@ -40,6 +40,9 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     step_scores: list[float | None] | None = None
     ranking: list[str] | None = None
+    attack_chain: list[str] | None = None
+    execution_chain: list[str] | None = None
+    chain_threshold: float | None = None
     audit: Audit | None = None
 
 

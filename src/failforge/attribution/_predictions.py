@@ -31,6 +31,7 @@ class Prediction(BaseModel):
     ranking: list[str] | None = Field(default=None, description="component ids, most likely primary first (component-level methods)")
     attack_chain: list[str] | None = Field(default=None, description="predicted attack chain (component ids, in order)")
     execution_chain: list[str] | None = Field(default=None, description="predicted execution chain (component ids, in order)")
+    chain_threshold: float | None = Field(default=None, description="likelihood methods: tau of the chain rule (kept: c_j > 0 and c_j >= tau * c_primary)")
     audit: Audit | None = Field(default=None, description="auditor: its whole validated output (decision map, O/C/T, source, impact)")
     calls: int = 0
     live_calls: int = 0
