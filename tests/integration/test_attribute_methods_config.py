@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,46 @@ def test_methods_config_and_method_are_mutually_exclusive(tmp_path: Path) -> Non
     result = _cli("attribute", "records.jsonl", "--methods-config", "methods.yaml", "--method", "random", cwd=tmp_path)
     assert result.returncode != 0
     assert "cannot be combined with --method" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_killed_mid_run_then_run_again_resumes_every_folder(tmp_path: Path) -> None:
+    """SIGKILL while the auditor's 4th call is in flight: the rerun finishes the auditor's folder (3 done
+    before, 4 live calls: the unanswered one again and the 3 left) and then runs all-at-once (7 calls)."""
+    ww, _ = summarise(importers.get("whowhen")(FIXTURES / "who_and_when" / "Algorithm-Generated"))
+    gold, _ = summarise(importers.get("failforge")(FIXTURES / "failforge_gold.jsonl"))
+    records = [*ww[:4], *gold[:3]]
+    write_records(tmp_path / "records.jsonl", records)
+    audit, asked, release = auditor_judge(records), threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def blocking(body: dict[str, Any]) -> tuple[str | None, None]:
+        seen.append(1)
+        if len(seen) == 4:
+            asked.set()
+            release.wait(60)
+        return audit(body)
+
+    with LoopbackModelServer(policy=blocking) as a, LoopbackModelServer(policy=_all_at_once_judge(records)) as b:
+        (tmp_path / "methods.yaml").write_text(
+            "runs:\n"
+            f"  - {{name: audit, method: auditor, endpoint: {{base_url: '{a.base_url}', model: judge-a, api_key_env: JUDGE_A_KEY}}}}\n"
+            f"  - {{method: all-at-once, endpoint: {{base_url: '{b.base_url}', model: judge-b, api_key_env: JUDGE_B_KEY}}}}\n", encoding="utf-8")
+        env = dict(os.environ, COLUMNS="200", PYTHONHASHSEED="0")
+        args = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--methods-config", "methods.yaml", "-o", "runs"]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            assert asked.wait(300), "the auditor's 4th call never came"
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+            release.set()
+        assert (len(seen), b.counts["ok"]) == (4, 0)
+        again = _cli("attribute", "records.jsonl", "--methods-config", "methods.yaml", "-o", "runs", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert (len(seen), b.counts["ok"]) == (8, 7)
+    first_runs = json.loads((tmp_path / "runs" / "audit" / "manifest.json").read_text())["runs"]
+    assert [(r["done_before"], r["predicted"], r["live_calls"]) for r in first_runs] == [(3, 4, 4)]
+    for folder in ("audit", "all-at-once"):
+        predictions, _ = load_predictions(tmp_path / "runs" / folder / "predictions.jsonl")
+        assert sorted(p.record_id for p in predictions) == sorted(r.id for r in records)
+    assert len((tmp_path / "runs" / "audit" / "calls.jsonl").read_text().splitlines()) == 7
