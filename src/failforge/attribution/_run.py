@@ -166,11 +166,13 @@ def run_attribution(
     recording: Path | None = None,
     retry_failed: bool = False,
     on_progress: Callable[[str, RunSummary], None] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Run ``config.method`` over ``records`` into ``output`` (see the module docstring).
 
     The judge: ``upstream`` (an open client, for the thread executor) and/or ``endpoint`` (what worker
     processes and Ray tasks open their own client to; a thread run opens it when ``upstream`` is not given).
+    ``provenance``: where the run's configuration came from (a methods config, secrets removed), kept in the manifest.
     """
     started = time.perf_counter()
     info = methods.info(config.method)
@@ -223,7 +225,7 @@ def run_attribution(
                 worker.close()
             ledger.close()
         summary.seconds = round(time.perf_counter() - started, 3)
-        _manifest(output, config, kind, summary, info, recording)
+        _manifest(output, config, kind, summary, info, recording, provenance)
     return summary
 
 
@@ -267,7 +269,8 @@ def _scorer(config: AttributeConfig) -> Any:
     return TokenScorer(n_ctx=lk.n_ctx, n_threads=lk.n_threads, max_step_tokens=lk.max_step_tokens, max_target_tokens=lk.max_target_tokens)
 
 
-def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSummary, info: Any, recording: Path | None) -> None:
+def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSummary, info: Any, recording: Path | None,
+              provenance: dict[str, Any] | None = None) -> None:
     from failforge import __version__
 
     path = output / MANIFEST
@@ -287,4 +290,6 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
         "method_module": info.module,
         "runs": runs,
     }
+    if provenance is not None:
+        manifest["provenance"] = provenance
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

@@ -110,7 +110,8 @@ def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], so
 @app.command()
 def attribute(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
-    method: Annotated[str, typer.Option("--method", "-m", help="all-at-once, step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, auditor, incremental, leave-one-out")] = "all-at-once",
+    method: Annotated[Optional[str], typer.Option("--method", "-m", help="all-at-once (default), step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, auditor, incremental, leave-one-out")] = None,
+    methods_config: Annotated[Optional[Path], typer.Option("--methods-config", help="a YAML file of runs (method, judge endpoint, executor, workers), each run into OUTPUT/<name>/; instead of --method")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
     menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
@@ -134,41 +135,95 @@ def attribute(
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")] = False,
     subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")] = None,
 ) -> None:
-    """Run an attribution method over labelled failures; every judge call is recorded for replay."""
+    """Run an attribution method (or a methods config of several) over labelled failures; every judge call is recorded for replay."""
     from failforge.attribution._dispatch import EXECUTORS
     from failforge.attribution._methods import methods
     from failforge.attribution._prompts import PromptConfig
-    from failforge.attribution._run import AttributeConfig, LikelihoodConfig, run_attribution
+    from failforge.attribution._run import AttributeConfig, LikelihoodConfig
+    from failforge.llm import ModelEndpoint
 
-    kind = methods.get(method).kind
+    if methods_config is not None:
+        given = [flag for flag, value in (("--method", method), ("--base-url", base_url), ("--model", model), ("--recording", recording)) if value is not None]
+        if given:
+            raise ConfigError(f"--methods-config names each run's method and judge; it cannot be combined with {', '.join(given)}")
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor {executor}: unknown (known: {', '.join(EXECUTORS)})")
     if paraphrased_menu and not menu:
         raise ConfigError("--paraphrased-menu rewords the menu; it cannot be combined with --free-text (no menu)")
+    plan = _methods_plan(methods_config) if methods_config is not None else None
+    if plan is None:
+        methods.get(method or "all-at-once")  # an unknown method: one line naming the known ones, before any record is read
+    if recording is not None and not (recording / "calls.jsonl").exists():
+        raise ConfigError(f"{recording}: no calls.jsonl (not an attribution run folder with a recording)")
     skipped: list[str] = []
     every = _records(records_path, skipped)
     records = _pick(_subset_members(subset, every) if subset is not None else every, limit, ids, source)
-    endpoint = _endpoint(base_url, model, api_key_env)
-    config = AttributeConfig(
-        method=method, seed=seed, max_tokens=max_tokens, concurrency=concurrency, executor=executor, ray_address=ray_address,
-        prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
-        likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
-    )
-    if recording is not None and not (recording / "calls.jsonl").exists():
-        raise ConfigError(f"{recording}: no calls.jsonl (not an attribution run folder with a recording)")
 
-    def go(upstream: Any, endpoint: Any = None) -> Any:
+    def config_of(name: str, run_executor: str, workers: int) -> AttributeConfig:
+        return AttributeConfig(
+            method=name, seed=seed, max_tokens=max_tokens, concurrency=workers, executor=run_executor, ray_address=ray_address,  # type: ignore[arg-type]
+            prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
+            likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
+        )
+
+    if plan is None:
+        config = config_of(method or "all-at-once", executor, concurrency)
+        summary = _run_method(records, config, output, _endpoint(base_url, model, api_key_env), recording, retry_failed, n_ctx, timeout)
+        _summary_table(summary, output)
+        unread = summary.unread_lines
+    else:
+        methods_file, loaded = plan
+        provenance = loaded.provenance(methods_file)
+        unread = []
+        done: list[tuple[str, Any, Path]] = []
+        for entry in loaded.runs:
+            folder = output / entry.folder
+            config = config_of(entry.method, entry.executor or executor, entry.workers or concurrency)
+            endpoint = ModelEndpoint(**entry.endpoint.model_dump()) if entry.endpoint is not None else None
+            console.print(f"[bold]{entry.folder}[/]: {entry.method} -> {folder}")
+            summary = _run_method(records, config, folder, endpoint, None, retry_failed, n_ctx, timeout,
+                                  provenance={"methods_config": provenance, "run": entry.folder}, label=entry.folder)
+            unread += summary.unread_lines
+            done.append((entry.folder, summary, folder))
+        for name, summary, folder in done:
+            out.print(f"{name}: {summary.method} · records {summary.planned} · resumed {summary.done_before} · predicted {summary.predicted} · "
+                      f"failed {summary.failed} · live calls {summary.live_calls} · replayed {summary.replayed_calls} · "
+                      f"tokens {summary.prompt_tokens + summary.completion_tokens} · {summary.seconds}s · {folder}")
+    for line in unread:
+        console.print(f"[yellow]skipped recorded call[/] {line}")
+    if skipped or unread:
+        raise typer.Exit(1)
+
+
+def _methods_plan(path: Path) -> tuple[Path, Any]:
+    from failforge.attribution._methods_config import load_methods_config
+
+    return path, load_methods_config(path)
+
+
+def _run_method(records: list[Any], config: Any, output: Path, endpoint: Any, recording: Optional[Path], retry_failed: bool, n_ctx: int,
+                timeout: float, *, provenance: Optional[dict[str, Any]] = None, label: Optional[str] = None) -> Any:
+    """One method's run through :func:`run_attribution`, with a progress bar (or log lines) and its judge
+    opened: ``endpoint``, else the embedded local model; a recording or a baseline opens none."""
+    from failforge.attribution._methods import methods
+    from failforge.attribution._run import run_attribution
+
+    kind = methods.get(config.method).kind
+    name = label or config.method
+
+    def go(endpoint: Any = None) -> Any:
         with _progress() as progress:
-            bar = progress.add_task(config.method, total=len(records), status="")
+            bar = progress.add_task(name, total=len(records), status="")
             line = ProgressLine(total=len(records), every=0 if console.is_terminal else 10.0)
 
             def on_progress(attempt: str, summary: Any) -> None:
                 status = line.update(summary.done_before, summary.predicted + summary.failed, f"failed {summary.failed} · live calls {summary.live_calls}")
                 progress.update(bar, completed=line.done, status=status)
                 if line.due():  # a log, not a terminal: one plain line every few seconds instead of a bar
-                    console.print(f"{config.method}: {status}")
+                    console.print(f"{name}: {status}")
 
-            return run_attribution(records, config, output, upstream=upstream, endpoint=endpoint, recording=recording, retry_failed=retry_failed, on_progress=on_progress)
+            return run_attribution(records, config, output, upstream=None, endpoint=endpoint, recording=recording, retry_failed=retry_failed,
+                                   on_progress=on_progress, provenance=provenance)
 
     if kind == "judge" and recording is None:
         from failforge.campaign import open_models
@@ -176,12 +231,14 @@ def attribute(
         with open_models(endpoint, None, n_ctx=n_ctx) as resolved:
             config.judge_model = resolved.agent.model
             config.judge_base_url = resolved.agent.base_url
-            summary = go(None, resolved.agent.model_copy(update={"timeout": timeout}))
-    else:
-        if kind == "judge":
-            previous = read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
-            config.judge_model = (previous.get("config") or {}).get("judge_model") or (endpoint.model if endpoint else None)
-        summary = go(None)
+            return go(resolved.agent.model_copy(update={"timeout": timeout}))
+    if kind == "judge":
+        previous = read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
+        config.judge_model = (previous.get("config") or {}).get("judge_model") or (endpoint.model if endpoint else None)
+    return go()
+
+
+def _summary_table(summary: Any, output: Path) -> None:
     table = Table(title=f"failforge attribute --method {summary.method}")
     table.add_column("what")
     table.add_column("value", justify="right")
@@ -196,10 +253,6 @@ def attribute(
     out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}")
     if (output / "calls.jsonl").exists():
         out.print(f"calls:       {output / 'calls.jsonl'}")
-    for line in summary.unread_lines:
-        console.print(f"[yellow]skipped recorded call[/] {line}")
-    if skipped or summary.unread_lines:
-        raise typer.Exit(1)
 
 
 def _predictions(path: Path, skipped: list[str] | None = None) -> list[Any]:
