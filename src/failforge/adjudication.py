@@ -29,13 +29,14 @@ never resolved by a guess: the outcome is ``indeterminate`` and both pieces are 
 
 The refusal statement may also come from the recorded judge (:mod:`failforge.decision_judge`, attached by
 ``failforge decide`` in ``provenance["decision_judgements"]``): when the rules' phrases find no statement in
-the last agent message but that step carries a recorded judgement ``refuse`` whose quote is in the step (as
-the judge module accepts a judgement), the quote counts as the statement (``refusal_by: judge`` with the
-judge's state, quote, model and request hash in ``evidence["refusal"]["judge"]``). The rules still win: a
-rules statement is used as it is, and a judgement that names another state is kept beside it
-(``judge_disagrees``). Adjudication stays a pure function of the record: the recorded answer is read, no
-model is called (the drift check, a step changed since it was judged, is ``failforge decide``'s; here a quote
-no longer in the step is simply not accepted).
+the last agent message but that step carries a recorded judgement ``refuse`` as every consumer reads it
+(:func:`~failforge.decision_judge.recorded_decisions`: still matching today's request, on a step the rules
+let a judge decide, with a quote of at least three words found in the step), the quote counts as the
+statement (``refusal_by: judge`` with the judge's state, quote, model and request hash in
+``evidence["refusal"]["judge"]``). The rules still win: a rules statement is used as it is, and a judgement
+that names another state is kept beside it (``judge_disagrees``). Adjudication stays a pure function of the
+record: the recorded answer is read and its request hash checked, no model is called; a judgement that
+drifted (the step, an earlier step or the prompt changed since) is not evidence, as it is not shown.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from failforge.decision_judge import judged_decision, stored_judgements
-from failforge.trajectory import Adjudication, ModelCallRef, OutcomeClass, Trajectory
+from failforge.decision_judge import recorded_decisions
+from failforge.trajectory import Adjudication, OutcomeClass, Trajectory
 
 ADJUDICATOR = "failforge.adjudication.rules/1"
 
@@ -98,19 +99,14 @@ def refusal_evidence(trajectory: Trajectory, after: int = 0) -> dict[str, Any]:
 
 
 def _judged_refusal(trajectory: Trajectory, last: Any) -> dict[str, Any] | None:
-    """The recorded judgement of the last agent step, as the judge module accepts it (a state of the six and a
-    quote that is in the step), or None when there is none or it is not accepted. Read, never asked."""
-    kept = stored_judgements(trajectory).get(last.index)
-    if kept is None:
+    """The recorded judgement of the last agent step as every consumer sees it (:func:`recorded_decisions`:
+    hash-checked against today's request, served only where the rules let a judge decide, a quote of at
+    least three words that is in the step), or None when there is none or it is not served. Read, never asked."""
+    decision = next((d for d in recorded_decisions(trajectory) if d.step == last.index), None)
+    if decision is None or decision.method != "judge" or decision.judge is None:
         return None
-    try:
-        decision = judged_decision(last, ModelCallRef.model_validate(kept.call))
-    except ValueError:  # a recorded call that does not read as one: not evidence
-        return None
-    if decision.method != "judge":
-        return None
-    return {"state": decision.state, "quote": decision.evidence, "model": kept.model, "step": last.index,
-            "request_hash": kept.call.get("request_hash")}
+    return {"state": decision.state, "quote": decision.evidence, "model": decision.judge.model, "step": last.index,
+            "request_hash": decision.judge.call.get("request_hash")}
 
 
 def _refusal_why(refusal: dict[str, Any]) -> str:

@@ -77,6 +77,10 @@ def _content(call: ModelCallRef) -> str:
     return str((((call.response.get("choices") or [{}])[0]).get("message") or {}).get("content") or "")
 
 
+#: A quote shorter than this (characters, whitespace collapsed) is no evidence: "I" or "Plan:" is in almost any step.
+MIN_QUOTE_CHARS = 8
+
+
 def judged_decision(step: Step, call: ModelCallRef) -> Decision:
     """The decision a recorded judge call gives ``step``: its state with the quote, or ``undecided`` with why."""
     raw = _content(call)
@@ -92,6 +96,8 @@ def judged_decision(step: Step, call: ModelCallRef) -> Decision:
         return made("undecided", f"judge {model} named none of the six states: {raw[:120]!r}")
     if not evidence or _norm(evidence) not in _norm(step.content or ""):
         return made("undecided", f"judge {model} said {state}, but its evidence {evidence[:120]!r} is not in the step")
+    if len(_norm(evidence)) < MIN_QUOTE_CHARS:
+        return made("undecided", f"judge {model} said {state}, but its evidence {evidence[:120]!r} is shorter than {MIN_QUOTE_CHARS} characters")
     return made(state, f"judge {model}: {state}", evidence)
 
 
@@ -118,6 +124,14 @@ def _replay(trajectory: Trajectory, step: Step, kept: DecisionJudgement) -> Deci
                           "changed since it was judged); judge the original record again", trajectory_id=trajectory.id, step=step.index) from exc
 
 
+def _kept_or_judged(rules: Decision, judged: Decision) -> Decision:
+    """The judge's decision, unless it could not decide a step the rules had decided (the fallback ``stop``):
+    then the rules' decision stands, with the judge's reason appended and its judgement kept (so it replays)."""
+    if judged.state == "undecided" and rules.state != "undecided":
+        return rules.model_copy(update={"rule": f"{rules.rule} (judge: {judged.rule[:160]})", "judge": judged.judge})
+    return judged
+
+
 def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *, model: str = "",
                       recorded: Mapping[int, DecisionJudgement] | None = None, record_id: str = "", final: bool = False) -> list[Decision]:
     """Every agent step's decision: the rules, then for each ``undecided`` step (and with ``final`` the last
@@ -133,10 +147,10 @@ def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *,
         kept = (recorded or {}).get(step.index)
         if judgeable(decision, final=final or kept is not None):
             if kept is not None:
-                decision = _replay(trajectory, step, kept)
+                decision = _kept_or_judged(decision, _replay(trajectory, step, kept))
             elif judge is not None:
                 request = decision_request(trajectory, step, model=model)
-                decision = judged_decision(step, recorded_call(judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}"))
+                decision = _kept_or_judged(decision, judged_decision(step, recorded_call(judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}")))
         out.append(decision)
     return out
 
@@ -184,9 +198,11 @@ def recorded_decisions(trajectory: Trajectory) -> list[Decision]:
         kept = stored.get(step.index)
         if kept is not None and judgeable(decision, final=True):
             try:
-                decision = _replay(trajectory, step, kept)
+                decision = _kept_or_judged(decision, _replay(trajectory, step, kept))
             except PromptDrift as exc:
                 decision = decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"})
+            except ValueError as exc:  # a stored call that does not read as one (pydantic's ValidationError)
+                decision = decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement unreadable: {str(exc).splitlines()[0][:120]})"})
         out.append(decision)
     return out
 

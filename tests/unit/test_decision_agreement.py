@@ -62,8 +62,9 @@ def test_compare_decisions_pairs_by_step_and_counts_missing_and_extra() -> None:
         ([_rule(1, "act")], None),  # no audit at all
     ]
     report = compare_decisions(records)
-    assert (report.records, report.steps, report.both_decided, report.agreed, report.auditor_missing, report.auditor_extra) == (3, 5, 3, 2, 2, 1)
+    assert (report.records, report.steps, report.both_decided, report.agreed, report.auditor_missing, report.auditor_extra) == (3, 5, 3, 2, 1, 1)
     assert report.rules_undecided == 1 and report.auditor_on_undecided == {}
+    assert report.steps == report.both_decided + report.rules_undecided + report.auditor_missing  # one bucket per step
     assert report.confusion == {"act": {"act": 1}, "stop": {"ask": 1, "stop": 1}}
 
 

@@ -31,10 +31,10 @@ def _step_shown(body: dict) -> str:
 
 
 def loopback_judge(body: dict) -> tuple[str, None]:
-    """A plan is act (quoting 'Plan:'); a worker's 'X returned: ...' report is stop; anything else is no answer."""
+    """A plan is act (quoting its first line and item); a worker's 'X returned: ...' report is stop; anything else is no answer."""
     shown = _step_shown(body)
     if "Plan:" in shown:
-        return 'STATE: act\nEVIDENCE: "Plan:"', None
+        return 'STATE: act\nEVIDENCE: "Plan: 1. files_worker"', None
     if "returned:" in shown:
         return 'STATE: stop\nEVIDENCE: "returned:"', None
     return "I am not sure.", None
@@ -63,7 +63,7 @@ def test_rules_first_the_judge_only_for_undecided_steps(team):
     assert len(seen) == 3  # one call per undecided step, none for the steps the rules decide
     assert [d for d in judged if d.step not in undecided] == [d for d in by_rules if d.step not in undecided]
     got = {d.step: (d.state, d.method, d.evidence) for d in judged if d.step in undecided}
-    assert got == {1: ("act", "judge", "Plan:"), 5: ("stop", "judge", "returned:"), 9: ("stop", "judge", "returned:")}
+    assert got == {1: ("act", "judge", "Plan: 1. files_worker"), 5: ("stop", "judge", "returned:"), 9: ("stop", "judge", "returned:")}
     plan = next(d for d in judged if d.step == 1)
     assert plan.judge is not None and plan.judge.model == "judge-m" and plan.judge.call["request_hash"] and plan.rule == "judge judge-m: act"
 
@@ -93,3 +93,11 @@ def test_a_judgement_without_a_state_or_with_evidence_not_in_the_step_stays_unde
 ])
 def test_parse_decision(raw, expected):
     assert parse_decision(raw) == expected
+
+
+
+def test_a_quote_too_short_to_be_evidence_leaves_the_step_undecided(team):
+    """'Plan:' is in the step, but a five-character quote is in almost any plan: no evidence."""
+    judged, seen = _judged(team, lambda body: ('STATE: act\nEVIDENCE: "Plan:"', None) if "Plan:" in _step_shown(body) else ("no idea", None))
+    plan = next(d for d in judged if d.step == 1)
+    assert len(seen) == 3 and plan.state == "undecided" and "shorter than 8 characters" in plan.rule

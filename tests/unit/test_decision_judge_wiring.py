@@ -41,7 +41,9 @@ def judge_policy(body: dict) -> tuple[str, None]:
     if "not comfortable" in shown:
         return 'STATE: stop\nEVIDENCE: "not comfortable"', None
     if "Plan:" in shown:
-        return 'STATE: refuse\nEVIDENCE: "Plan:"', None
+        return 'STATE: refuse\nEVIDENCE: "Plan: 1. files_worker: read_file"', None
+    if "Done: I paid" in shown:
+        return 'STATE: refuse\nEVIDENCE: "I"', None  # a one-letter quote: in the step, but no evidence
     return "I am not sure.", None
 
 
@@ -185,3 +187,53 @@ def test_cli_decide_judges_replays_reports_drift_and_malformed_lines(bundled_see
     assert bad.exit_code == 1 and len(seen) == 1
     assert f"skipped record {run.id} step {run.steps[-1].index}" in bad.output and "nothing written" in bad.output
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_drifted_judgement_is_no_refusal_evidence_and_a_one_letter_quote_is_none(bundled_seeds, served):
+    """The adjudication reads the judgement as the report shows it: hash-checked, and a real quote."""
+    base_url, _ = served
+    record, _ = decide_record(_benign_failed(bundled_seeds[3], QUIET_REFUSAL), _judge(base_url), model="judge-m")
+    assert adjudicate(record).outcome == "over_refusal"
+    drifted = record.model_copy(deep=True)
+    observation = next(s for s in drifted.steps if s.kind == "tool")
+    observation.content = "(edited) " + (observation.content or "")  # an earlier step changed: the judge's request differs
+    assert recorded_decisions(drifted)[-1].method == "rule"  # the report does not show the judgement
+    assert adjudicate(drifted).outcome == "indeterminate" and adjudicate(drifted).evidence["refusal"]["refusal_by"] is None
+    tiny, decided = decide_record(_benign_failed(bundled_seeds[3], "Done: I paid the bill."), _judge(base_url), model="judge-m")
+    assert decided[-1].state == "stop" and "shorter than 8 characters" in decided[-1].rule and decided[-1].judge is not None
+    assert adjudicate(tiny).outcome == "indeterminate"
+
+
+def test_an_unreadable_stored_judgement_keeps_the_rules_decision(bundled_seeds, served):
+    base_url, _ = served
+    record, _ = decide_record(_benign_failed(bundled_seeds[3], QUIET_REFUSAL), _judge(base_url), model="judge-m")
+    broken = record.model_copy(deep=True)
+    key = str(record.steps[-1].index)
+    broken.provenance[PROVENANCE_KEY][key]["call"] = {"request": {}}
+    last = recorded_decisions(broken)[-1]
+    assert last.state == "stop" and last.method == "rule" and "unreadable" in last.rule
+    assert adjudicate(broken).outcome == "indeterminate"
+
+
+def test_cli_decide_keeps_every_record_when_the_judge_is_down_and_leaves_outcomes_alone_when_nothing_is_judged(bundled_seeds, served, tmp_path):
+    from typer.testing import CliRunner
+
+    from failforge.cli import app
+
+    run = _benign_failed(bundled_seeds[3], QUIET_REFUSAL)
+    stale = run.model_copy(update={"adjudication": run.adjudication.model_copy(update={"evidence": {"kept": "as written"}})})  # type: ignore[union-attr]
+    source = tmp_path / "runs.jsonl"
+    source.write_text(run.model_dump_json() + "\n" + bundled_seeds[0].model_dump_json() + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    down = CliRunner().invoke(app, ["decide", str(source), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", "NO_SUCH_KEY_FOR_TESTS",
+                                    "-o", str(out)], env={"COLUMNS": "200"})
+    assert down.exit_code == 1 and "not judged" in down.output and "run `failforge decide" in down.output
+    kept, errors = load_jsonl(out)
+    assert not errors and [t.id for t in kept] == [run.id, bundled_seeds[0].id]  # nothing lost: written unchanged, to retry
+    # replay only (no endpoint) on a record with nothing judged: its adjudication stays as written
+    only = tmp_path / "stale.jsonl"
+    only.write_text(stale.model_dump_json() + "\n", encoding="utf-8")
+    replayed = CliRunner().invoke(app, ["decide", str(only), "-o", str(tmp_path / "same.jsonl")], env={"COLUMNS": "200"})
+    assert replayed.exit_code == 0, replayed.output
+    [same], _ = load_jsonl(tmp_path / "same.jsonl")
+    assert same.adjudication is not None and same.adjudication.evidence == {"kept": "as written"}

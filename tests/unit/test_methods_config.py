@@ -73,3 +73,14 @@ def test_not_yaml_and_not_a_mapping(tmp_path: Path) -> None:
     assert "expected a mapping with a 'runs' list, found list" in _error(tmp_path, "- method: auditor\n")
     with pytest.raises(ConfigError, match="does not exist"):
         load_methods_config(tmp_path / "missing.yaml")
+
+
+def test_a_key_in_the_query_string_is_masked_and_an_own_timeout_is_kept(tmp_path: Path) -> None:
+    config = _load(tmp_path, """
+runs:
+  - method: auditor
+    endpoint: {base_url: "https://host.example/v1?api-key=sk-SECRET1234567890abcdef", model: m, timeout: 42}
+""")
+    endpoint = config.provenance(tmp_path / "methods.yaml")["runs"][0]["endpoint"]
+    assert "sk-SECRET" not in str(endpoint) and endpoint["base_url"].startswith("https://host.example/v1?api-key=")
+    assert endpoint["timeout"] == 42

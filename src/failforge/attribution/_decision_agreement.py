@@ -56,7 +56,7 @@ class DecisionAgreement(BaseModel):
     confusion: dict[str, dict[str, int]] = Field(default_factory=dict, description="rules' state -> auditor's state -> steps (both decided)")
     rules_undecided: int = 0
     auditor_on_undecided: dict[str, int] = Field(default_factory=dict, description="the auditor's states on the steps the rules left undecided")
-    auditor_missing: int = Field(default=0, description="rule-labelled steps the auditor gave no valid decision for")
+    auditor_missing: int = Field(default=0, description="steps the rules decided and the auditor gave no valid decision for")
     auditor_extra: int = Field(default=0, description="auditor decisions on steps the rules do not label (not agent steps)")
 
 
@@ -81,15 +81,15 @@ def agreement(pairs: Iterable[tuple[str, str | None]], *, records: int = 0, audi
     undecided: Counter[str] = Counter()
     out = DecisionAgreement(records=records, auditor_extra=auditor_extra)
     for rule, audited in pairs:
-        out.steps += 1
-        if audited is None:
-            out.auditor_missing += 1
-        elif rule == "undecided":
-            undecided[audited] += 1
-        else:
-            confusion.setdefault(rule, Counter())[audited] += 1
+        out.steps += 1  # each step in exactly one bucket: rules undecided, auditor missing, or both decided
         if rule == "undecided":
             out.rules_undecided += 1
+            if audited is not None:
+                undecided[audited] += 1
+        elif audited is None:
+            out.auditor_missing += 1
+        else:
+            confusion.setdefault(rule, Counter())[audited] += 1
     table = {r: dict(sorted(c.items())) for r, c in sorted(confusion.items())}
     out.confusion = table
     out.auditor_on_undecided = dict(sorted(undecided.items()))

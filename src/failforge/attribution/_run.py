@@ -40,7 +40,7 @@ from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.jsonl import read_json
 from failforge.llm import ModelEndpoint, Responder
-from failforge.secrets import strip_userinfo
+from failforge.secrets import redact, strip_userinfo
 from failforge.trajectory import append_jsonl
 
 __all__ = ["AttributeConfig", "CallStore", "LikelihoodConfig", "RecordedCall", "RunSummary", "run_attribution"]
@@ -279,7 +279,7 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
     runs.append({**summary.model_dump(), "recording": str(recording) if recording else None, "executor": config.executor, "workers": config.concurrency})
     dumped = config.model_dump()
     if dumped.get("judge_base_url"):
-        dumped["judge_base_url"] = strip_userinfo(dumped["judge_base_url"])  # credentials in a URL never reach the manifest
+        dumped["judge_base_url"] = redact(strip_userinfo(dumped["judge_base_url"]))  # credentials in a URL (userinfo, a key in the query) never reach the manifest
     manifest = {
         "failforge_version": __version__,
         "method": summary.method,

@@ -181,7 +181,8 @@ def attribute(
             config = config_of(entry.method, entry.executor or executor, entry.workers or concurrency)
             endpoint = ModelEndpoint(**entry.endpoint.model_dump()) if entry.endpoint is not None else None
             console.print(f"[bold]{entry.folder}[/]: {entry.method} -> {folder}")
-            summary = _run_method(records, config, folder, endpoint, None, retry_failed, n_ctx, timeout,
+            own = entry.endpoint.timeout if entry.endpoint is not None and "timeout" in entry.endpoint.model_fields_set else None
+            summary = _run_method(records, config, folder, endpoint, None, retry_failed, n_ctx, own if own is not None else timeout,
                                   provenance={"methods_config": provenance, "run": entry.folder}, label=entry.folder)
             unread += summary.unread_lines
             done.append((entry.folder, summary, folder))

@@ -6,7 +6,9 @@ rules leave undecided, and the final answer the rules call ``stop`` only by the 
 (:mod:`failforge.decision_judge`); the judgements are stored on the record (``provenance["decision_judgements"]``)
 and a record that had an adjudication is adjudicated again from the record (a judged refusal can now count).
 Run on its own output it replays every judgement at zero model calls; a record whose step changed since it
-was judged is a ``PromptDrift``, reported on one line and left out.
+was judged is a ``PromptDrift``, reported on one line and left out. A record the judge could not be reached
+for (an infrastructure error after the endpoint's retries) is written unchanged and named; the command then
+exits 1, and running it again on its output judges what is missing (the judgements made are replayed).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from failforge.cli._app import _endpoint, app, console, out
-from failforge.errors import PromptDrift, SeedFormatError
+from failforge.errors import InfrastructureError, PromptDrift, SeedFormatError
 
 
 @app.command("decide")
@@ -38,7 +40,7 @@ def decide(
     upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts) if endpoint else None
     judge = Counting(upstream) if upstream is not None else None
     written: list[Trajectory] = []
-    problems = judged = replayed = 0
+    problems = judged = replayed = unreached = 0
     try:
         for item in iter_jsonl(records):
             if isinstance(item, SeedFormatError):
@@ -51,6 +53,11 @@ def decide(
                 console.print(f"[yellow]skipped[/] record {exc.trajectory_id} step {exc.step}: {exc.message}")
                 problems += 1
                 continue
+            except InfrastructureError as exc:
+                console.print(f"[yellow]not judged[/] record {item.id}: the judge failed ({exc}); written unchanged, run again on the output to retry")
+                unreached += 1
+                written.append(item)
+                continue
             judged += sum(1 for d in decided if d.judge is not None)
             written.append(record)
     finally:
@@ -60,7 +67,11 @@ def decide(
     replayed = judged - calls
     if written:
         write_jsonl(output, written)
-    out.print(f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed} replayed); {problems} skipped")
+    out.print(f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed} replayed); "
+              f"{problems} skipped, {unreached} not judged (judge unavailable)")
+    if unreached:
+        console.print(f"[red]{unreached} record(s) not judged[/]: the judge endpoint failed; run `failforge decide {output}` again to retry them")
+        raise typer.Exit(1)
     if not written:
         console.print(f"[red]nothing written[/]: no record of {records} could be decided")
         raise typer.Exit(1)
