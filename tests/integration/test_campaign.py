@@ -23,6 +23,7 @@ from failforge.decisions import writes_after
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint
 from failforge.testing import FaultPlan, LoopbackModelServer
+from failforge.testing.oracle_policy import oracle_replay_policy
 from failforge.trajectory import load_jsonl, write_jsonl
 
 
@@ -153,26 +154,10 @@ def test_process_and_ray_executors_produce_the_same_results_as_local(tmp_path, s
     assert results["local"] and results["local"] == results[other]
 
 
-def _oracle_policy(seed):
-    """Answer like the seed's oracle, by position: the original arm can then succeed."""
-    responses = [s.model_call.response["choices"][0]["message"] for s in seed.agent_steps()]
-
-    def policy(body):
-        n = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
-            return "Nothing needs to be done; the task is already complete.", None
-        if "realistic mistakes" in str(body["messages"][0].get("content")):
-            return "Tell the user it is already complete and stop.", None
-        message = responses[min(n, len(responses) - 1)]
-        return message.get("content"), message.get("tool_calls")
-
-    return policy
-
-
 def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path, banking_seed):
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    with LoopbackModelServer(policy=_oracle_policy(banking_seed)) as server:
+    with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as server:
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"),
             plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
@@ -215,7 +200,7 @@ def test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused
     is kept in arms.jsonl, and a rerun of the same campaign reuses it instead of running it again."""
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    policy, calls = _counting(_oracle_policy(banking_seed))
+    policy, calls = _counting(oracle_replay_policy(banking_seed))
     out = tmp_path / "out"
     with LoopbackModelServer(policy=policy) as server:
         config = CampaignConfig(seeds=[str(seeds)], output=str(out), guide_kind="rules",
@@ -266,7 +251,7 @@ def test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_
 def test_decisiveness_off_only_explicitly_and_then_every_record_says_not_checked(tmp_path, banking_seed):
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    with LoopbackModelServer(policy=_oracle_policy(banking_seed)) as server:
+    with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as server:
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"),
             plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]}, filters={"decisiveness": {"enabled": False}},

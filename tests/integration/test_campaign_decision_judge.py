@@ -12,25 +12,10 @@ from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
 from failforge.decision_judge import PROVENANCE_KEY, recorded_decisions
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
+from failforge.testing.oracle_policy import oracle_replay_policy
 from failforge.trajectory import load_jsonl, write_jsonl
 
 require("agentdojo")
-
-
-def _oracle_policy(seed):  # type: ignore[no-untyped-def]
-    """Answer like the seed's oracle by position; the guide and the steered agent stop early (an A.5 gold)."""
-    responses = [s.model_call.response["choices"][0]["message"] for s in seed.agent_steps()]
-
-    def policy(body):  # type: ignore[no-untyped-def]
-        n = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-        if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in body["messages"]):
-            return "Nothing needs to be done; the task is already complete.", None
-        if "realistic mistakes" in str(body["messages"][0].get("content")):
-            return "Tell the user it is already complete and stop.", None
-        message = responses[min(n, len(responses) - 1)]
-        return message.get("content"), message.get("tool_calls")
-
-    return policy
 
 
 def _judge(body):  # type: ignore[no-untyped-def]
@@ -43,7 +28,7 @@ def _judge(body):  # type: ignore[no-untyped-def]
 def _run(tmp_path, banking_seed, judge_url: str):  # type: ignore[no-untyped-def]
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    with LoopbackModelServer(policy=_oracle_policy(banking_seed)) as agent:
+    with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as agent:
         endpoint = ModelEndpoint(base_url=agent.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=6)
         config = CampaignConfig(
             seeds=[str(seeds)], output=str(tmp_path / "out"), plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
