@@ -133,8 +133,13 @@ class AttributionLedger(Ledger):
                     stats["lost_results"] += 1
                 elif not file_state and state == "running":
                     if tries >= max_interrupted_tries:
-                        self.db.execute("UPDATE attempts SET state='failed', error=? WHERE attempt_id=?",
-                                        (f"interrupted {tries} times while running; given up", attempt))
+                        message = f"interrupted {tries} times while running; given up (--retry-failed runs it again)"
+                        # The line first, as every failure: failed.jsonl names every given-up session with its reason,
+                        # and the next reconcile reads it as failed instead of requeueing a 'failed' row it cannot find.
+                        key, _, record_id = attempt.partition("::")
+                        append_jsonl(output / FAILED, [Failure(attempt_id=attempt, record_id=record_id, method=key,
+                                                               error={"type": "Interrupted", "message": message})])
+                        self.db.execute("UPDATE attempts SET state='failed', error=? WHERE attempt_id=?", (message, attempt))
                         stats["given_up"] += 1
                     else:
                         self.db.execute("UPDATE attempts SET state='planned' WHERE attempt_id=?", (attempt,))

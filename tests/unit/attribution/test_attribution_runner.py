@@ -73,3 +73,24 @@ def test_failed_sessions_can_be_retried(records, tmp_path):
     again = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
     assert again.predicted == 2 and (tmp_path / "run" / "failed.jsonl").read_text() == ""  # ... unless retried
     assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 20
+
+
+def test_a_session_interrupted_twice_is_given_up_with_a_line_and_stays_failed(records, tmp_path):
+    """A session cut off while running, twice: failed.jsonl names it with the reason, and the next run leaves it failed."""
+    import sqlite3
+
+    run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
+    path = tmp_path / "run" / "predictions.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))  # its line never written: the process died while the session ran
+    cut = json.loads(lines[-1])["attempt_id"]
+    with sqlite3.connect(tmp_path / "run" / "ledger.sqlite") as db:
+        db.execute("UPDATE attempts SET state='running', tries=2 WHERE attempt_id=?", (cut,))
+    summary = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
+    assert summary.reconcile["given_up"] == 1 and summary.predicted == 0
+    [failure] = [json.loads(line) for line in (tmp_path / "run" / "failed.jsonl").read_text().splitlines()]
+    assert failure["attempt_id"] == cut and failure["record_id"] == records[-1].id and "interrupted 2 times" in failure["error"]["message"]
+    again = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
+    assert again.predicted == 0 and again.reconcile["lost_results"] == 0  # failed, with its line: not requeued behind the user's back
+    retried = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
+    assert retried.predicted == 1 and len(path.read_text().splitlines()) == 20
