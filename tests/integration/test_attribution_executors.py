@@ -188,3 +188,34 @@ def test_ray_tasks_give_the_thread_runs_predictions_and_record_each_call_once(re
     assert got["thread"] == got["ray"]
     calls = Counter((c["session"], c["step"]["index"]) for c in _run_lines(tmp_path / "ray" / "calls.jsonl"))
     assert max(calls.values()) == 1 and len(calls) == runs["thread"].calls
+
+
+@pytest.mark.slow
+def test_under_the_callers_own_ray_the_idle_workers_do_not_hold_the_folder(records, tmp_path):
+    """Ray started by the caller outlives the run, and so do its workers: they hold the workers lock per session
+    only, so the folder is free as soon as the run ends (a rerun does not wait for idle workers)."""
+    require("ray")
+    import fcntl
+    import os
+
+    import ray
+
+    from failforge.attribution._dispatch import WORKERS_LOCK
+
+    few = records[:6]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        with LoopbackModelServer(policy=judge) as server:
+            endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
+            config = AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2, executor="ray")
+            first = run_attribution(few, config, tmp_path / "run", endpoint=endpoint)
+            assert first.predicted == len(few) and ray.is_initialized()  # the caller's Ray, still up with its workers
+            fd = os.open(tmp_path / "run" / WORKERS_LOCK, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError while any worker holds it
+            finally:
+                os.close(fd)
+            again = run_attribution(few, config, tmp_path / "run", endpoint=endpoint)
+            assert again.predicted == 0 and again.done_before == len(few)
+    finally:
+        ray.shutdown()

@@ -9,7 +9,8 @@ appends under an flock). The process and Ray executors reuse the campaign's work
 that leave when the driver is SIGKILLed, SIGTERM to the workers when the driver is interrupted.
 
 A worker of a killed driver may still be finishing a call when the run is restarted; it holds a shared
-``flock`` on ``.workers.lock`` for its whole life, and a new driver takes that lock exclusively before it
+``flock`` on ``.workers.lock`` (a process worker for its whole life; a Ray worker, which may outlive the run in
+a caller's cluster, for each session), and a new driver takes that lock exclusively before it
 reads the recording (:func:`wait_for_old_workers`), so it never replays a session that an old worker is
 still adding a call to.
 """
@@ -218,18 +219,30 @@ _RAY_WORKERS: dict[tuple[str, str, str, str], Worker] = {}
 
 
 def _ray_session(env: SessionEnv, attempt: str, record: LabelledFailure, recorded: list[Step]) -> tuple[str, Result]:
+    """A Ray worker may outlive the run (a cluster the caller started with its own ``ray.init()``), so it holds
+    the workers lock for each session only, not for its life: a later driver of the folder waits for a session
+    still adding calls, never for an idle worker."""
     run = (env.key, str(env.calls), env.judge_model, repr(env.endpoint))
     if run not in _RAY_WORKERS:
-        if env.calls is not None:
-            _hold_workers_lock(env.calls.parent)
         _RAY_WORKERS[run] = Worker.opened(env)
-    return attempt, run_session(_RAY_WORKERS[run], attempt, record, recorded)
+    fd = _take_workers_lock(env.calls.parent) if env.calls is not None else None
+    try:
+        return attempt, run_session(_RAY_WORKERS[run], attempt, record, recorded)
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases its flock
+
+
+def _take_workers_lock(folder: Path) -> int:
+    """A shared lock on the run folder's workers lock; held while the returned descriptor is open."""
+    fd = os.open(folder / WORKERS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
 
 
 def _hold_workers_lock(folder: Path) -> None:
-    """A shared lock on the run folder's workers lock, held until this process ends (the fd is never closed)."""
-    fd = os.open(folder / WORKERS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_SH)
+    """A shared lock on the run folder's workers lock, held until this (worker) process ends (the fd is never closed)."""
+    _take_workers_lock(folder)
 
 
 def wait_for_old_workers(folder: Path, timeout: float = 60.0) -> None:
