@@ -295,6 +295,22 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
         "method_module": info.module,
         "runs": runs,
     }
+    if kind == "likelihood":
+        from failforge.llm import local_model_path
+
+        manifest["likelihood_model"] = file_identity(local_model_path())
     if provenance is not None:
         manifest["provenance"] = provenance
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def file_identity(path: Path) -> dict[str, Any]:
+    """Name, size and SHA-256 of a model file: the likelihood scores depend on the exact weights (another
+    quantisation of the same model gives other scores), so a manifest names the file they came from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}

@@ -94,3 +94,12 @@ def test_a_session_interrupted_twice_is_given_up_with_a_line_and_stays_failed(re
     assert again.predicted == 0 and again.reconcile["lost_results"] == 0  # failed, with its line: not requeued behind the user's back
     retried = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
     assert retried.predicted == 1 and len(path.read_text().splitlines()) == 20
+
+
+def test_a_model_file_is_named_by_size_and_sha256(tmp_path):
+    from failforge.attribution._run import file_identity
+
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"abc")
+    assert file_identity(weights) == {"file": "model.gguf", "bytes": 3,
+                                      "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}
