@@ -30,7 +30,7 @@ never resolved by a guess: the outcome is ``indeterminate`` and both pieces are 
 The refusal statement may also come from the recorded judge (:mod:`failforge.decision_judge`, attached by
 ``failforge decide`` in ``provenance["decision_judgements"]``): when the rules' phrases find no statement in
 the last agent message but that step carries a recorded judgement ``refuse`` as every consumer reads it
-(:func:`~failforge.decision_judge.recorded_decisions`: still matching today's request, on a step the rules
+(:func:`~failforge.decision_judge.recorded_decision`: still matching today's request, on a step the rules
 let a judge decide, with a quote of at least three words found in the step), the quote counts as the
 statement (``refusal_by: judge`` with the judge's state, quote, model and request hash in
 ``evidence["refusal"]["judge"]``). The rules still win: a rules statement is used as it is, and a judgement
@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from failforge.decision_judge import recorded_decisions
+from failforge.decision_judge import recorded_decision, stored_judgements
 from failforge.trajectory import Adjudication, OutcomeClass, Trajectory
 
 ADJUDICATOR = "failforge.adjudication.rules/1"
@@ -99,11 +99,14 @@ def refusal_evidence(trajectory: Trajectory, after: int = 0) -> dict[str, Any]:
 
 
 def _judged_refusal(trajectory: Trajectory, last: Any) -> dict[str, Any] | None:
-    """The recorded judgement of the last agent step as every consumer sees it (:func:`recorded_decisions`:
+    """The recorded judgement of the last agent step as every consumer sees it (:func:`recorded_decision`:
     hash-checked against today's request, served only where the rules let a judge decide, a quote of at
-    least three words that is in the step), or None when there is none or it is not served. Read, never asked."""
-    decision = next((d for d in recorded_decisions(trajectory) if d.step == last.index), None)
-    if decision is None or decision.method != "judge" or decision.judge is None:
+    least 8 characters that is in the step), or None when there is none or it is not served. Read, never asked."""
+    stored = stored_judgements(trajectory)
+    if last.index not in stored:
+        return None
+    decision = recorded_decision(trajectory, last, stored)
+    if decision.method != "judge" or decision.judge is None:
         return None
     return {"state": decision.state, "quote": decision.evidence, "model": decision.judge.model, "step": last.index,
             "request_hash": decision.judge.call.get("request_hash")}

@@ -34,7 +34,7 @@ import yaml
 
 from failforge.components import component_id
 from failforge.conformance import recorded_call, render_step, replayed_call
-from failforge.decisions import Decision, DecisionJudgement, State, decide_step
+from failforge.decisions import FALLBACK_STOP_RULE, Decision, DecisionJudgement, State, decide_step
 from failforge.errors import PromptDrift
 from failforge.llm import Responder
 from failforge.trajectory import ModelCallRef, Step, Trajectory
@@ -104,13 +104,11 @@ def judged_decision(step: Step, call: ModelCallRef) -> Decision:
 #: The provenance key holding a record's recorded judgements (step index as a string -> DecisionJudgement dump).
 PROVENANCE_KEY = "decision_judgements"
 
-#: The rule text of the rules' fallback ``stop`` (failforge.decisions.decide_step): the only decided state a judge may revisit.
-_FALLBACK_STOP = "final answer:"
 
 
 def judgeable(decision: Decision, *, final: bool = False) -> bool:
     """Whether a judge is asked about this rules decision: ``undecided``, or (``final``) the fallback ``stop``."""
-    return decision.state == "undecided" or (final and decision.state == "stop" and decision.rule.startswith(_FALLBACK_STOP))
+    return decision.state == "undecided" or (final and decision.state == "stop" and decision.rule == FALLBACK_STOP_RULE)
 
 
 def _replay(trajectory: Trajectory, step: Step, kept: DecisionJudgement) -> Decision:
@@ -190,21 +188,22 @@ def recorded_decisions(trajectory: Trajectory) -> list[Decision]:
     live call. A stored judgement whose step or prompt changed since (a ``PromptDrift``) is not served: that
     step keeps the rules' decision, with the drift named in its rule. The one reader for every consumer."""
     stored = stored_judgements(trajectory)
-    out: list[Decision] = []
-    for step in trajectory.steps:
-        if step.kind != "agent":
-            continue
-        decision = decide_step(step, trajectory)
-        kept = stored.get(step.index)
-        if kept is not None and judgeable(decision, final=True):
-            try:
-                decision = _kept_or_judged(decision, _replay(trajectory, step, kept))
-            except PromptDrift as exc:
-                decision = decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"})
-            except ValueError as exc:  # a stored call that does not read as one (pydantic's ValidationError)
-                decision = decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement unreadable: {str(exc).splitlines()[0][:120]})"})
-        out.append(decision)
-    return out
+    return [recorded_decision(trajectory, step, stored) for step in trajectory.steps if step.kind == "agent"]
+
+
+def recorded_decision(trajectory: Trajectory, step: Step, stored: Mapping[int, DecisionJudgement] | None = None) -> Decision:
+    """One agent step's decision as :func:`recorded_decisions` gives it (``stored``: the record's judgements,
+    read from it when not given), for a reader that needs one step (the adjudication's last step)."""
+    decision = decide_step(step, trajectory)
+    kept = (stored_judgements(trajectory) if stored is None else stored).get(step.index)
+    if kept is None or not judgeable(decision, final=True):
+        return decision
+    try:
+        return _kept_or_judged(decision, _replay(trajectory, step, kept))
+    except PromptDrift as exc:
+        return decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"})
+    except ValueError as exc:  # a stored call that does not read as one (pydantic's ValidationError)
+        return decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement unreadable: {str(exc).splitlines()[0][:120]})"})
 
 
 class Counting:
@@ -233,4 +232,4 @@ def decision_label(decision: Decision) -> str:
 
 
 __all__ = ["PROVENANCE_KEY", "STATES", "Counting", "decide_record", "decide_with_judge", "decision_request", "judgeable", "decision_label", "judged_decision", "parse_decision",
-           "recorded_decisions", "recordings", "stored_judgements", "with_judgements"]
+           "recorded_decision", "recorded_decisions", "recordings", "stored_judgements", "with_judgements"]

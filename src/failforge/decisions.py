@@ -80,6 +80,11 @@ class Decision(BaseModel):
     judge: DecisionJudgement | None = Field(default=None, description="the recorded judge call, also when its answer was not accepted")
 
 
+#: The rule of the fallback ``stop`` (a final answer of no other form): the one decided state the recorded
+#: judge may revisit (failforge.decision_judge.judgeable).
+FALLBACK_STOP_RULE = "final answer: the run's last agent step, no tool call"
+
+
 def is_error(step: Step) -> bool:
     """A tool observation that reports an error (the recorded error, or text that starts as one)."""
     return step.kind == "tool" and (bool(step.error) or bool(_ERROR.match(step.content or "")))
@@ -109,7 +114,7 @@ def decide_step(step: Step, trajectory: Trajectory) -> Decision:
         return made("ask", "question to the user, no tool call")
     last = max((s.index for s in trajectory.steps if s.kind == "agent"), default=-1)
     if step.index == last and text:
-        return made("stop", "final answer: the run's last agent step, no tool call")
+        return made("stop", FALLBACK_STOP_RULE)
     return made("undecided", "no tool call, not the final answer, no refusal/confirmation/question form")
 
 
