@@ -167,6 +167,14 @@ class Registry(Generic[T]):
         """The registered name behind ``name`` (which may be an alias)."""
         return self.info(name).name
 
+    def checked(self, name: str) -> str:
+        """:meth:`canonical`, raising ``ValueError`` instead: for pydantic field validators, which report a
+        ValueError with the field it came from (a ConfigError would escape them as a traceback)."""
+        try:
+            return self.canonical(name)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
     def names(self, *, aliases: bool = False) -> list[str]:
         self.load()
         return sorted(self._aliases if aliases else self._plugins)

@@ -27,3 +27,16 @@ def test_the_executor_and_ray_address_do_not_change_the_hash_what_decides_record
     ledger.bind(_config(executor="process").config_hash())  # resumed with another executor: not refused
     with pytest.raises(Exception, match="different campaign"):
         ledger.bind(_config(plan={"steps_per_seed": 3}).config_hash())
+
+
+@pytest.mark.parametrize(("extra", "field", "found"), [
+    ({"executor": "cluster"}, "executor", "unknown executor 'cluster'"),
+    ({"filters": {"enabled": ["no_such_filter"]}}, "filters.enabled", "unknown filter 'no_such_filter'"),
+])
+def test_an_unknown_executor_or_filter_names_the_field_and_the_known_ones(extra: dict[str, object], field: str, found: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as raised:
+        _config(**extra)
+    text = str(raised.value)
+    assert field in text and found in text and "known: " in text

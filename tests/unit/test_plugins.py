@@ -146,3 +146,14 @@ def test_unknown_names_and_broken_plugins_give_one_line_errors() -> None:
     registry._broken.append(BrokenPlugin("x = pkg.x", "ImportError: boom"))  # what load() records for a failing entry point
     with pytest.raises(ConfigError, match=r"comes from a plugin that failed to load \(x = pkg.x\): ImportError: boom"):
         registry.get("x")
+
+
+def test_checked_is_canonical_for_pydantic_validators() -> None:
+    """One check serves every config field that names a plugin: the alias canonicalised, an unknown
+    name a ValueError (which pydantic reports with the field) listing the known names."""
+    registry: Registry[object] = Registry("thing", group="failforge.tests.none")
+    registry.add(PluginInfo(name="a", obj=object(), kind="thing", module="here", aliases=("alpha",)))
+    assert registry.checked("alpha") == "a"
+    with pytest.raises(ValueError, match="unknown thing 'c'; known: a") as raised:
+        registry.checked("c")
+    assert not isinstance(raised.value, ConfigError)

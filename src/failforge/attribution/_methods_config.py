@@ -68,9 +68,7 @@ class MethodRun(BaseModel):
     @field_validator("method")
     @classmethod
     def _known(cls, value: str) -> str:
-        if value not in methods:
-            raise ValueError(f"expected an attribution method, one of {', '.join(methods.names())}")
-        return methods.canonical(value)
+        return methods.checked(value)
 
     @field_validator("name")
     @classmethod

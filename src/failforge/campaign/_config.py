@@ -140,10 +140,7 @@ class FiltersConfig(_Section):
     @field_validator("enabled")
     @classmethod
     def _known_filters(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in filters]
-        if unknown:
-            raise ValueError(f"unknown filter(s) {unknown}; known: {filters.names()}")
-        return [filters.canonical(name) for name in value]
+        return [filters.checked(name) for name in value]
 
 
 class PoolsConfig(_Section):
@@ -218,9 +215,7 @@ class CampaignConfig(_Section):
     @field_validator("executor")
     @classmethod
     def _known_executor(cls, value: str) -> str:
-        if value not in executors:
-            raise ValueError(f"unknown executor {value!r}; known: {executors.names()}")
-        return executors.canonical(value)
+        return executors.checked(value)
 
     @field_validator("seeds")
     @classmethod
