@@ -41,7 +41,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", type=Path, required=True, help="the Who&When folder (its Algorithm-Generated and Hand-Crafted JSON)")
     parser.add_argument("--method", choices=METHODS, action="append", help="repeatable; default: both")
     parser.add_argument("--source", choices=("all", *SOURCES), default="all", help="which logs to run (scores are always over all 184)")
-    parser.add_argument("--work", type=Path, default=Path("whowhen_likelihood"), help="folder for the records and one run folder per method")
+    parser.add_argument("--work", type=Path, default=Path("whowhen_likelihood"), help="folder for the records and one run folder per method (and --source)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the predictions done so far are kept, one whowhen_<method>/ each (default: docs/results)")
     parser.add_argument("--save", action="store_true", help="copy each method's predictions back into the --results folder")
     parser.add_argument("--score-only", action="store_true", help="run nothing: score what the run folders (or the kept predictions) hold")
@@ -65,9 +65,11 @@ def records(dataset: Path, work: Path) -> Path:
     return path
 
 
-def run_folder(method: str, work: Path, results: Path) -> Path:
-    """The method's run folder, seeded with the kept predictions the first time."""
-    folder = work / method
+def run_folder(method: str, source: str, work: Path, results: Path) -> Path:
+    """The run folder of (method, source), seeded with the kept predictions the first time. One per source,
+    because a run folder is bound to the records it was run on (another ``--ids`` is refused there); a
+    seeded folder keeps the kept predictions of the other source too, so ``--save`` loses none."""
+    folder = work / (method if source == "all" else f"{method}-{source}")
     if not (folder / "predictions.jsonl").exists() and kept(method, results).exists():
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(kept(method, results), folder / "predictions.jsonl")
@@ -138,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     data = records(args.dataset, args.work)
     chosen = args.method or list(METHODS)
+    folders = {method: run_folder(method, args.source, args.work, args.results) for method in chosen}
     for method in chosen:
-        folder = run_folder(method, args.work, args.results)
+        folder = folders[method]
         if not args.score_only:
             ids = ids_file(data, args.source, args.work)
             try:
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 kept(method, args.results).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(folder / "predictions.jsonl", kept(method, args.results))
     for method in chosen:
-        table = cost_and_scores(method, data, args.work / method, args.results)
+        table = cost_and_scores(method, data, folders[method], args.results)
         if table is None:
             print(f"{method}: no predictions yet (none kept in {kept(method, args.results).parent})")
             continue

@@ -8,9 +8,12 @@ Two kept incremental predictions, hand-made: an Algorithm-Generated log predicte
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT / "tests" / "fixtures" / "attribution" / "who_and_when"
@@ -49,3 +52,33 @@ def test_scores_what_is_done_and_seeds_the_run_folder_from_the_kept_predictions(
     assert f"done   1/{n_hc}" in lines[("incremental", "hand_crafted")]
     assert "agent 0.0" in lines[("incremental", "hand_crafted")] and "step_exact 0.0" in lines[("incremental", "hand_crafted")]
     assert "leave-one-out: no predictions yet" in done.stdout
+
+
+@pytest.mark.local_model
+def test_a_run_on_one_source_adds_its_logs_to_the_kept_predictions_and_a_rerun_recomputes_nothing(tmp_path: Path) -> None:
+    """The real model on the two shortest logs: the kept Algorithm-Generated prediction (hand-made) stays as it
+    is, the Hand-Crafted log is run in its own folder (a folder is bound to its records) and saved beside it."""
+    dataset, results, work = tmp_path / "ww", tmp_path / "results", tmp_path / "work"
+    for source, name in (("Algorithm-Generated", "53.json"), ("Hand-Crafted", "24.json")):
+        (dataset / source).mkdir(parents=True)
+        shutil.copyfile(DATASET / source / name, dataset / source / name)
+    kept = results / "whowhen_incremental" / "predictions.jsonl"
+    kept.parent.mkdir(parents=True)
+    made = json.dumps(_prediction("who_and_when/algorithm_generated/53", "Someone", 1, 4.0))
+    kept.write_text(made + "\n")
+    command = [sys.executable, str(ROOT / "scripts" / "whowhen_likelihood.py"), "--dataset", str(dataset), "--work", str(work),
+               "--results", str(results), "--method", "incremental", "--source", "hand_crafted", "--save"]
+
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    lines = kept.read_text().splitlines()
+    assert lines[0] == made and len(lines) == 2
+    added = json.loads(lines[1])
+    assert added["record_id"] == "who_and_when/hand_crafted/24" and added["method"] == "incremental"
+    assert any(score is not None for score in added["step_scores"])
+    assert (work / "incremental-hand_crafted" / "predictions.jsonl").exists() and not (work / "incremental").exists()
+    assert "done   1/1" in next(line for line in first.stdout.splitlines() if line.startswith("incremental    hand_crafted"))
+
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert kept.read_text().splitlines() == lines  # nothing recomputed: the same seconds, the same scores
