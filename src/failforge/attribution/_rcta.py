@@ -49,7 +49,8 @@ MAX_CANDIDATES = 80
 TAG_PRIORITY = {"manifestation": 0, "root": 1, "terminal": 2, "other": 3}
 RECOVERED_PENALTY = 3
 
-_CANDIDATE = re.compile(r"(?<![\w.])(\d+)\s*[:(\-]?\s*(manifestation|root|terminal|other)?\s*\)?\s*(recovered)?", re.IGNORECASE)
+# Not after '#': "&#34;" (a character reference a weak model writes for a quote) is no step 34.
+_CANDIDATE = re.compile(r"(?<![\w.#])(\d+)\s*[:(\-]?\s*(manifestation|root|terminal|other)?\s*\)?\s*(recovered)?", re.IGNORECASE)
 _LINE = re.compile(r"^[ \t*]*(Role|Step|Handoff|Mode|Reason|Summary|Candidates|Outline)[ \t*]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -150,9 +151,19 @@ def reply_fields(reply: str) -> dict[str, str]:
     return found
 
 
+@cache
+def _format_hint() -> str:
+    """What the segment prompt itself writes after ``Candidates:`` (its format hint, with an example)."""
+    line = next(line for line in prompts()["segment"].splitlines() if line.strip().startswith("Candidates:"))
+    return line.split(":", 1)[1].strip()
+
+
 def parse_candidates(value: str | None, segment: Segment) -> tuple[list[Candidate], list[str]]:
     if not value or value.strip().lower().startswith("none"):
         return [], []
+    if value.strip().startswith(_format_hint()[:24]):
+        # The reply copies the prompt's hint, whose example steps ("12 root; 15 manifestation") are no proposal.
+        return [], [f"{segment.id}: the reply repeats the format hint instead of proposing steps"]
     inside = set(segment.steps)
     found: list[Candidate] = []
     problems: list[str] = []

@@ -52,3 +52,13 @@ def test_validation_keeps_valid_fields_and_names_the_others() -> None:
     assert set(problems) == {"agent", "step", "handoff"} and "Handoff 8 is not one of the handoffs shown" in problems["handoff"]
     free, problems = validate(record, reply_fields("Role: coder\nStep: 7\nMode: it reasoned from a wrong fact"), set(), PromptConfig(menu=False))
     assert free["agent"] == "Coder" and free["step"] == 7 and free["description"] == "it reasoned from a wrong fact"
+
+
+def test_a_character_reference_or_the_prompts_own_hint_proposes_no_step() -> None:
+    """What the embedded model wrote on Who&When Hand-Crafted 13: the format hint copied, its quotes as
+    '&#34;'. Neither the example steps (12, 15) nor the 34 of '&#34;' is a proposal."""
+    seg = Segment(id="seg-0", steps=list(range(0, 40)))
+    echoed = '(step numbers with tags, e.g. &#34;12 root; 15 manifestation&#34;; &#34;none; if nothing is relevant)'
+    assert parse_candidates(echoed, seg) == ([], ["seg-0: the reply repeats the format hint instead of proposing steps"])
+    found, problems = parse_candidates("&#34;12 root&#34;", seg)
+    assert [c.step for c in found] == [12] and problems == []
