@@ -40,7 +40,7 @@ def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, required=True, help="the Who&When folder (its Algorithm-Generated and Hand-Crafted JSON)")
     parser.add_argument("--method", choices=METHODS, action="append", help="repeatable; default: both")
-    parser.add_argument("--source", choices=("all", *SOURCES), default="all", help="which logs to run (scores are always over all 184)")
+    parser.add_argument("--source", choices=("all", *SOURCES), default="all", help="which logs to run (the scores are over the logs done)")
     parser.add_argument("--work", type=Path, default=Path("whowhen_likelihood"), help="folder for the records and one run folder per method (and --source)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the predictions done so far are kept, one whowhen_<method>/ each (default: docs/results)")
     parser.add_argument("--save", action="store_true", help="copy each method's predictions back into the --results folder")
@@ -76,42 +76,29 @@ def run_folder(method: str, source: str, work: Path, results: Path) -> Path:
     return folder
 
 
-def ids_file(data: Path, source: str, work: Path) -> Path | None:
+def ids_file(good: list[Any], source: str, work: Path) -> Path | None:
     if source == "all":
         return None
-    from failforge.attribution import load_records
-
-    good, _ = load_records(data)
     path = work / f"ids_{source}.txt"
     path.write_text("".join(f"{r.id}\n" for r in good if f"/{source}/" in r.id))
     return path
 
 
-def predictions(path: Path) -> list[dict[str, Any]]:
-    from failforge.jsonl import read_jsonl
-
-    rows = []
-    for item in read_jsonl(path):
-        if isinstance(item, tuple):
-            rows.append(item[1])
-        else:
-            print(f"skipped {item}", file=sys.stderr)
-    return rows
-
-
-def cost_and_scores(method: str, data: Path, folder: Path, results: Path) -> dict[str, Any] | None:
+def cost_and_scores(method: str, data: Path, good: list[Any], folder: Path, results: Path) -> dict[str, Any] | None:
     """Per source: logs done, seconds per log, and the scores over the logs done (a partial run is not
     scored as if the rest were wrong)."""
-    from failforge.attribution import load_records, write_records
+    from failforge.attribution import write_records
+    from failforge.attribution._predictions import load_predictions
 
     path = folder / "predictions.jsonl"
     if not path.exists():
         path = kept(method, results)
     if not path.exists():
         return None
-    rows = predictions(path)
-    done = {r["record_id"] for r in rows}
-    good, _ = load_records(data)
+    rows, bad = load_predictions(path)
+    for problem in bad:
+        print(f"skipped {problem}", file=sys.stderr)
+    done = {r.record_id for r in rows}
     folder.mkdir(parents=True, exist_ok=True)
     scored, report = folder / "records_done.jsonl", folder / "score.json"
     write_records(scored, [r for r in good if r.id in done])
@@ -119,7 +106,7 @@ def cost_and_scores(method: str, data: Path, folder: Path, results: Path) -> dic
     scores = json.loads(report.read_text())
     out: dict[str, Any] = {}
     for source in SOURCES:
-        seconds = [float(r["seconds"]) for r in rows if f"/{source}/" in r["record_id"] and r.get("seconds") is not None]
+        seconds = [r.seconds for r in rows if f"/{source}/" in r.record_id]
         group: dict[str, Any] = next((v for k, v in scores["by_source"].items() if k.endswith(source)), {})
         total = sum(1 for r in good if f"/{source}/" in r.id)
         out[source] = {"done": len(seconds), "total": total, "mean_s": statistics.fmean(seconds) if seconds else None,
@@ -139,12 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     args = arguments().parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     data = records(args.dataset, args.work)
+    from failforge.attribution import load_records
+
+    good, _ = load_records(data)
+    ids = ids_file(good, args.source, args.work)
     chosen = args.method or list(METHODS)
     folders = {method: run_folder(method, args.source, args.work, args.results) for method in chosen}
     for method in chosen:
         folder = folders[method]
         if not args.score_only:
-            ids = ids_file(data, args.source, args.work)
             try:
                 failforge("attribute", data, "--method", method, "-o", folder, *(("--ids", ids) if ids else ()))
             except KeyboardInterrupt:
@@ -153,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 kept(method, args.results).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(folder / "predictions.jsonl", kept(method, args.results))
     for method in chosen:
-        table = cost_and_scores(method, data, folders[method], args.results)
+        table = cost_and_scores(method, data, good, folders[method], args.results)
         if table is None:
             print(f"{method}: no predictions yet (none kept in {kept(method, args.results).parent})")
             continue

@@ -161,7 +161,7 @@ def _format_hint() -> str:
 def parse_candidates(value: str | None, segment: Segment) -> tuple[list[Candidate], list[str]]:
     if not value or value.strip().lower().startswith("none"):
         return [], []
-    if value.strip().startswith(_format_hint()[:24]):
+    if value.strip().startswith(_format_hint().split("e.g.")[0].strip()):
         # The reply copies the prompt's hint, whose example steps ("12 root; 15 manifestation") are no proposal.
         return [], [f"{segment.id}: the reply repeats the format hint instead of proposing steps"]
     inside = set(segment.steps)
