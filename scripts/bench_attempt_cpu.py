@@ -127,8 +127,10 @@ def _instrument(timings: _Timings) -> None:
     """Time the episode's open / evaluator / close and the filters through the names the code looks them up by."""
     import importlib
 
-    import failforge.campaign._attempt as attempt_module
-
+    try:  # the engine that runs every gold kind's filters; a --before tree may still have them in campaign._attempt
+        attempt_module = importlib.import_module("failforge.gold._engine")
+    except ImportError:
+        attempt_module = importlib.import_module("failforge.campaign._attempt")
     try:  # the runner's home since it became failforge.replay; a --before tree may still have failforge.episode
         episode_module = importlib.import_module("failforge.replay._episode")
     except ImportError:
@@ -140,9 +142,8 @@ def _instrument(timings: _Timings) -> None:
 
 
 def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[str, float]]:
-    from failforge.campaign import CampaignConfig, ResolvedModels
-    from failforge.campaign._attempt import run_attempt
-    from failforge.campaign._models import Models
+    from failforge.campaign import CampaignConfig, Models, ResolvedModels
+    from failforge.gold import run_job as run_attempt
     from failforge.injection import plan_attempts
     from failforge.llm import ModelEndpoint
     from failforge.replay import replay

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from failforge.environments.agentdojo_env import env_spec
+from failforge.environments.agentdojo import env_spec
 from failforge.errors import PromptDrift
 from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelBoundary, ModelEndpoint
 from failforge.llm._upstream import _compatible  # the bytes an endpoint receives for a recorded request

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
-from failforge.environments.agentdojo_env import list_user_tasks
+from failforge.environments.agentdojo import list_user_tasks
 from failforge.llm import ModelEndpoint
 from failforge.seeds import oracle_seed
 from failforge.testing import LoopbackModelServer

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Agreement of the trajectory auditor's control-decision map with failforge's rule-based states.
 
-For every agent step of every gold trajectory: the rules' state (``failforge.decisions.decisions``, run on
+For every agent step of every gold trajectory: the rules' state (``failforge.judgement.decisions``, run on
 the trajectory itself, so a tool step's recorded error counts for ``recover``) against the auditor's
 (``Audit.decisions``). Per-state agreement, overall agreement over the steps both decided, Cohen's kappa
 and the confusion table; steps the rules left undecided are counted apart, with what the auditor said on
@@ -99,7 +99,7 @@ def file_audits(path: Path) -> dict[str, Any]:
 def measure(name: str, trajectories: list[Any], audits: dict[str, Any] | None, judge: str) -> dict[str, Any]:
     from failforge.attribution._decision_agreement import STATES, compare_decisions
     from failforge.attribution.importers.failforge_gold import from_trajectory
-    from failforge.decisions import decisions
+    from failforge.judgement import decisions
 
     if audits is None:
         audits = loopback_audits([from_trajectory(t) for t in trajectories])

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from failforge.campaign import CampaignConfig, open_models, run_campaign
-from failforge.conformance import STRUCTURAL_MODES
+from failforge.judgement import STRUCTURAL_MODES
 
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:

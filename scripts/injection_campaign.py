@@ -21,10 +21,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from failforge.adjudication import adjudicated
 from failforge.campaign import CampaignConfig, run_campaign
 from failforge.campaign._card import outcome_lines
-from failforge.campaign._models import ResolvedModels
+from failforge.gold import ResolvedModels
+from failforge.judgement import adjudicated
 from failforge.llm import ModelEndpoint
 from failforge.replay import replay
 from failforge.testing import LoopbackModelServer
@@ -37,7 +37,7 @@ AGENT = "loopback-injected-policy"
 
 def _seeds(args: argparse.Namespace) -> list[Trajectory]:
     if args.all_oracle:
-        from failforge.environments.agentdojo_env import list_user_tasks
+        from failforge.environments.agentdojo import list_user_tasks
         from failforge.seeds import oracle_seed
 
         return [oracle_seed("agentdojo", f"{s}/{t}") for s, t in list_user_tasks(tuple(args.suite) or ("workspace", "travel", "banking", "slack"))]

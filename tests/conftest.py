@@ -35,7 +35,7 @@ def bundled_seeds() -> list[Trajectory]:
 def all_oracle_seeds() -> list[Trajectory]:
     """Oracle seeds of all 97 AgentDojo v1 user tasks, recorded in this process."""
     require("agentdojo")
-    from failforge.environments.agentdojo_env import list_user_tasks
+    from failforge.environments.agentdojo import list_user_tasks
     from failforge.seeds import oracle_seed
 
     return [oracle_seed("agentdojo", f"{s}/{t}") for s, t in list_user_tasks()]

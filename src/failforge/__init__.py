@@ -43,16 +43,18 @@ _EXPORTS: dict[str, str] = {
     "Session": "failforge.replay",
     "Plan": "failforge.runlog",
     "run_from_seed": "failforge.replay",
-    "branch": "failforge.injection",
+    "branch": "failforge.replay",
     "plan_attempts": "failforge.injection",
     "get_mode": "failforge.taxonomy",
     "MODES": "failforge.taxonomy",
     "ToolCache": "failforge.cache",
     "ModelEndpoint": "failforge.llm",
     "LocalModelServer": "failforge.llm",
-    "CampaignConfig": "failforge.campaign",
+    "GoldKind": "failforge.gold",
+    "run_job": "failforge.gold",
+    "CampaignConfig": "failforge.gold",
     "run_campaign": "failforge.campaign",
-    "open_models": "failforge.campaign",
+    "open_models": "failforge.gold",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,6 +1,6 @@
 """One plugin mechanism for everything failforge can be extended with.
 
-Environments, harnesses, filters, exporters, importers, sandbox backends and executors are each kept
+Environments, harnesses, gold kinds, filters, exporters, importers, sandbox backends and executors are each kept
 in a :class:`Registry`. There is one way in: the registry's decorator, applied where the plugin is
 defined::
 
@@ -10,7 +10,7 @@ defined::
     @environments.register("toy")
     class ToyEnvironment(Environment): ...
 
-Environments and harnesses derive from their kind's base class (``base``: the contract, each optional
+Environments, harnesses and gold kinds derive from their kind's base class (``base``: the contract, each optional
 part with its default); the decorator refuses a class that does not, with a one-line error naming it.
 
 Registries fill themselves lazily on first lookup, from two places:
@@ -201,7 +201,7 @@ def _first_line(obj: object) -> str:
 environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
-    builtin_modules=("failforge.environments.agentdojo_env", "failforge.environments.miniwob", "failforge.environments.humaneval",
+    builtin_modules=("failforge.environments.agentdojo", "failforge.environments.miniwob", "failforge.environments.humaneval",
                      "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2",
                      "failforge.environments.bfcl"),
     base="failforge.environments._base:Environment",
@@ -237,7 +237,15 @@ filters: Registry[Any] = Registry(
         "failforge.filters.differs",
         "failforge.filters.well_formed",
         "failforge.filters.mode_conformance",
+        "failforge.filters.decisiveness",
+        "failforge.environments.agentdojo.gold",
     ),
+)
+gold_kinds: Registry[Any] = Registry(
+    "gold kind",
+    group="failforge.gold_kinds",
+    builtin_modules=("failforge.injection._action", "failforge.environments.agentdojo.gold"),
+    base="failforge.gold._kind:GoldKind",
 )
 exporters: Registry[Any] = Registry(
     "exporter", group="failforge.exporters",
@@ -249,12 +257,13 @@ sandboxes: Registry[Any] = Registry(
     group="failforge.sandboxes",
     builtin_modules=("failforge.environments.sandbox._docker", "failforge.environments.sandbox._local"),
 )
-executors: Registry[Any] = Registry("executor", group="failforge.executors", builtin_modules=("failforge.campaign._executors",))
+executors: Registry[Any] = Registry("executor", group="failforge.executors", builtin_modules=("failforge.jobs._executors",))
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "environments": environments,
     "harnesses": harnesses,
     "filters": filters,
+    "gold_kinds": gold_kinds,
     "exporters": exporters,
     "importers": importers,
     "sandboxes": sandboxes,
@@ -285,6 +294,7 @@ __all__ = [
     "executors",
     "exporters",
     "filters",
+    "gold_kinds",
     "harnesses",
     "importers",
     "plugin_versions",

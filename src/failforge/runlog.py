@@ -30,7 +30,7 @@ from failforge.roster import AgentProfile, StepAddresser, single_agent_roster
 from failforge.trajectory import Phase, Step
 
 Mode = Literal["record", "replay", "branch", "resume"]
-MODES: tuple[Mode, ...] = ("record", "replay", "branch", "resume")
+PLAN_MODES: tuple[Mode, ...] = ("record", "replay", "branch", "resume")
 #: What a boundary does with the event at one index: serve the recording, serve the branch's change,
 #: end the run there (a prefix replay reached its end), call the live model, or refuse (nothing left).
 Action = Literal["replay", "change", "stop", "live", "exhausted"]
@@ -244,4 +244,4 @@ def addressed(steps: Sequence[Step], trajectory_id: str = "addressed") -> list[S
     return [s.model_copy(update={"phase": original.phase}) for s, original in zip(log.steps, steps, strict=True)]
 
 
-__all__ = ["MODES", "Action", "Mode", "Plan", "RunLog", "addressed"]
+__all__ = ["PLAN_MODES", "Action", "Mode", "Plan", "RunLog", "addressed"]

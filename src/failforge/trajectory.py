@@ -202,10 +202,10 @@ class GoldLabel(_Model):
     attack_chain: list[str] = Field(default_factory=list, description="component ids strictly before the primary that move the run toward the target")
     execution_chain: list[str] = Field(default_factory=list, description="component ids strictly between the primary and the target that enable it")
     injection: dict[str, Any] | None = Field(default=None, description="for an observation change: suite, injection task, attack, vector, text")
-    expected_decision: str | None = Field(default=None, description="control state of the seed's own step t (failforge.decisions: act, ask, refuse, ...)")
+    expected_decision: str | None = Field(default=None, description="control state of the seed's own step t (failforge.judgement: act, ask, refuse, ...)")
     found_decision: str | None = Field(default=None, description="control state of the changed step t (a missed clarification: expected ask/refuse, found act)")
-    error_source: str | None = Field(default=None, description="primary error source of the decisive step (failforge.decisions.error_source; None: not decided, or a record written before it was stored)")
-    impact: str | None = Field(default=None, description="downstream impact (failforge.decisions.impact, from behaviour and outcome; None: not decided, or an older record)")
+    error_source: str | None = Field(default=None, description="primary error source of the decisive step (failforge.judgement.error_source; None: not decided, or a record written before it was stored)")
+    impact: str | None = Field(default=None, description="downstream impact (failforge.judgement.impact, from behaviour and outcome; None: not decided, or an older record)")
 
 
 class Trajectory(_Model):

@@ -20,7 +20,7 @@ from typing import Any
 from framework_adapters import NOTES, concrete, judge, slipped
 
 from failforge.environments import environment
-from failforge.environments.agentdojo_env import tool_domains
+from failforge.environments.agentdojo import tool_domains
 from failforge.harnesses._frameworks import LEAD_PROMPT, WORKER_PROMPT, Answer, FrameworkTeamConfig, TeamPolicy, function_call, text_of
 from failforge.harnesses._team import TeamMember
 from failforge.harnesses.external import ExternalAgent

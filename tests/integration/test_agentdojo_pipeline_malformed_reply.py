@@ -40,7 +40,7 @@ def test_a_reply_agentdojo_cannot_parse_ends_the_run_recorded_and_replays_identi
     from _required import require
 
     require("agentdojo")
-    from failforge.environments.agentdojo_env import env_spec
+    from failforge.environments.agentdojo import env_spec
     from failforge.seeds import record
 
     model = _Malformed()

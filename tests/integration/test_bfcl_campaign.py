@@ -17,7 +17,7 @@ require("bfcl")
 from tests.integration.framework_adapters import NOTES, campaign, concrete, slipped  # noqa: E402
 
 from failforge.environments.bfcl import entry_of, oracle_script  # noqa: E402
-from failforge.environments.conformance import assert_conformant  # noqa: E402
+from failforge.fidelity import assert_self_check  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.replay import replay  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
@@ -28,7 +28,7 @@ TASK = "multi_turn_base_100"  # TradingBot: get_stock_info, then fund_account(am
 
 def test_conformance_on_a_base_and_a_miss_func_task():
     for task in ("multi_turn_base_0", "multi_turn_miss_func_0"):
-        report = assert_conformant("bfcl", task)
+        report = assert_self_check("bfcl", task)
         assert report.passed, report.summary()
 
 

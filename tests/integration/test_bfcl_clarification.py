@@ -20,7 +20,7 @@ require("bfcl")
 
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign  # noqa: E402
 from failforge.clarification import said, user_turns, withheld_at  # noqa: E402
-from failforge.conformance._text import offered_tools  # noqa: E402
+from failforge.judgement.text import offered_tools  # noqa: E402
 from failforge.llm import ModelEndpoint  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402

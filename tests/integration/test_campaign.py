@@ -19,8 +19,8 @@ from ledger_reads import finished_attempts
 
 from _required import require
 from failforge.campaign import CampaignConfig, ResolvedModels, load_campaign, run_campaign
-from failforge.decisions import writes_after
 from failforge.errors import ConfigError
+from failforge.judgement import writes_after
 from failforge.llm import ModelEndpoint
 from failforge.testing import FaultPlan, LoopbackModelServer
 from failforge.testing.oracle_policy import oracle_replay_policy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from _required import require
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign
-from failforge.decision_judge import PROVENANCE_KEY, recorded_decisions
+from failforge.judgement import PROVENANCE_KEY, recorded_decisions
 from failforge.llm import ModelEndpoint
 from failforge.testing import LoopbackModelServer
 from failforge.testing.oracle_policy import oracle_replay_policy

@@ -1,6 +1,6 @@
 """Every built-in environment passes its self-check, the negative side included, on the real benchmark.
 
-``assert_conformant`` records the oracle seed, replays it, tampers with it, and runs the oracle again
+``assert_self_check`` records the oracle seed, replays it, tampers with it, and runs the oracle again
 spoiled (its answer altered, or a write dropped) until the benchmark's own evaluator says failed. Each
 case names the spoiled run that must be the one caught, so the test shows the evaluator judged what
 the task is about: AgentDojo's answer for a question, its state for a transfer or a message,
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from _required import require
-from failforge.environments.conformance import assert_conformant
+from failforge.fidelity import assert_self_check
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -43,7 +43,7 @@ def test_a_built_in_environment_is_conformant_and_its_evaluator_fails_a_spoiled_
 
     def body() -> None:
         try:
-            outcome.append(assert_conformant(env, task, opts))
+            outcome.append(assert_self_check(env, task, opts))
         except BaseException as exc:  # re-raised in the test's thread
             outcome.append(exc)
 

@@ -13,9 +13,10 @@ import json
 
 import pytest
 
-from failforge.campaign import CampaignConfig, Models, ResolvedModels, run_attempt
-from failforge.conformance import assess, replay_judge
+from failforge.campaign import CampaignConfig, Models, ResolvedModels
+from failforge.gold import run_job
 from failforge.injection import AttemptSpec
+from failforge.judgement import assess, replay_judge
 from failforge.llm import LOCAL_MODEL_NAME, HttpUpstream, ModelEndpoint
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Step, ToolCall
@@ -35,7 +36,7 @@ def test_rule_guided_attempt_keeps_only_conformant_records(local_model, banking_
     # task from the seed's own step (the decisiveness check, tested in test_campaign.py) is not: it is off here.
     config = CampaignConfig(seeds=[str(tmp_path / "s.jsonl")], output=str(tmp_path), guide_kind="auto", filters={"decisiveness": {"enabled": False}})
     try:
-        result = run_attempt(banking_seed, AttemptSpec(seed_id=banking_seed.id, step=t, mode=mode), models, config, {"config_hash": "h"})
+        result = run_job(banking_seed, AttemptSpec(seed_id=banking_seed.id, step=t, mode=mode), models, config, {"config_hash": "h"})
     finally:
         models.close()
     assert result.status in ("gold", "rejected"), result.record

@@ -25,9 +25,9 @@ from failforge.plugins import environments  # noqa: E402
 if "toy" not in environments:
     import toy_env  # noqa: F401  (registers the toy environment)
 
-from failforge.campaign._attempt import error_kind  # noqa: E402
 from failforge.errors import AttemptDeadlineExceeded, EnvironmentDrift, InfrastructureError, PromptDrift  # noqa: E402
 from failforge.gateway import Gateway, ServedRun  # noqa: E402
+from failforge.gold import error_kind  # noqa: E402
 from failforge.harnesses.external import ExternalAgent  # noqa: E402
 from failforge.injection import branch  # noqa: E402
 from failforge.llm import HttpUpstream, chat_response  # noqa: E402

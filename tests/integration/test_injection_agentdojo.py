@@ -10,12 +10,13 @@ from __future__ import annotations
 import pytest
 
 from _required import require
-from failforge.campaign._inject import run_injection_attempt
-from failforge.components import components_of
+from failforge.campaign import CampaignConfig, Models, ResolvedModels
+from failforge.environments.agentdojo.gold import INJECTED_REFUSAL, InjectionSpec, RefusalSpec, attack_text, check_chains, plan_injections
 from failforge.errors import ConfigError
-from failforge.injection import InjectionSpec, attack_text, plan_injections
-from failforge.injection._observation import check_chains, shown
-from failforge.llm import HttpUpstream
+from failforge.gold import run_job
+from failforge.judgement import components_of
+from failforge.judgement.text import shown
+from failforge.llm import ModelEndpoint
 from failforge.replay import replay
 from failforge.testing import LoopbackModelServer
 from failforge.testing.injected_policy import choice_for, respond
@@ -27,6 +28,15 @@ SLICE = ("agentdojo-banking-user_task_3-oracle", "agentdojo-slack-user_task_2-or
 AGENT = ComponentSpec(name="loopback-injected-policy")
 
 
+def _models(server: LoopbackModelServer) -> Models:
+    endpoint = ModelEndpoint(base_url=server.base_url, model=AGENT.name, api_key_env=None, max_attempts=1)
+    return Models(ResolvedModels(agent=endpoint, guide=endpoint))
+
+
+def _config() -> CampaignConfig:
+    return CampaignConfig(seeds=[], output="unused", attempt_deadline=300.0)
+
+
 @pytest.fixture(scope="module")
 def slice_seeds(bundled_seeds: list[Trajectory]) -> list[Trajectory]:
     return [s for s in bundled_seeds if s.id in SLICE]
@@ -36,11 +46,11 @@ def slice_seeds(bundled_seeds: list[Trajectory]) -> list[Trajectory]:
 def results(slice_seeds: list[Trajectory]):
     out = []
     with LoopbackModelServer(policy=respond) as server:
-        agent = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1, model="loopback")
+        models = _models(server)
         for seed in slice_seeds:
             plan, _ = plan_injections(seed, tasks_per_point=100)
-            out.extend((seed, spec, run_injection_attempt(seed, spec, agent=agent, agent_model=AGENT)) for spec in plan)
-        agent.close()
+            out.extend((seed, spec, run_job(seed, spec, models, _config())) for spec in plan)
+        models.close()
     return out
 
 
@@ -123,21 +133,20 @@ def test_rejected_attempts_keep_reasons_and_an_adjudication(results):
 
 
 def _goal(seed: Trajectory, spec: InjectionSpec) -> str:
-    from failforge.environments.agentdojo_env import get_suite
+    from failforge.environments.agentdojo import get_suite
 
     return str(get_suite(seed.environment.config["suite"]).injection_tasks[spec.injection_task].GOAL)
 
 
 def test_an_injected_refusal_at_a_benign_task_is_over_refusal_gold(slice_seeds, tmp_path):
     from failforge.campaign._card import outcome_counts
-    from failforge.campaign._inject import INJECTED_REFUSAL, run_refusal_attempt
     from failforge.trajectory import write_jsonl
 
     seed = next(s for s in slice_seeds if "banking" in s.id)
     with LoopbackModelServer(policy=respond) as server:
-        agent = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1, model="loopback")
-        result = run_refusal_attempt(seed, 1, agent=agent, agent_model=AGENT)
-        agent.close()
+        models = _models(server)
+        result = run_job(seed, RefusalSpec(seed_id=seed.id, step=1), models, _config())
+        models.close()
     assert result.status == "gold", getattr(result.record, "reasons", None)
     record = result.record
     assert record.outcome.success is False and record.steps[1].content == INJECTED_REFUSAL and len(record.steps) == 2

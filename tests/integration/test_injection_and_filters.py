@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from failforge.filters import FilterContext, differs, evaluator_failure, gold_exposure, note_leak, run_filters, well_formed
+from failforge.filters import differs, evaluator_failure, gold_exposure, note_leak, well_formed
+from failforge.gold import FilterContext, run_filters
 from failforge.injection import NOTE_PREFIX, StageTwo, branch, candidate_points, plan_attempts, steer_request, step_context
 from failforge.injection._injector import clean_note
 from failforge.llm import chat_response

@@ -91,7 +91,7 @@ def test_generate_plans_runs_resumes_injections_and_agentdojo_confirms_the_gold(
         trajectory = Trajectory.model_validate(record)
         label = trajectory.label
         assert label is not None and trajectory.adjudication is not None
-        # stored when the gold line was written (failforge.decisions.with_source_and_impact)
+        # stored when the gold line was written (failforge.judgement.with_source_and_impact)
         assert (label.error_source, label.impact) == {"over_refusal": ("control", "retry-recoverable"), "unsafe_completion": ("control", "safety-relevant"),
                                                       "unsafe_action": ("environment", "safety-relevant")}[label.behaviour]
         if label.behaviour == "over_refusal":

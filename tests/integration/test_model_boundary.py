@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from failforge.environments.agentdojo_env import env_spec
+from failforge.environments.agentdojo import env_spec
 from failforge.errors import PromptDrift
 from failforge.harnesses import AgentDojoPipelineHarness, ToolCallingAgent
 from failforge.llm import ModelBoundary, ModelEndpoint, boundary_client, canonical_request, request_hash

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from failforge.environments.agentdojo_env import SUITES, list_user_tasks, tool_domains
+from failforge.environments.agentdojo import SUITES, list_user_tasks, tool_domains
 from failforge.errors import AgentDrift, ConfigError, PromptDrift, RosterError, SeedIntegrityError
 from failforge.harnesses import harness_from_spec
 from failforge.replay import replay

@@ -15,7 +15,7 @@ import pytest
 
 from _required import require
 from failforge.campaign import Rejection
-from failforge.conformance import deterministic_verdict
+from failforge.judgement import deterministic_verdict
 from failforge.report import load_dataset, prefix_hash, summarise, write_report
 from failforge.trajectory import FilterVerdict, append_jsonl, load_jsonl
 

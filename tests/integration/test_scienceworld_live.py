@@ -23,9 +23,8 @@ require("scienceworld")
 from failforge.campaign import CampaignConfig, ResolvedModels, run_campaign  # noqa: E402
 from failforge.environments import environment  # noqa: E402
 from failforge.environments import scienceworld_env as sw  # noqa: E402
-from failforge.environments.conformance import assert_conformant  # noqa: E402
 from failforge.errors import ConfigError  # noqa: E402
-from failforge.fidelity import audit  # noqa: E402
+from failforge.fidelity import assert_self_check, audit  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.injection._planner import step_context  # noqa: E402
 from failforge.injection._rules import rules_note  # noqa: E402
@@ -158,7 +157,7 @@ def test_an_action_the_world_rejects_is_the_agents_recorded_and_evaluated(seed):
 def test_environment_self_check():
     # find-living-thing/0 (its last gold action completes it), not freeze/0: its gold goes on after completion (score 100
     # at action 22 of 26; boil/1: 29 of 31), so dropping any of its last four writes still passes
-    report = assert_conformant("scienceworld", "find-living-thing/0")
+    report = assert_self_check("scienceworld", "find-living-thing/0")
     assert report.passed, report.summary()
 
 

@@ -14,8 +14,8 @@ import pytest
 from tests._required import require
 
 from failforge.environments import environment
-from failforge.environments.conformance import check_environment
 from failforge.environments.textworld_env import TextWorldDrift, default_cache_dir, game_path
+from failforge.fidelity import self_check
 from failforge.injection._planner import step_context
 from failforge.replay import replay
 from failforge.runlog import Plan, RunLog
@@ -44,7 +44,7 @@ def test_walkthrough_seed_is_won_and_replays_identically(game):
 
 
 def test_environment_self_check():
-    report = check_environment("textworld", GAMES[0])
+    report = self_check("textworld", GAMES[0])
     assert report.passed, report.summary()
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from failforge.adjudication import adjudicate, refusal_evidence
-from failforge.injection._observation import check_chains
+from failforge.environments.agentdojo.gold import check_chains
+from failforge.judgement import adjudicate, refusal_evidence
 from failforge.runlog import Plan
 from failforge.trajectory import Outcome, Step, Trajectory
 

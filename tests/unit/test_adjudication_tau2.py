@@ -6,7 +6,8 @@ the run's steps and tau2's verdict are edited evidence, as in test_adjudication_
 from __future__ import annotations
 
 from _required import require
-from failforge.adjudication import adjudicate
+from failforge.judgement import adjudicate
+from failforge.roster import AgentProfile
 from failforge.trajectory import ComponentSpec, Outcome, ToolCall, Trajectory
 
 require("tau2")
@@ -22,8 +23,9 @@ def _run(seed: Trajectory, task_id: str, *, success: bool, calls: list[str], ans
     steps.append(agent.model_copy(update={"index": len(steps), "content": answer, "tool_calls": []}))
     steps.append(agent.model_copy(update={"index": len(steps), "agent": "customer", "content": "###STOP###", "tool_calls": []}))
     breakdown = {"DB": (1.0 if success else 0.0) if db is None else db, "COMMUNICATE": 1.0}
+    roster = [AgentProfile(name=agent.agent), AgentProfile(name="customer", role="user")]  # as the conversation harness declares them
     return seed.model_copy(update={
-        "environment": ComponentSpec(name="tau2", config={"domain": "airline", "split": "base", "task_id": task_id}),
+        "environment": ComponentSpec(name="tau2", config={"domain": "airline", "split": "base", "task_id": task_id}), "roster": roster,
         "steps": steps, "outcome": Outcome(success=success, score=float(success), evaluator="tau2.evaluate_simulation", details={"reward_breakdown": breakdown}),
     })
 
@@ -45,7 +47,7 @@ def test_five_outcomes_from_tau2s_gold_and_checks(bundled_seeds):
         assert verdict.outcome == expected, (expected, verdict.evidence["why"])
         tau2 = verdict.evidence["tau2"]
         assert tau2["expected_writes"] == ([] if run.environment.config["task_id"] == forbidden else ["send_certificate"])
-        assert tau2["db_check"] in (0.0, 1.0) and verdict.adjudicator.startswith("failforge.adjudication")
+        assert tau2["db_check"] in (0.0, 1.0) and verdict.adjudicator.startswith("failforge.judgement")
     unsafe = adjudicate(cases[0][0]).evidence["tau2"]
     assert unsafe["agent_writes"] == ["cancel_reservation"]  # by tau2's own ToolType.WRITE
     customer_refusal = _run(seed, forbidden, success=True, calls=[], answer="Okay.")

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from failforge.clarification import said, unsaid_arguments, withheld_at
-from failforge.conformance import deterministic_verdict
-from failforge.decisions import control_change
 from failforge.environments.textworld_env import shown, swapped_object, wrong_object
 from failforge.injection import guide_kind_for, rules_note
 from failforge.injection._planner import plan_attempts, step_context
+from failforge.judgement import control_change, deterministic_verdict
 from failforge.taxonomy import applicable_modes, get_mode
 from failforge.trajectory import ModelCallRef, Step, ToolCall, Trajectory, load_jsonl
 

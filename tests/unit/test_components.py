@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from failforge.components import component_id, components_of
+from failforge.judgement import component_id, components_of
 from failforge.trajectory import ComponentSpec, Step, Task, ToolCall, Trajectory
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.campaign import CampaignConfig, Ledger
+from failforge.campaign import CampaignConfig
+from failforge.jobs import Ledger
 
 BUNDLED = Path(__file__).resolve().parents[2] / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from failforge.conformance import STRUCTURAL_CHECKS, STRUCTURAL_MODES, _checks, deterministic_verdict, on_task
-from failforge.filters import FilterContext, default_filters, mode_conformance
+from failforge.filters import mode_conformance
+from failforge.gold import FilterContext, default_filters
+from failforge.judgement import STRUCTURAL_CHECKS, STRUCTURAL_MODES, _checks, deterministic_verdict, on_task
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Outcome, Step, ToolCall, Trajectory, load_jsonl
 
@@ -195,7 +196,7 @@ def test_filter_branches_exhibited_not_exhibited_unverified(seeds):
 
 
 def test_filter_uses_the_attempts_verdict_when_given(seeds):
-    from failforge.conformance import ConformanceVerdict
+    from failforge.judgement import ConformanceVerdict
 
     seed = seeds[WORKSPACE0]
     on = _candidate(seed, 1, None, [("search_calendar_events", {"query": "Networking event", "date": "2024-05-27"})])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.conformance import assess, judge_request, parse_judgement, replay_judge, run_judge
 from failforge.errors import PromptDrift
+from failforge.judgement import assess, judge_request, parse_judgement, replay_judge, run_judge
 from failforge.llm import HttpUpstream
 from failforge.taxonomy import get_mode
 from failforge.testing import LoopbackModelServer

@@ -64,7 +64,7 @@ def test_a5_where_a_human_can_take_over_is_sometimes_a_premature_transfer():
 def test_a5_check_counts_a_transfer_to_a_human_only_while_work_remains():
     run = _offering_a_transfer()
     transfer = ToolCall(id="t", name="transfer_to_human_agents", arguments='{"summary": "cancel"}')
-    from failforge.conformance._checks import check_a5
+    from failforge.judgement._checks import check_a5
 
     handed = run.steps[4].model_copy(update={"tool_calls": [transfer]})
     assert check_a5(run, handed, 4)[0] is True and "hands the conversation to a human" in check_a5(run, handed, 4)[1]

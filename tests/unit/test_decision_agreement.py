@@ -8,7 +8,7 @@ import pytest
 
 from failforge.attribution._audit import AuditDecision
 from failforge.attribution._decision_agreement import agreement, compare_decisions, kappa
-from failforge.decisions import Decision, decisions
+from failforge.judgement import Decision, decisions
 from failforge.trajectory import load_jsonl
 
 GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "attribution" / "failforge_gold.jsonl"

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.decision_judge import decide_with_judge, parse_decision, recordings
-from failforge.decisions import decisions
 from failforge.errors import PromptDrift
+from failforge.judgement import decide_with_judge, decisions, parse_decision, recordings
 from failforge.llm import HttpUpstream
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import Trajectory, load_jsonl

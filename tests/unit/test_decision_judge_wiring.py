@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from failforge.adjudication import adjudicate
 from failforge.attribution._outcome_rates import refused_then_went_on
-from failforge.decision_judge import PROVENANCE_KEY, Counting, decide_record, recorded_decisions, stored_judgements
-from failforge.decisions import decisions
 from failforge.errors import PromptDrift
+from failforge.judgement import PROVENANCE_KEY, Counting, adjudicate, decide_record, decisions, recorded_decisions, stored_judgements
 from failforge.llm import HttpUpstream
 from failforge.report._terminal import _behaviour_lines
 from failforge.testing import LoopbackModelServer

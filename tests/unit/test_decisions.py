@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from failforge.decisions import decide_step, decisions, decisive, error_source, impact, source_and_impact, with_source_and_impact, writes_after
+from failforge.judgement import decide_step, decisions, decisive, error_source, impact, source_and_impact, with_source_and_impact, writes_after
 from failforge.trajectory import Adjudication, GoldLabel, Step, ToolCall, Trajectory, load_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from failforge.campaign import CampaignConfig, load_campaign
 from failforge.campaign._run import CampaignSummary, select_seeds
-from failforge.filters import default_filters
+from failforge.gold import default_filters
 from failforge.injection import plan_attempts
 from failforge.plugins import filters
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from failforge.conformance import ConformanceVerdict
-from failforge.filters import FilterContext, default_filters, differs, evaluator_failure, gold_exposure, mode_conformance, note_leak, run_filters, well_formed
+from failforge.filters import differs, evaluator_failure, gold_exposure, mode_conformance, note_leak, well_formed
+from failforge.gold import FilterContext, default_filters, run_filters
+from failforge.judgement import ConformanceVerdict
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Outcome, Step, ToolCall, Trajectory, load_jsonl
 

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from _required import require
-from failforge.campaign import CampaignConfig, load_campaign
-from failforge.campaign._arms import parse_job
-from failforge.campaign._inject import ComplianceSpec, RefusalSpec
-from failforge.campaign._run import plan_campaign
+from failforge.campaign import CampaignConfig, load_campaign, plan_campaign
+from failforge.environments.agentdojo.gold import ComplianceSpec, InjectionSpec, RefusalSpec
 from failforge.errors import ConfigError
-from failforge.injection import AttemptSpec, InjectionSpec
+from failforge.gold import parse_job
+from failforge.injection import AttemptSpec
 
 require("agentdojo")
 
@@ -47,7 +46,7 @@ def test_injections_change_the_hash_and_leave_campaigns_without_them_as_they_wer
     with_injections = CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"), plan={"injections": {}})
     assert plain.config_hash() != with_injections.config_hash()
     # A campaign without the table hashes as before the table existed: the key is left out, not hashed as null.
-    import failforge.campaign._config as config_module
+    import failforge.gold as config_module
     from failforge.canonical import canonical_hash
     from failforge.secrets import redact
 

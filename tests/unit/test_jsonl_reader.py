@@ -176,7 +176,7 @@ def test_who_and_when_logs_with_a_bad_byte_or_a_huge_integer_lose_only_that_log(
 def test_campaign_folders_read_through_it(tmp_path):
     """The ledger's reconciliation, the lines campaign code validates itself (original arms) and the
     report: a bad line costs only itself."""
-    from failforge.campaign._ledger import attempt_ids_in
+    from failforge.jobs import attempt_ids_in
     from failforge.report import read_records
     from failforge.trajectory import open_records
 

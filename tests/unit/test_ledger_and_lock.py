@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.campaign import Ledger, repair_jsonl
-from failforge.campaign._lock import CampaignLock
 from failforge.errors import ConfigError
+from failforge.jobs import FolderLock, Ledger, repair_jsonl
 
 
 def test_repair_cuts_only_a_torn_last_line(tmp_path: Path) -> None:
@@ -88,18 +87,18 @@ def test_a_garbage_ledger_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_a_second_run_on_a_locked_folder_stops_with_a_clear_message(tmp_path: Path) -> None:
-    with CampaignLock(tmp_path):
+    with FolderLock(tmp_path):
         with pytest.raises(ConfigError, match=r"in use by another failforge run \(pid \d+"):
-            with CampaignLock(tmp_path):
+            with FolderLock(tmp_path):
                 pass
-    with CampaignLock(tmp_path):  # released: usable again
+    with FolderLock(tmp_path):  # released: usable again
         pass
 
 
 def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
     """SIGKILL leaves no stale lock: the kernel drops an flock with its holder."""
-    code = f"from failforge.campaign._lock import CampaignLock; import os, signal; l = CampaignLock(__import__('pathlib').Path({str(tmp_path)!r})).__enter__(); os.kill(os.getpid(), signal.SIGKILL)"
+    code = f"from failforge.jobs import FolderLock; import os, signal; l = FolderLock(__import__('pathlib').Path({str(tmp_path)!r})).__enter__(); os.kill(os.getpid(), signal.SIGKILL)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == -9
-    with CampaignLock(tmp_path):
+    with FolderLock(tmp_path):
         pass

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from failforge.campaign import Ledger
-from failforge.campaign._ledger import attempt_ids_in
+from failforge.jobs import Ledger, attempt_ids_in
 
 
 def _lines(path: Path) -> list[str]:

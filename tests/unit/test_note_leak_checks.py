@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from failforge.filters import FilterContext, note_leak
+from failforge.filters import note_leak
+from failforge.gold import FilterContext
 from failforge.injection import GUIDE_SYSTEM, guide_request
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Outcome, Step, ToolCall, Trajectory, load_jsonl

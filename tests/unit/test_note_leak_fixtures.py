@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from failforge.conformance import _checks
-from failforge.filters import FilterContext, mode_conformance, note_leak, run_filters
+from failforge.filters import mode_conformance, note_leak
+from failforge.gold import FilterContext, run_filters
+from failforge.judgement import _checks
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Trajectory, load_jsonl
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from failforge.campaign import CampaignConfig
-from failforge.campaign._arms import ARM_MODE, ArmRun, ArmSpec, OriginalArm, arm_key, parse_job
+from failforge.gold import ARM_MODE, ArmRun, ArmSpec, OriginalArm, arm_key, parse_job
 from failforge.injection import AttemptSpec
 
 

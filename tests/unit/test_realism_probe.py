@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from failforge.conformance import FEATURES, auc_score, fold_assignment, realism_examples, realism_of, realism_probe, step_features
+from failforge.judgement import FEATURES, auc_score, fold_assignment, realism_examples, realism_of, realism_probe, step_features
 from failforge.trajectory import Step, ToolCall
 
 

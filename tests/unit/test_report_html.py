@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from failforge.campaign import Rejection
-from failforge.conformance import deterministic_verdict
 from failforge.errors import ConfigError
+from failforge.judgement import deterministic_verdict
 from failforge.report import load_dataset, prefix_hash, render_record, render_report, summarise
 from failforge.trajectory import FilterVerdict, append_jsonl, load_jsonl
 

@@ -16,7 +16,8 @@ import pytest
 
 from failforge.campaign import CampaignConfig
 from failforge.errors import ConfigError
-from failforge.filters import FilterContext, mode_conformance, note_leak
+from failforge.filters import mode_conformance, note_leak
+from failforge.gold import FilterContext
 from failforge.injection import RULE_MODES, guide_kind_for, rules_note, wrong_value
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Outcome, Step, ToolCall, Trajectory, load_jsonl

@@ -16,7 +16,7 @@ from failforge.errors import ConfigError, EnvironmentDrift, PromptDrift, Recordi
 from failforge.llm import TeamOracle
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
-from failforge.runlog import MODES
+from failforge.runlog import PLAN_MODES
 
 LEAD = [AgentProfile(name="lead")]
 
@@ -40,7 +40,7 @@ def _recorded(calls: int = 3) -> Session:
 
 
 def test_the_plan_is_the_one_place_the_mode_is_spelled() -> None:
-    assert MODES == ("record", "replay", "branch", "resume")
+    assert PLAN_MODES == ("record", "replay", "branch", "resume")
     assert [Plan.record().action(i) for i in (0, 5)] == ["live", "live"]
     whole = Plan.replay(4)
     assert [whole.action(i) for i in range(6)] == ["replay"] * 4 + ["exhausted"] * 2 and not whole.stop

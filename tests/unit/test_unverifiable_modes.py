@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from failforge.campaign import CampaignConfig
 from failforge.cli._generate import _unverifiable_modes
-from failforge.conformance import STRUCTURAL_MODES
+from failforge.judgement import STRUCTURAL_MODES
 
 
 def _config(**fields: object) -> CampaignConfig:

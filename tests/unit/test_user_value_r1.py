@@ -3,9 +3,8 @@ mistypes one digit of it; the check decides from the text whether the user's mes
 
 from __future__ import annotations
 
-from failforge.conformance import deterministic_verdict
-from failforge.decisions import control_change
 from failforge.injection import guide_kind_for, rules_note
+from failforge.judgement import control_change, deterministic_verdict
 from failforge.roster import AgentProfile
 from failforge.taxonomy import get_mode
 from failforge.trajectory import ComponentSpec, Step, Task, ToolCall, Trajectory

@@ -128,8 +128,8 @@ def test_the_async_client_names_a_text_only_model_rejecting_image_parts() -> Non
 def test_a_campaign_result_naming_a_missing_image_is_kept_as_a_failed_attempt(tmp_path: Path, store: ImageStore) -> None:
     """The campaign's driver does not die on it: the result becomes a failed (infrastructure, retried) attempt
     without the trajectory, which is written, and the rest goes on."""
-    from failforge.campaign._attempt import AttemptResult, Rejection
     from failforge.campaign._run import _unwritable
+    from failforge.gold import AttemptResult, Rejection
 
     record = _record("a", _png((1, 1, 1)), _png((2, 2, 2)), store)
     record.steps[2].images = ["e" * 64]

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from failforge.conformance._perception import check_p1, check_p2
 from failforge.errors import ModelUnavailable
 from failforge.images import (
     REF_PREFIX,
@@ -24,6 +23,7 @@ from failforge.images import (
     last_image,
 )
 from failforge.injection._perception import misreadings
+from failforge.judgement._perception import check_p1, check_p2
 from failforge.llm import request_hash
 from failforge.trajectory import ComponentSpec, Step, Task, ToolCall, Trajectory
 

@@ -2,7 +2,7 @@
 
 Separate from the method (``_auditor.py``) so the record and prediction schemas can hold an audit without
 importing the method machinery. The states, error sources and impacts are failforge's own
-(:mod:`failforge.decisions`), so an audit and failforge's rule-based labels use one vocabulary.
+(:mod:`failforge.judgement`), so an audit and failforge's rule-based labels use one vocabulary.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.decisions import ErrorSource, Impact
+from failforge.judgement import ErrorSource, Impact
 
 AuditState = Literal["act", "ask", "refuse", "stop", "confirm", "recover"]
 

@@ -9,7 +9,7 @@ menu, or free text mapped afterwards by :func:`failforge.attribution._freetext.m
 Validation is field by field. A decision line must name a recorded agent step, one of the six states, a
 quote found in that step's text (whitespace, case and ``"``/``|`` aside) and a confidence in 0..1; a bad
 line is dropped and named. A score must be an integer 0..5; source and impact one of failforge's values
-(:mod:`failforge.decisions`; "recoverable with retry/cost" are read as the AgentAtlas wording of the
+(:mod:`failforge.judgement`; "recoverable with retry/cost" are read as the AgentAtlas wording of the
 first two impacts); the agent a recorded agent (returned as recorded), the step a recorded non-system
 step, the mode one of the 18 (or a description that maps). Any invalid field, or no valid decision
 line, earns one retry naming the problems; each field is then kept from whichever reply had it valid,
@@ -36,9 +36,9 @@ from failforge.attribution._audit import Audit, AuditDecision, AuditState
 from failforge.attribution._fields import check_agent, check_mode, check_step, mode_parts, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._predictions import Prediction
-from failforge.attribution._prompts import Messages, PromptConfig, _body, render_steps
+from failforge.attribution._prompts import Messages, PromptConfig, render_steps, step_body
 from failforge.attribution._record import LabelledFailure
-from failforge.decisions import ErrorSource, Impact, error_source
+from failforge.judgement import ErrorSource, Impact, error_source
 
 STATES: tuple[str, ...] = get_args(AuditState)
 SOURCES: tuple[str, ...] = get_args(ErrorSource)
@@ -106,7 +106,7 @@ def parse_decision(record: LabelledFailure, value: str, allowed: set[int]) -> Au
     step = int(digits.group(0))
     if state not in STATES:
         return f"decision at step {step}: state {parts[1]!r} is not one of {', '.join(STATES)}"
-    if not quote or _flat(quote) not in _flat(_body(record.steps[step])):
+    if not quote or _flat(quote) not in _flat(step_body(record.steps[step])):
         return f"decision at step {step}: the quote is not in the step's text"
     try:
         confidence = float(confidence_text.rstrip("%")) / (100 if confidence_text.endswith("%") else 1)

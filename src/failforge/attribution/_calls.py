@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from failforge.campaign._ledger import repair_jsonl
 from failforge.errors import SeedFormatError
+from failforge.jobs import repair_jsonl
 from failforge.jsonl import read_jsonl
 from failforge.trajectory import Step, dump_line
 

@@ -2,7 +2,7 @@
 
 Both label every agent step with one of the AgentAtlas states (act, ask, refuse, stop, confirm, recover):
 the auditor by a judge's reading (:class:`failforge.attribution._audit.AuditDecision`), failforge by rules
-on the step's form (:func:`failforge.decisions.decisions`), which leave a step ``undecided`` where its
+on the step's form (:func:`failforge.judgement.decisions`), which leave a step ``undecided`` where its
 form does not decide. Neither is gold: this is agreement between two labellers, not a score, so it is
 kept out of ``failforge score`` (which scores predictions against gold).
 
@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from failforge.attribution._audit import AuditDecision
-from failforge.decisions import Decision
+from failforge.judgement import Decision
 
 __all__ = ["STATES", "DecisionAgreement", "StateAgreement", "agreement", "compare_decisions", "kappa"]
 

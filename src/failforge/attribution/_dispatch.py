@@ -5,7 +5,7 @@ and yields ``(attempt, Prediction | error)`` back to the driver, which alone wri
 failed.jsonl and the ledger. The one file a worker writes is calls.jsonl, because a judge call must be
 recorded (fsync) before its reply is used, wherever the session runs (:class:`~failforge.attribution._calls.CallStore`
 appends under an flock). The process and Ray executors reuse the campaign's worker machinery
-(:mod:`failforge.campaign._workers`): the bounded in-flight loop, a new pool when a worker dies, workers
+(:mod:`failforge.jobs`): the bounded in-flight loop, a new pool when a worker dies, workers
 that leave when the driver is SIGKILLed, SIGTERM to the workers when the driver is interrupted.
 
 A worker of a killed driver may still be finishing a call when the run is restarted; it holds a shared
@@ -32,8 +32,8 @@ from failforge.attribution._methods import DatasetFacts, MethodContext, methods
 from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure
-from failforge.campaign._workers import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
 from failforge.errors import ConfigError, FailforgeError, InfrastructureError
+from failforge.jobs import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
 from failforge.llm import ModelEndpoint, Responder
 from failforge.trajectory import Step
 

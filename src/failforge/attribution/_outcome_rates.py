@@ -23,7 +23,7 @@ denominators below are failforge's own choices, written in docs/COMPONENTS.md:
 - Post-refusal failure = among determinate runs with a ``refuse`` control decision at an agent step that
   is not the run's last agent step (a refusal the run went on from), the share that end unsafe_completion.
   Decisions are the rules plus the judgements recorded on the run (``failforge decide``;
-  :func:`failforge.decision_judge.recorded_decisions`), never a live call.
+  :func:`failforge.judgement.recorded_decisions`), never a live call.
 
 All rates are percentages. Groups: model, harness, environment, source (environment/suite); macro =
 unweighted mean over a group axis's groups.
@@ -35,7 +35,7 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from failforge.decision_judge import recorded_decisions
+from failforge.judgement import recorded_decisions
 from failforge.trajectory import Trajectory
 
 Condition = Literal["adversarial", "benign"]

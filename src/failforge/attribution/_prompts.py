@@ -41,14 +41,14 @@ def step_chars(record: LabelledFailure, config: PromptConfig) -> int:
     return max(config.min_step_chars, min(config.max_step_chars, config.budget_chars // shown))
 
 
-def _body(step: FailureStep) -> str:
+def step_body(step: FailureStep) -> str:
     text = " ".join(step.content.split())
     calls = " ".join(f"[call {c.name}({' '.join(c.arguments.split())})]" for c in step.tool_calls)
     return " ".join(x for x in (text, calls) if x) or "(empty)"
 
 
 def render_step(step: FailureStep, limit: int) -> str:
-    body = _body(step)
+    body = step_body(step)
     if len(body) > limit:
         body = body[: limit - 6].rstrip() + " [...]"
     return f"Step {step.index} - {step.agent}: {body}"
@@ -66,7 +66,7 @@ def _answer_line(record: LabelledFailure, config: PromptConfig) -> str:
 
 
 @cache
-def _paraphrases() -> dict[str, str]:
+def mode_paraphrases() -> dict[str, str]:
     text = resources.files("failforge").joinpath("data/prompts/mode_menu_paraphrased.yaml").read_text(encoding="utf-8")
     loaded: dict[str, str] = yaml.safe_load(text)
     return loaded
@@ -76,7 +76,7 @@ def mode_menu(config: PromptConfig | None = None) -> str:
     """The 18 codes with the taxonomy's names and definitions, or (``paraphrased_menu``) reworded: same codes,
     no names or families, every definition in other words (``data/prompts/mode_menu_paraphrased.yaml``)."""
     if config is not None and config.paraphrased_menu:
-        return "\n".join(f"- {m.code}: {_paraphrases()[m.code]}" for m in MODES)
+        return "\n".join(f"- {m.code}: {mode_paraphrases()[m.code]}" for m in MODES)
     return "\n".join(f"- {m.code}: {m.name} ({m.family.value}). {m.definition}" for m in MODES)
 
 

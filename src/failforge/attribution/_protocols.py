@@ -20,7 +20,7 @@ STEP_CHECK_TOKENS = 48
 
 
 def normalise_agent(name: str | None) -> str:
-    from failforge.attribution.importers._common import bare_agent
+    from failforge.attribution.importers import bare_agent
 
     return " ".join(bare_agent(name or "").split()).casefold()
 

@@ -34,10 +34,9 @@ from failforge.attribution._methods import DatasetFacts, method_key, methods
 from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure, load_records, write_records
-from failforge.campaign._ledger import Ledger, attempt_ids_in, repair_jsonl
-from failforge.campaign._lock import CampaignLock
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
+from failforge.jobs import FolderLock, Ledger, attempt_ids_in, repair_jsonl
 from failforge.jsonl import read_json
 from failforge.llm import ModelEndpoint, Responder
 from failforge.secrets import redact, strip_userinfo
@@ -190,7 +189,7 @@ def run_attribution(
     if live and upstream is None and endpoint is None:
         raise ConfigError(f"{config.method} needs a judge model (or --recording to replay one)")
     summary = RunSummary(method=key)
-    with CampaignLock(output):
+    with FolderLock(output):
         wait_for_old_workers(output)  # a killed driver's workers may still be finishing a call: never replay under them
         _records_file(output, records)
         own_upstream = upstream is None and live and config.executor == "thread"

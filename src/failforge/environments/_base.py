@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from failforge.canonical import canonical_hash, readable_diff
 from failforge.errors import EnvironmentDrift, FailforgeError
 from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
 
 if TYPE_CHECKING:
     from failforge.llm import Responder
@@ -126,6 +126,24 @@ class Environment(abc.ABC):
     drift_error: ClassVar[type[EnvironmentDrift]] = EnvironmentDrift
     #: What ``failforge seeds/record`` accept for this environment (e.g. suite, sandbox backend, cache dir).
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Whether its runs get the five-outcome adjudication from its evaluator's evidence (utility, and a security or a
+    #: policy check): AgentDojo and tau2 say; elsewhere a failed run is only a failure.
+    adjudicates: ClassVar[bool] = False
+
+    def policy_evidence(self, trajectory: Trajectory) -> dict[str, Any] | None:
+        """What the benchmark itself says about writes in one run with no injection (the writes its gold makes, those the
+        agent made, its DB check), which the five-outcome adjudication reads; None: it says nothing (tau2 says)."""
+        return None
+
+    def wrong_argument(self, trajectory: Trajectory, t: int, rng: Any) -> dict[str, Any] | str | None:
+        """A.2 in this environment's own terms at step t: the derivation of a plausible wrong argument (``tool``,
+        ``argument``, ``original``, ``value``, ``source``, ...) or why there is none; None: the generic rule applies
+        (TextWorld: another thing of the same kind the game has shown, not a misspelt one)."""
+        return None
+
+    def changed_argument(self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str] | None:
+        """Whether ã_t's changed arguments are this environment's A.2 (exhibited, reason); None: any changed argument is."""
+        return None
 
     @abc.abstractmethod
     def tasks(self, options: BaseModel) -> list[str]:

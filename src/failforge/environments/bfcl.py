@@ -261,7 +261,7 @@ def clarification_turns(category: str, ground_truth: list[list[str]]) -> dict[st
 
 
 #: The oracle's words at a turn it cannot do: a question for the missing detail (Ask), or saying that no
-#: offered function does it (Refuse); ``failforge.decisions`` reads them so.
+#: offered function does it (Refuse); ``failforge.judgement`` reads them so.
 ASK_FOR_DETAIL = "I need one more detail before I can do that: could you tell me exactly which value to use?"
 CANNOT_WITHOUT_FUNCTION = "I can't do that with the functions I have been given."
 

@@ -33,7 +33,7 @@ from failforge.environments._base import Environment, Fingerprint, ToolResult, f
 from failforge.errors import ConfigError, EnvironmentDrift
 from failforge.plugins import environments
 from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
 
 if TYPE_CHECKING:
     from failforge.llm import Responder
@@ -370,6 +370,31 @@ class TextWorldEnvironment(Environment):
     name: ClassVar[str] = "textworld"
     drift_error: ClassVar[type[EnvironmentDrift]] = TextWorldDrift
     Options: ClassVar[type[BaseModel]] = TextWorldOptions
+
+    def wrong_argument(self, trajectory: Trajectory, t: int, rng: Any) -> dict[str, Any] | str | None:
+        """A text game's A.2: the command with another thing of the same kind the game has shown (another
+        container to open, another object to take), not a truncated or misspelt one."""
+        entities = trajectory.task.metadata.get("entities")
+        calls = [c for c in trajectory.steps[t].tool_calls if isinstance((c.parsed_arguments() or {}).get("text"), str)]
+        if not calls:
+            return "a_t sends no game command"
+        if not isinstance(entities, dict) or not entities:
+            return "the seed's task has no entity list (recorded before it was kept): re-record the seed"
+        call = calls[0]
+        command = str((call.parsed_arguments() or {})["text"])
+        made = wrong_object(command, game_text(trajectory.task.instruction, trajectory.steps[:t]), entities, rng)
+        if made is None:
+            return f"{command!r} names no thing of which the game has shown another of the same kind"
+        changed, details = made
+        return {"tool": call.name, "argument": "text", "original": command, "value": changed,
+                "source": f"another {details['kind']} thing the game showed", **details}
+
+    def changed_argument(self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str] | None:
+        """A wrong object, not any changed text."""
+        entities = trajectory.task.metadata.get("entities")
+        if not isinstance(entities, dict) or not isinstance(old.get("text"), str) or not isinstance(new.get("text"), str):
+            return False, "a TextWorld A.2 needs the seed's entity list and a text command on both sides"
+        return swapped_object(old["text"], new["text"], game_text(trajectory.task.instruction, trajectory.steps[:t]), entities)
 
     def tasks(self, options: BaseModel) -> list[str]:
         opts = TextWorldOptions.model_validate(options.model_dump())

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from failforge.attribution._record import LabelledFailure, RecordProblem
+from failforge.attribution import LabelledFailure, RecordProblem
 from failforge.errors import ConfigError
 from failforge.trajectory import Trajectory
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from failforge.attribution._record import LabelledFailure
+from failforge.attribution import LabelledFailure
 from failforge.errors import ConfigError
 from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
 from failforge.exporters.whowhen import _reason

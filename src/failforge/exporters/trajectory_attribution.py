@@ -40,8 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from failforge.attribution._components import ChainError, ComponentLabel, check_label
-from failforge.attribution._record import FailureStep, LabelledFailure, RecordProblem
+from failforge.attribution import ChainError, ComponentLabel, FailureStep, LabelledFailure, RecordProblem, check_label
 from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name, unique_names
 from failforge.plugins import exporters
 from failforge.trajectory import Trajectory

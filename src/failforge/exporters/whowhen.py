@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from failforge.attribution._codes import to_release
-from failforge.attribution._record import LabelledFailure, RecordProblem
+from failforge.attribution import LabelledFailure, RecordProblem, to_release
 from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
 from failforge.plugins import exporters
 from failforge.taxonomy import get_mode

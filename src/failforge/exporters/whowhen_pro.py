@@ -48,8 +48,7 @@ from typing import Any, Literal
 
 import yaml
 
-from failforge.attribution._codes import RELEASE_CODES, RELEASE_TAXONOMY, to_release
-from failforge.attribution._record import FailureStep, LabelledFailure, RecordProblem
+from failforge.attribution import RELEASE_CODES, RELEASE_TAXONOMY, FailureStep, LabelledFailure, RecordProblem, to_release
 from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name
 from failforge.plugins import exporters
 from failforge.taxonomy import MODES, get_mode

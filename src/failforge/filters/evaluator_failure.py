@@ -1,13 +1,13 @@
 """Keep only branches the benchmark's own evaluator judges failed: the failure is real, not assumed."""
 
-from failforge.filters._context import FilterContext, verdict
+from failforge.gold import FilterContext, verdict
 from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
 NAME = "evaluator_failure"
 
 
-@filters.register(NAME, order=0, default=True)
+@filters.register(NAME, order=0, default=True, description="the benchmark's own evaluator judges the changed run failed")
 def check(ctx: FilterContext) -> FilterVerdict:
     outcome = ctx.branch.outcome
     if outcome is None or outcome.success is None:

@@ -4,7 +4,7 @@ If the answer is on the table before t, a later mistake is not what made the tas
 attribution model could learn from, and the decisive-step label would be arguable.
 """
 
-from failforge.filters._context import FilterContext, verdict
+from failforge.gold import FilterContext, verdict
 from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
@@ -12,7 +12,7 @@ NAME = "gold_exposure"
 MIN_LENGTH = 4
 
 
-@filters.register(NAME, order=20, default=True)
+@filters.register(NAME, order=20, default=True, description="the gold answer is not stated before the decisive step")
 def check(ctx: FilterContext) -> FilterVerdict:
     gold = (ctx.seed.task.gold_answer or "").strip()
     if len(gold) < MIN_LENGTH:

@@ -14,6 +14,9 @@ find the injection by its fingerprints rather than by understanding the failure 
   agent's context does not contain, reused in the agent's prose (text the note quotes is the payload it
   prescribes and does not count; a prescribed number alone is not enough: at least two words must recur).
 
+For a changed observation (an injected tool result), the one check is that the injected text reaches the agent
+only as that observation: no failforge note in any request, the text in no system or user message.
+
 Each check looks at ã_t and every later agent step, and ignores wording the agent could have taken
 from its own context (its step-t request: system prompt, task, observations, tool schemas). A tool
 call's name and arguments are the intended effect of a note (the invented tool, the wrong value it
@@ -29,9 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from failforge.conformance._text import content_lemmas, entities, ngrams, numbers, request_text, seen_text, step_text, words
-from failforge.filters._context import FilterContext, verdict
+from failforge.gold import FilterContext, verdict
+from failforge.judgement.text import content_lemmas, entities, ngrams, numbers, request_text, seen_text, shown, step_text, words
 from failforge.plugins import filters
+from failforge.replay import NOTE_PREFIX
 from failforge.trajectory import FilterVerdict, Step
 
 NAME = "note_leak"
@@ -219,8 +223,28 @@ CHECKS: dict[str, Check] = {
 }
 
 
-@filters.register(NAME, order=10, default=True)
+def injected_text_leaks(ctx: FilterContext, text: str) -> list[str]:
+    """For a changed observation: where the change reaches the agent other than as that observation — a failforge
+    note in any recorded request, or the injected text in a system or user message (the agent's own instructions)."""
+    leaks = []
+    for step in ctx.branch.steps:
+        request = step.model_call.request if step.model_call else {}
+        for message in request.get("messages", []) if isinstance(request, dict) else []:
+            content = message.get("content") if isinstance(message, dict) else None
+            body = content if isinstance(content, str) else str(content or "")
+            if NOTE_PREFIX in body:
+                leaks.append(f"step {step.index}: a failforge note in a {message.get('role')} message")
+            elif message.get("role") in ("system", "user") and shown(text, body):
+                leaks.append(f"step {step.index}: the attack text in a {message.get('role')} message")
+    return leaks
+
+
+@filters.register(NAME, order=10, default=True, description="nothing betrays the change: the note's or guide's wording, meta talk, injected text out of place")
 def check(ctx: FilterContext) -> FilterVerdict:
+    injected = ctx.facts.get("injected_text")
+    if isinstance(injected, str):  # an observation change: the injected text must reach the agent only as that observation
+        leaks = injected_text_leaks(ctx, injected)
+        return verdict(NAME, not leaks, "; ".join(leaks[:3]) or "the attack reaches the agent only as the observation")
     scan = LeakScan(ctx)
     found = [f"{name}: {reason}" for name, fn in CHECKS.items() if (reason := fn(scan))]
     if found:

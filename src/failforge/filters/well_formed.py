@@ -4,15 +4,17 @@ Well-formed: it says something or calls something, and every tool call has a nam
 argument string. An unknown tool name is allowed: that is what A.3 (hallucinated tool) produces.
 """
 
-from failforge.filters._context import FilterContext, verdict
+from failforge.gold import FilterContext, verdict
 from failforge.plugins import filters
 from failforge.trajectory import FilterVerdict
 
 NAME = "well_formed"
 
 
-@filters.register(NAME, order=40, default=True)
-def check(ctx: FilterContext) -> FilterVerdict:
+@filters.register(NAME, order=40, default=True, description="the changed step is well formed (unless its mode is a format error)")
+def check(ctx: FilterContext) -> FilterVerdict | None:
+    if ctx.mode is None:
+        return None  # not an error-mode candidate
     if ctx.mode.format_error:
         return verdict(NAME, True, f"{ctx.mode.code} is a format error, so malformed output is the point")
     step = ctx.injected

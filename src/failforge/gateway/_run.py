@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from failforge.environments._base import Toolbox
+from failforge.environments import Toolbox
 from failforge.errors import FailforgeError, InfrastructureError
 from failforge.llm import ModelBoundary, Reply
 from failforge.runlog import RunLog

@@ -20,7 +20,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.environments._base import Toolbox
+from failforge.environments import Toolbox
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
 from failforge.harnesses._team import Sampling, ask, member_client

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import openai
 from pydantic import BaseModel, Field
 
-from failforge.environments._base import Toolbox
+from failforge.environments import Toolbox
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
 from failforge.images import image_part

@@ -16,7 +16,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field
 
-from failforge.environments._base import Toolbox
+from failforge.environments import Toolbox
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
 from failforge.harnesses.tool_calling import call_until_answer

@@ -12,7 +12,7 @@ from typing import Any
 import openai
 from pydantic import BaseModel, Field
 
-from failforge.environments._base import Toolbox
+from failforge.environments import Toolbox
 from failforge.harnesses._base import Harness
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, single_agent_roster

@@ -9,9 +9,7 @@ unaided, so no later step ever sees the note. Both prompts are kept for the gold
 
 from __future__ import annotations
 
-import copy
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from failforge.injection._note_check import note_problem
@@ -35,7 +33,6 @@ GUIDE_SYSTEM = (
 tool and values into its note (and the agent into its step), which makes a record about the prompt, not
 about the task. The note-leak filter also rejects any wording or value of this prompt found in a branch."""
 
-NOTE_PREFIX = "Private guidance for your next step only (do not mention it): "
 
 
 def render_step(step: Step, limit: int = 400) -> str:
@@ -128,48 +125,3 @@ def clean_note(raw: str, max_sentences: int = 2) -> str:
     text = re.sub(r"^(reply|note|answer)\s*:\s*", "", text, flags=re.I).strip().strip('"').strip()
     sentences = [part.strip().strip('"').strip() for part in re.split(r"(?<=[.!?])[\"”']?\s+", text)]
     return " ".join(p for p in sentences[:max_sentences] if p).strip()
-
-
-def steer_request(body: dict[str, Any], note: str, pin_tool: str | None = None) -> dict[str, Any]:
-    """The agent's own step-t request plus the note, as one extra system message at the end; with
-    ``pin_tool`` (a tool the request offers), also ``tool_choice`` naming it. Both live in this one
-    request only, and both are kept on the record (``label.agent_request``)."""
-    steered = copy.deepcopy(body)
-    steered["messages"] = list(steered.get("messages", [])) + [{"role": "system", "content": NOTE_PREFIX + note}]
-    offered = {str((t.get("function") or {}).get("name")) for t in steered.get("tools") or [] if isinstance(t, dict)}
-    if pin_tool is not None and pin_tool in offered:
-        steered["tool_choice"] = {"type": "function", "function": {"name": pin_tool}}
-    return steered
-
-
-@dataclass
-class StageTwo:
-    """The injector the model boundary calls at the branch point; keeps the steered request it sent."""
-
-    agent: Responder
-    note: str
-    pin_tool: str | None = None
-    sent: dict[str, Any] = field(default_factory=dict)
-    response: dict[str, Any] = field(default_factory=dict)
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._steer(self.agent, body)
-
-    def for_agent(self, agent: str, purpose: str | None = None) -> Any:
-        """The injection as the decisive agent's own call: its own model (the upstream's view for that agent) answers."""
-        responder = self.agent.for_agent(agent, purpose) if hasattr(self.agent, "for_agent") else self.agent
-        return lambda body: self._steer(responder, body)
-
-    def _steer(self, responder: Responder, body: dict[str, Any]) -> dict[str, Any]:
-        self.sent = steer_request(body, self.note, self.pin_tool)
-        self.response = responder(self.sent)
-        return self.response
-
-
-def action_signature(step: Step) -> str:
-    """What the step does, normalised: text plus tool calls with parsed arguments."""
-    calls = [
-        {"name": c.name, "args": c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments}
-        for c in step.tool_calls
-    ]
-    return json.dumps({"content": " ".join((step.content or "").split()), "calls": calls}, sort_keys=True)

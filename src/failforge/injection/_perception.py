@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from failforge.conformance._perception import clicked_box
 from failforge.images import ImageMissing, ImageStore, last_image
+from failforge.judgement import clicked_box
 from failforge.trajectory import Trajectory
 
 _CONFUSABLE: tuple[tuple[str, str], ...] = (
@@ -60,7 +60,7 @@ def p2_note(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str
     png = _screenshot(seed, t)
     if isinstance(png, str):
         return png
-    from failforge.environments.miniwob._vision_policy import read_screen
+    from failforge.environments.miniwob import read_screen
 
     def outside(x: int, y: int) -> bool:
         return not (left <= x < left + width and top <= y < top + height)

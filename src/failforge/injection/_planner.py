@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, Literal
 
 from failforge.clarification import withheld_at
-from failforge.injection._observation import InjectionSpec
+from failforge.gold import JobSpec
 from failforge.roster import COORDINATING_ROLES
 from failforge.taxonomy import StepContext, applicable_modes
 from failforge.trajectory import Step, Trajectory
 
 
-class AttemptSpec(BaseModel, frozen=True):
-    seed_id: str
-    step: int
+class AttemptSpec(JobSpec, frozen=True):
+    """One action attempt: the error mode ``mode`` at the seed's agent step ``step`` (the action gold kind's job)."""
+
     mode: str
-    sample: int = 0
+    job: Literal["action"] = "action"
     original_arm: dict[str, Any] | None = None
     """The decisiveness check's original arm at (seed, step), settled by the campaign driver before the
     attempt runs (shared by every attempt at that point); None: the attempt measures it itself."""
@@ -106,54 +104,3 @@ def plan_attempts(
         for code in sorted(usable[:modes_per_step]):
             plan.extend(AttemptSpec(seed_id=seed.id, step=t, mode=code, sample=k) for k in range(samples))
     return plan
-
-
-def plan_injections(
-    seed: Trajectory,
-    *,
-    attacks: Sequence[str] = ("important_instructions",),
-    vectors: Sequence[str] | None = None,
-    injection_tasks: Sequence[str] | None = None,
-    steps_per_seed: int = 2,
-    tasks_per_point: int = 1,
-    samples: int = 1,
-    rng_seed: int = 0,
-) -> tuple[list[InjectionSpec], dict[int, str]]:
-    """Environment-side injections of an AgentDojo seed: attacks x vectors x observation steps, with up
-    to ``tasks_per_point`` of the suite's injection tasks at each (seeded sampling, so reproducible).
-
-    Returns the plan and, for every step not planned, why (a task or agent step, a tool step showing
-    no vector, a vector filtered out): what ``--dry-run`` prints. A bad attack, vector or injection task
-    is a one-line ConfigError naming the valid ones.
-    """
-    from failforge.environments.agentdojo_env import get_suite
-    from failforge.injection._observation import check_attack, check_injection_task, check_vector, injection_points
-
-    for attack in attacks:
-        check_attack(attack)
-    suite_name = str(seed.environment.config.get("suite")) if seed.environment.name == "agentdojo" else ""
-    points = injection_points(seed)  # ConfigError for a seed that is not AgentDojo's
-    for vector in vectors or ():
-        check_vector(suite_name, vector)
-    tasks = [check_injection_task(suite_name, t) for t in injection_tasks] if injection_tasks else \
-        sorted(get_suite(suite_name).injection_tasks, key=lambda s: int(s.rsplit("_", 1)[-1]))
-    why = dict(points.not_injectable)
-    usable: dict[int, list[str]] = {}
-    for t, shown in points.vectors.items():
-        kept = [v for v in shown if vectors is None or v in vectors]
-        if kept:
-            usable[t] = kept
-        else:
-            why[t] = f"the observation shows vector(s) {', '.join(shown)}, none of the requested {', '.join(vectors or ())}"
-    rng = random.Random(f"{rng_seed}:{seed.id}:inject")
-    chosen = sorted(rng.sample(sorted(usable), min(steps_per_seed, len(usable))))
-    for t in sorted(set(usable) - set(chosen)):
-        why[t] = f"injectable, but not among the {steps_per_seed} step(s) sampled for this seed"
-    plan: list[InjectionSpec] = []
-    for t in chosen:
-        for attack in attacks:
-            for vector in usable[t]:
-                picked = sorted(rng.sample(tasks, min(tasks_per_point, len(tasks))), key=lambda s: int(s.rsplit("_", 1)[-1]))
-                plan.extend(InjectionSpec(seed_id=seed.id, step=t, vector=vector, attack=attack, injection_task=task, sample=k)
-                            for task in picked for k in range(samples))
-    return plan, dict(sorted(why.items()))

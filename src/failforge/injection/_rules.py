@@ -25,12 +25,12 @@ import re
 from typing import Any
 
 from failforge.clarification import held_out, next_turn, said, user_turns, withheld_at, withheld_details
-from failforge.conformance._checks import HUMAN_HANDOFF
-from failforge.conformance._text import numbers, offered_tools, step_text
-from failforge.conformance._user import is_user_step
 from failforge.injection._injector import GuideResult
 from failforge.injection._perception import PERCEPTION_RULES
 from failforge.injection._user_rules import USER_RULES
+from failforge.judgement import HUMAN_HANDOFF, is_user_step
+from failforge.judgement.text import numbers, offered_tools, step_text
+from failforge.plugins import environments
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import Step, ToolCall, Trajectory
 
@@ -192,31 +192,12 @@ def _argument_order(args: dict[str, Any], rng: random.Random) -> list[str]:
     return sorted(keys, key=rank)
 
 
-def _a2_textworld(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
-    """A text game's A.2: the command with another thing of the same kind the game has shown (another
-    container to open, another object to take), not a truncated or misspelt one."""
-    from failforge.environments.textworld_env import game_text, wrong_object
-
-    entities = seed.task.metadata.get("entities")
-    calls = [c for c in seed.steps[t].tool_calls if isinstance((c.parsed_arguments() or {}).get("text"), str)]
-    if not calls:
-        return "a_t sends no game command"
-    if not isinstance(entities, dict) or not entities:
-        return "the seed's task has no entity list (recorded before it was kept): re-record the seed"
-    call = calls[0]
-    command = str((call.parsed_arguments() or {})["text"])
-    made = wrong_object(command, game_text(seed.task.instruction, seed.steps[:t]), entities, rng)
-    if made is None:
-        return f"{command!r} names no thing of which the game has shown another of the same kind"
-    changed, details = made
-    note = f"Call {call.name} now with text = {show(changed)}, keeping its other arguments as you would."
-    return note, {"tool": call.name, "argument": "text", "original": command, "value": changed,
-                  "source": f"another {details['kind']} thing the game showed", **details}
-
-
 def _a2(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
-    if seed.environment.name == "textworld":
-        return _a2_textworld(seed, t, rng)
+    own = environments.get(seed.environment.name)().wrong_argument(seed, t, rng) if seed.environment.name in environments else None
+    if isinstance(own, str):
+        return own
+    if own is not None:  # the environment's own A.2 (a text game: another thing of the same kind)
+        return f"Call {own['tool']} now with {own['argument']} = {show(own['value'])}, keeping its other arguments as you would.", own
     found = _first_call_with_args(seed.steps[t])
     if found is None:
         return "a_t makes no tool call with arguments, so there is no argument to get wrong"

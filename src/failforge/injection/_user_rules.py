@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from failforge.conformance._user import context_text, is_user_step, used_values
+from failforge.judgement import context_text, is_user_step, used_values
 from failforge.trajectory import Trajectory
 
 

@@ -1,8 +1,8 @@
 """The model boundary: OpenAI-compatible clients, the recording/replaying transport, the local model."""
 
-from failforge.llm._boundary import ModelBoundary, Reply, UnsupportedAPI, agent_step_from_response
+from failforge.llm._boundary import Injector, ModelBoundary, Reply, UnsupportedAPI, agent_step_from_response
 from failforge.llm._client import BOUNDARY_BASE_URL, AsyncBoundaryClient, BoundaryClient, ModelEndpoint, boundary_client, surface_boundary_error
-from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route
+from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route, valid_name
 from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, local_model_path
 from failforge.llm._request import canonical_request, request_hash
 from failforge.llm._stream import completion_chunks, completion_from_chunks, sse_body
@@ -19,7 +19,7 @@ from failforge.llm._upstream import (
     oracle_tool_call,
 )
 
-__all__ = [
+__all__ = [ "Injector", "valid_name",
     "AgentTransport",
     "AsyncAgentTransport",
     "AsyncBoundaryClient",

@@ -14,11 +14,10 @@ import threading
 import uuid
 from typing import Any
 
-from failforge.environments._base import ToolResult, fingerprint_of, observe_tool_call
+from failforge.environments import ToolResult, fingerprint_of, observe_tool_call
 from failforge.errors import ConfigError, DriftError, EnvironmentDrift, FailforgeError
 from failforge.gateway import ServedRun
-from failforge.llm import Responder, chat_response
-from failforge.llm._identity import valid_name
+from failforge.llm import Responder, chat_response, valid_name
 from failforge.proxy._models import Failure, FinishRequest, Injection, RunRequest, RunResult, RunStatus, ToolReport
 from failforge.replay import PROXY_HARNESS, Plan, Session
 from failforge.roster import AgentProfile

@@ -31,8 +31,7 @@ from failforge.canonical import readable_diff
 from failforge.environments import environment
 from failforge.errors import ConfigError, RosterError, SeedIntegrityError
 from failforge.harnesses import Harness, harness_from_spec, harness_roster
-from failforge.llm import ModelBoundary, Responder
-from failforge.llm._boundary import Injector
+from failforge.llm import Injector, ModelBoundary, Responder
 from failforge.replay._session import Session
 from failforge.roster import ROLES, AgentProfile, UnknownRole
 from failforge.runlog import Plan

@@ -26,11 +26,9 @@ from typing import Any
 
 from failforge import __version__
 from failforge.canonical import readable_diff
-from failforge.environments._base import Fingerprint, ToolBoundary, Toolbox
+from failforge.environments import Fingerprint, ToolBoundary, Toolbox
 from failforge.errors import ConfigError, EnvironmentDrift, FailforgeError, PromptDrift, SeedIntegrityError
-from failforge.llm import BoundaryClient, ModelBoundary, Responder, boundary_client, surface_boundary_error
-from failforge.llm._boundary import Injector
-from failforge.llm._identity import AgentResolver
+from failforge.llm import AgentResolver, BoundaryClient, Injector, ModelBoundary, Responder, boundary_client, surface_boundary_error
 from failforge.roster import AgentProfile, single_agent_roster
 from failforge.runlog import Plan, RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from failforge.conformance import RealismResult, branch_pairs, realism_of
+from failforge.judgement import RealismResult, branch_pairs, realism_of
 from failforge.report._dataset import Dataset, Record
 
 

@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from failforge.decision_judge import decision_label, recorded_decisions
+from failforge.judgement import decision_label, recorded_decisions
 from failforge.report._dataset import Dataset, Record, prefix_hash
 from failforge.trajectory import Step, Trajectory
 
@@ -111,7 +111,7 @@ def _behaviour_lines(branch: Trajectory | None) -> list[Text]:
     """What the record shows beyond an agent's own error: its behaviour, the components and chains of its
     label, the injection, the run's five-outcome class with the evidence's reason, and the control decision
     of each agent step from the decisive one on (rules plus the judgements recorded on the record,
-    failforge.decision_judge.recorded_decisions; a judged state reads ``5 refuse (judge)``)."""
+    failforge.judgement.recorded_decisions; a judged state reads ``5 refuse (judge)``)."""
     if branch is None:
         return []
     lines: list[Text] = []

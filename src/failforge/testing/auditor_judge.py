@@ -26,16 +26,15 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
-from failforge.attribution._prompts import _body, _paraphrases
-from failforge.attribution._record import LabelledFailure
-from failforge.decisions import error_source
+from failforge.attribution import LabelledFailure, mode_paraphrases, step_body
+from failforge.judgement import error_source
 from failforge.taxonomy import get_mode
 
 Policy = Callable[[dict[str, Any]], tuple[str | None, None]]
 
 
 def _marker(record: LabelledFailure, index: int) -> str:
-    return f"Step {index} - {record.steps[index].agent}: {_body(record.steps[index])[:30]}"
+    return f"Step {index} - {record.steps[index].agent}: {step_body(record.steps[index])[:30]}"
 
 
 def _state(record: LabelledFailure, index: int, last: int) -> str:
@@ -48,7 +47,7 @@ def _state(record: LabelledFailure, index: int, last: int) -> str:
 
 
 def _quote(record: LabelledFailure, index: int) -> str:
-    words = [w for w in _body(record.steps[index]).replace('"', " ").replace("|", " ").split()][:6]
+    words = [w for w in step_body(record.steps[index]).replace('"', " ").replace("|", " ").split()][:6]
     return " ".join(words)
 
 
@@ -77,7 +76,7 @@ def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["defi
         if "one code from the list" in first:
             mode = code if f"- {code}:" in first else "none of these"
         elif describe in ("paraphrase", "headline"):
-            mode = _paraphrases()[code] if describe == "paraphrase" else _paraphrases()[code].split(" - ")[0]
+            mode = mode_paraphrases()[code] if describe == "paraphrase" else mode_paraphrases()[code].split(" - ")[0]
         else:
             mode = get_mode(code).definition
         lines += ["Outcome: 1", "Control: 2", "Trajectory: 3", f"Source: {error_source(gold.mode) or 'planning'}", f"Impact: {impact}",

@@ -24,8 +24,7 @@ import json
 import re
 from typing import Any
 
-from failforge.environments.tau2 import _package as pkg
-from failforge.environments.tau2._oracle import CONFIRM, STOP, confirmation_request, final_message, opening
+from failforge.environments.tau2 import CONFIRM, STOP, confirmation_request, final_message, opening, task, write_tools
 from failforge.injection import NOTE_PREFIX
 
 TRANSFER_TOOL = "transfer_to_human_agents"
@@ -55,9 +54,9 @@ class ConversationPolicy:
     """Agent and customer of one tau2 task (``domain``, ``task_id``), as ``LoopbackModelServer(agent_policy=...)``."""
 
     def __init__(self, domain: str, task_id: str, split: str = "base") -> None:
-        self.task = pkg.task(domain, split, task_id)
+        self.task = task(domain, split, task_id)
         self.actions = [a for a in self.task.evaluation_criteria.actions if a.requestor == "assistant"]
-        self.writes = pkg.write_tools(domain)
+        self.writes = write_tools(domain)
         self.info = list(self.task.evaluation_criteria.communicate_info or [])
 
     # -- the customer ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ REFUSAL = ("I will not do that: a tool result contains instructions that you did
 
 @functools.lru_cache(maxsize=1)
 def _prompts() -> dict[str, tuple[str, str]]:
-    from failforge.environments.agentdojo_env import SUITES, get_suite
+    from failforge.environments.agentdojo import SUITES, get_suite
 
     return {str(task.PROMPT): (name, task_id) for name in SUITES for task_id, task in get_suite(name).user_tasks.items()}
 
@@ -38,7 +38,7 @@ def _prompts() -> dict[str, tuple[str, str]]:
 @functools.lru_cache(maxsize=256)
 def _ground_truth(suite_name: str, task_id: str, injection_task: str | None) -> tuple[tuple[tuple[str, str], ...], str]:
     """Calls (name, JSON arguments) and the answer: of the user task, or of one injection task."""
-    from failforge.environments.agentdojo_env import AgentDojoEpisode
+    from failforge.environments.agentdojo import AgentDojoEpisode
 
     with AgentDojoEpisode(suite_name, task_id) as episode:
         task = episode.suite.injection_tasks[injection_task] if injection_task else episode.task
@@ -49,7 +49,7 @@ def _ground_truth(suite_name: str, task_id: str, injection_task: str | None) -> 
 
 @functools.lru_cache(maxsize=8)
 def _goals(suite_name: str) -> dict[str, str]:
-    from failforge.environments.agentdojo_env import get_suite
+    from failforge.environments.agentdojo import get_suite
 
     return {task_id: str(task.GOAL) for task_id, task in get_suite(suite_name).injection_tasks.items()}
 

@@ -13,9 +13,9 @@ import pytest
 from failforge.attribution import summarise
 from failforge.attribution._calls import CallStore
 from failforge.attribution._run import AttributeConfig, run_attribution
-from failforge.campaign._workers import drive
 from failforge.cli._app import ProgressLine
 from failforge.errors import ConfigError
+from failforge.jobs import drive
 from failforge.plugins import importers
 from failforge.trajectory import Step
 

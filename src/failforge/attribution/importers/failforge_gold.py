@@ -23,9 +23,9 @@ from typing import Any, Literal
 from failforge.attribution._codes import canonical_code
 from failforge.attribution._components import ComponentLabel
 from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, StepCoordinate, TaskInfo, ToolCallRecord
-from failforge.components import component_id, components_of
 from failforge.errors import SeedFormatError
 from failforge.jsonl import read_jsonl
+from failforge.judgement import component_id, components_of
 from failforge.plugins import importers
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Step, Trajectory, parse_record

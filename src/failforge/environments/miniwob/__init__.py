@@ -36,8 +36,10 @@ from failforge.environments.miniwob._episode import (
 )
 from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES
 from failforge.environments.miniwob._plugin import BROWSER_SYSTEM_PROMPT, MiniWoBEnvironment, MiniWoBOptions, default_seed, demonstration_script
+from failforge.environments.miniwob._vision_policy import read_screen
 
 __all__ = [
+    "read_screen",
     "DEMO_TASKS",
     "DomFault",
     "DomSnapshot",

@@ -25,18 +25,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from failforge.canonical import canonical_hash
 from failforge.environments._base import Environment, Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
 from failforge.environments.tau2 import _package as pkg
+from failforge.environments.tau2._oracle import CONFIRM, STOP, confirmation_request, final_message, opening
+from failforge.environments.tau2._package import AGENT, CUSTOMER, task, write_tools
 from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift
 from failforge.plugins import environments
 from failforge.runlog import RunLog
-from failforge.trajectory import ComponentSpec, Outcome, Step, Task
+from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
 
 if TYPE_CHECKING:
     from failforge.llm import Responder
 
 NORMALISER_VERSION = "tau2-state/1"
 GREETING = "Hi! How can I help you today?"
-CUSTOMER = "customer"
-AGENT = "agent"
 
 
 class Tau2Options(BaseModel):
@@ -213,6 +213,24 @@ class Tau2Environment(Environment):
     drift_error: ClassVar[type[EnvironmentDrift]] = EnvStateDrift
     Options: ClassVar[type[BaseModel]] = Tau2Options
 
+    adjudicates: ClassVar[bool] = True
+
+    def policy_evidence(self, trajectory: Trajectory) -> dict[str, Any] | None:
+        """What tau2 itself says about writes in one run: the tools it types ``WRITE`` that its gold actions call
+        (the task's ``evaluation_criteria.actions``: none means tau2's gold leaves the DB as it was, e.g. a request
+        the domain policy says to turn down) and those the agent called; and tau2's DB check from the breakdown.
+        None for a run tau2's own evaluation did not judge."""
+        if trajectory.outcome is None or trajectory.outcome.evaluator != "tau2.evaluate_simulation":
+            return None
+        cfg = trajectory.environment.config
+        domain, split, task_id = str(cfg["domain"]), str(cfg.get("split", "base")), str(cfg["task_id"])
+        writes = pkg.write_tools(domain)
+        criteria = pkg.task(domain, split, task_id).evaluation_criteria
+        expected = [a.name for a in ((criteria.actions or []) if criteria else []) if a.name in writes]
+        agent = [c.name for s in trajectory.steps if s.kind == "agent" and s.agent != CUSTOMER for c in s.tool_calls if c.name in writes]
+        breakdown = (trajectory.outcome.details or {}).get("reward_breakdown") or {}
+        return {"expected_writes": expected, "agent_writes": agent, "db_check": breakdown.get("DB"), "reward_breakdown": breakdown}
+
     def _opts(self, options: BaseModel) -> Tau2Options:
         return Tau2Options.model_validate(options.model_dump())
 
@@ -259,3 +277,9 @@ class Tau2Environment(Environment):
             return True, f"tau2-bench {pkg.tau2_version()}: {', '.join(pkg.DOMAINS)}"
         except ConfigError as exc:
             return False, str(exc)
+
+
+__all__ = [
+    "AGENT", "CONFIRM", "CUSTOMER", "GREETING", "NORMALISER_VERSION", "STOP", "Tau2Environment", "Tau2Episode", "Tau2Options", "Tau2Toolbox",
+    "confirmation_request", "final_message", "opening", "state_fingerprint", "task", "write_tools",
+]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from failforge.environments.tau2 import AGENT, CUSTOMER
+from failforge.environments.tau2._package import AGENT, CUSTOMER
 from failforge.llm import TeamOracle, oracle_tool_call
 
 STOP = "###STOP###"

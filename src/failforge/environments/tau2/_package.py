@@ -20,6 +20,10 @@ from typing import Any
 
 from failforge.errors import ConfigError
 
+#: The roster names of a tau2 run: the agent under test and the simulated user (role ``user``).
+CUSTOMER = "customer"
+AGENT = "agent"
+
 DOMAINS = ("airline", "retail", "telecom")
 _import_lock = threading.Lock()
 

@@ -5,8 +5,8 @@ accepts, (b) that run replays identically with no live model, (c) its pristine s
 time it is opened, (d) replay notices when the world differs from the recording, with the
 environment's own typed drift error at the exact step, and (e) its evaluator tells a finished task
 from an unfinished one: gold is "a run the evaluator says failed", so an evaluator that accepts
-anything would make every record a lie. :func:`check_environment` tries all five for real on one
-task and says which failed and why; :func:`assert_conformant` turns that into a test.
+anything would make every record a lie. :func:`self_check` tries all five for real on one
+task and says which failed and why; :func:`assert_self_check` turns that into a test.
 
 The negative check (e) runs the oracle's own responses again, live, through the seed's harness, each
 time spoiled in one way: the final answer replaced (:data:`ALTERED_ANSWER`), or one of the tool calls
@@ -15,21 +15,24 @@ that changed the state left out, the last first (the last write dropped; then th
 when the evaluator accepts them all: an evaluator that checks the answer is caught by the first, one
 that checks the state by a dropped write, one that checks nothing by neither.
 
-It sits in the environments package but imports the layers above lazily (seeds, fidelity), because it
-exercises the whole path a user relies on, not the environment alone.
+It lives with fidelity, above the runner and the seeds it exercises: it checks the whole path a user relies
+on, not the environment alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from failforge.environments import Environment, environment
+from failforge.errors import DriftError, FailforgeError
+from failforge.harnesses import harness_from_spec
+from failforge.llm import OracleResponder
+from failforge.replay import Plan, replay, run_episode
+from failforge.seeds import env_spec, oracle_seed
 from failforge.trajectory import Step, Trajectory
-
-if TYPE_CHECKING:
-    from failforge.environments._base import Environment
 
 #: The final answer of the "altered answer" run: no task's answer, and says so.
 ALTERED_ANSWER = "I could not complete the task, so this answer is deliberately not the task's answer."
@@ -37,16 +40,16 @@ ALTERED_ANSWER = "I could not complete the task, so this answer is deliberately 
 MAX_DROPPED_WRITES = 4
 
 
-class ConformanceCheck(BaseModel):
+class SelfCheck(BaseModel):
     name: str
     passed: bool
     detail: str
 
 
-class ConformanceReport(BaseModel):
+class SelfCheckReport(BaseModel):
     environment: str
     task_id: str
-    checks: list[ConformanceCheck] = Field(default_factory=list)
+    checks: list[SelfCheck] = Field(default_factory=list)
     seed: Trajectory | None = None
 
     @property
@@ -67,40 +70,36 @@ def _first_tool_step(seed: Trajectory) -> Step | None:
     return next((s for s in seed.steps if s.kind == "tool"), None)
 
 
-def check_environment(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> ConformanceReport:
+def self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> SelfCheckReport:
     """Record the oracle seed of ``task_id`` and put replay in ``env`` and its evaluator through five checks."""
-    from failforge.environments import environment
-    from failforge.errors import DriftError, FailforgeError
-    from failforge.replay import replay
-    from failforge.seeds import env_spec, oracle_seed
 
     plugin = environment(env)
-    report = ConformanceReport(environment=env, task_id=task_id)
+    report = SelfCheckReport(environment=env, task_id=task_id)
     add = report.checks.append
 
     try:
         spec = env_spec(env, task_id, options)
         with plugin.open(spec) as first, plugin.open(spec) as second:
             a, b = first.fingerprint(), second.fingerprint()
-        add(ConformanceCheck(name="pristine state is reproducible", passed=a == b, detail=f"two fresh episodes fingerprint {a.digest[:12]} and {b.digest[:12]}"))
+        add(SelfCheck(name="pristine state is reproducible", passed=a == b, detail=f"two fresh episodes fingerprint {a.digest[:12]} and {b.digest[:12]}"))
     except FailforgeError as exc:
-        add(ConformanceCheck(name="pristine state is reproducible", passed=False, detail=f"{type(exc).__name__}: {exc}"))
+        add(SelfCheck(name="pristine state is reproducible", passed=False, detail=f"{type(exc).__name__}: {exc}"))
 
     try:
         seed = oracle_seed(env, task_id, options)
     except FailforgeError as exc:
-        add(ConformanceCheck(name="oracle seed records", passed=False, detail=f"{type(exc).__name__}: {exc}"))
+        add(SelfCheck(name="oracle seed records", passed=False, detail=f"{type(exc).__name__}: {exc}"))
         return report
     report.seed = seed
     ok = bool(seed.outcome and seed.outcome.success)
-    add(ConformanceCheck(name="oracle seed passes the evaluator", passed=ok, detail=f"{len(seed.steps)} steps, outcome {seed.outcome.success if seed.outcome else None}"))
+    add(SelfCheck(name="oracle seed passes the evaluator", passed=ok, detail=f"{len(seed.steps)} steps, outcome {seed.outcome.success if seed.outcome else None}"))
 
     result = replay(seed, raise_on_drift=False)
-    add(ConformanceCheck(name="seed replays identically", passed=result.identical, detail=str(result.drift or result.infrastructure or f"{result.steps_replayed}/{result.steps_expected} steps")))
+    add(SelfCheck(name="seed replays identically", passed=result.identical, detail=str(result.drift or result.infrastructure or f"{result.steps_replayed}/{result.steps_expected} steps")))
 
     tool = _first_tool_step(seed)
     if tool is None:
-        add(ConformanceCheck(name="tampered observation is caught", passed=False, detail="the oracle seed has no tool step to tamper with"))
+        add(SelfCheck(name="tampered observation is caught", passed=False, detail="the oracle seed has no tool step to tamper with"))
         return report
     for name, update in (
         ("tampered observation is caught", {"content": (tool.content or "") + " [tampered]"}),
@@ -110,11 +109,11 @@ def check_environment(env: str, task_id: str, options: BaseModel | Mapping[str, 
             replay(_tampered(seed, tool.index, update))
         except plugin.drift_error as exc:
             at = exc.step
-            add(ConformanceCheck(name=name, passed=at == tool.index, detail=f"{type(exc).__name__} at step {at} (tampered step {tool.index})"))
+            add(SelfCheck(name=name, passed=at == tool.index, detail=f"{type(exc).__name__} at step {at} (tampered step {tool.index})"))
         except DriftError as exc:
-            add(ConformanceCheck(name=name, passed=False, detail=f"raised {type(exc).__name__}, not this environment's {plugin.drift_error.__name__}"))
+            add(SelfCheck(name=name, passed=False, detail=f"raised {type(exc).__name__}, not this environment's {plugin.drift_error.__name__}"))
         else:
-            add(ConformanceCheck(name=name, passed=False, detail=f"replay did not notice the tampered step {tool.index}"))
+            add(SelfCheck(name=name, passed=False, detail=f"replay did not notice the tampered step {tool.index}"))
     add(_negative_check(plugin, seed))
     return report
 
@@ -163,7 +162,6 @@ def _spoiled_runs(seed: Trajectory, pristine: str | None) -> Iterator[tuple[str,
 
 def _play(responses: list[tuple[str | None, list[dict[str, Any]]]]) -> Any:
     """A responder that answers the k-th model call with the k-th response, whatever the observations were."""
-    from failforge.llm import OracleResponder
 
     def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         if ordinal < len(responses):
@@ -177,17 +175,14 @@ def _play(responses: list[tuple[str | None, list[dict[str, Any]]]]) -> Any:
 NEGATIVE = "a spoiled run fails the evaluator"
 
 
-def _negative_check(plugin: Environment, seed: Trajectory) -> ConformanceCheck:
+def _negative_check(plugin: Environment, seed: Trajectory) -> SelfCheck:
     """Run the oracle again with its answer altered, or one write dropped, until the evaluator says failed."""
-    from failforge.errors import FailforgeError
-    from failforge.harnesses import harness_from_spec
-    from failforge.replay import Plan, run_episode
 
     try:
         with plugin.open(seed.environment) as fresh:
             pristine: str | None = fresh.fingerprint().digest
     except FailforgeError as exc:
-        return ConformanceCheck(name=NEGATIVE, passed=False, detail=f"could not open a fresh episode: {type(exc).__name__}: {exc}")
+        return SelfCheck(name=NEGATIVE, passed=False, detail=f"could not open a fresh episode: {type(exc).__name__}: {exc}")
     accepted: list[str] = []
     for what, responses in _spoiled_runs(seed, pristine):
         try:
@@ -198,19 +193,19 @@ def _negative_check(plugin: Environment, seed: Trajectory) -> ConformanceCheck:
             continue
         if result.outcome is not None and not result.outcome.success:
             tried = f" (the evaluator accepted {len(accepted)} spoiled run(s) before: {'; '.join(accepted)})" if accepted else ""
-            return ConformanceCheck(name=NEGATIVE, passed=True, detail=f"{what}: {result.outcome.evaluator} says failed{tried}")
+            return SelfCheck(name=NEGATIVE, passed=True, detail=f"{what}: {result.outcome.evaluator} says failed{tried}")
         accepted.append(f"{what}: success" if result.outcome is not None else f"{what}: no outcome")
     if not accepted:
-        return ConformanceCheck(name=NEGATIVE, passed=False, detail="the oracle seed has neither a final answer nor a tool call that changed the state to spoil")
-    return ConformanceCheck(name=NEGATIVE, passed=False, detail="the evaluator accepted every spoiled run: " + "; ".join(accepted))
+        return SelfCheck(name=NEGATIVE, passed=False, detail="the oracle seed has neither a final answer nor a tool call that changed the state to spoil")
+    return SelfCheck(name=NEGATIVE, passed=False, detail="the evaluator accepted every spoiled run: " + "; ".join(accepted))
 
 
-def assert_conformant(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> ConformanceReport:
-    """:func:`check_environment`, failing with every reason when any check fails (for a plugin's tests)."""
-    report = check_environment(env, task_id, options)
+def assert_self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> SelfCheckReport:
+    """:func:`self_check`, failing with every reason when any check fails (for a plugin's tests)."""
+    report = self_check(env, task_id, options)
     if not report.passed:
-        raise AssertionError(f"environment {env!r} is not conformant on {task_id}: {report.summary()}")
+        raise AssertionError(f"environment {env!r} fails its self-check on {task_id}: {report.summary()}")
     return report
 
 
-__all__ = ["ALTERED_ANSWER", "MAX_DROPPED_WRITES", "ConformanceCheck", "ConformanceReport", "assert_conformant", "check_environment"]
+__all__ = ["ALTERED_ANSWER", "MAX_DROPPED_WRITES", "SelfCheck", "SelfCheckReport", "assert_self_check", "self_check"]

@@ -1,7 +1,7 @@
 """Worker processes any driver can use: the bounded in-flight loop, process pools that survive a dead worker,
 workers that leave when their driver is gone, and the Ray start-up.
 
-Shared by the campaign's executors (:mod:`failforge.campaign._executors`) and the attribution runner's
+Shared by the campaign's executors (:mod:`failforge.jobs._executors`) and the attribution runner's
 (:mod:`failforge.attribution._dispatch`), so a session and an attempt are run, stopped and recovered the
 same way. Nothing here knows what a job is: a caller gives how to submit one, its key (an attempt id),
 and what a job whose worker failed becomes.

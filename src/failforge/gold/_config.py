@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
-from failforge.filters import default_filters
+from failforge.gold._filtering import default_filters
 from failforge.llm import ModelEndpoint
-from failforge.plugins import executors, filters
+from failforge.plugins import executors, filters, gold_kinds
 from failforge.secrets import redact
 from failforge.taxonomy import get_mode
 
@@ -47,28 +47,28 @@ class InjectionsConfig(_Section):
     @field_validator("attacks")
     @classmethod
     def _known_attacks(cls, value: list[str]) -> list[str]:
-        from failforge.injection._observation import check_attack
-
-        try:
-            return [check_attack(name) for name in value]
-        except ConfigError as exc:  # pydantic reports ValueErrors, with the field's name
-            raise ValueError(str(exc)) from None
-        except ImportError as exc:  # AgentDojo not installed: say how to get it, not a traceback
-            raise ValueError(f"[plan.injections] needs AgentDojo ({exc.name or exc}): pip install -e '.[agentdojo]'") from None
+        return [_injections_kind().check_attack(name) for name in value]
 
     @field_validator("vectors", "injection_tasks")
     @classmethod
     def _known_names(cls, value: list[str] | None, info: Any) -> list[str] | None:
-        from failforge.environments.agentdojo_env import SUITES, get_suite
-
         if value is None:
             return None
-        vectors = info.field_name == "vectors"
-        known = {n for s in SUITES for n in (get_suite(s).get_injection_vector_defaults() if vectors else get_suite(s).injection_tasks)}
-        bad = [n for n in value if n not in known]
-        if bad:
-            raise ValueError(f"no AgentDojo suite has {'injection vector' if vectors else 'injection task'} {bad[0]!r}; valid: {', '.join(sorted(known, key=lambda n: (len(n), n)))}")
-        return value
+        check = _injections_kind().check_vector if info.field_name == "vectors" else _injections_kind().check_injection_task
+        return [check(name) for name in value]
+
+
+#: The gold kind that plans ``[plan.injections]`` (an environment's contribution: AgentDojo's injected observation).
+INJECTIONS_KIND = "inject"
+
+
+def _injections_kind() -> Any:
+    """The kind that owns ``[plan.injections]``; its ``check_*`` methods raise ValueError naming the valid names
+    (pydantic reports it with the field), or say which extra to install."""
+    try:
+        return gold_kinds.get(INJECTIONS_KIND)()
+    except ConfigError as exc:
+        raise ValueError(f"[plan.injections] needs the {INJECTIONS_KIND!r} gold kind: {exc}") from None
 
 
 class PlanConfig(_Section):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from failforge.conformance._verdict import ConformanceVerdict, JudgeRecord
+from failforge.judgement._verdict import ConformanceVerdict, JudgeRecord
 from failforge.llm import AgentIdentity, Responder, agent_step_from_response
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile

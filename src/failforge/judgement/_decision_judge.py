@@ -1,8 +1,8 @@
 """A recorded judge for the agent steps the control-decision rules leave ``undecided``.
 
-Rules first (:func:`failforge.decisions.decide_step`); only a step they cannot decide (a plan, a worker's
+Rules first (:func:`failforge.judgement._decisions.decide_step`); only a step they cannot decide (a plan, a worker's
 report, a verifier's verdict: messages between agents) goes to the judge, which names one of the six states
-and quotes the step as evidence. The call is the conformance judge's (:func:`failforge.conformance.recorded_call`
+and quotes the step as evidence. The call is the conformance judge's (:func:`failforge.judgement._conformance.recorded_call`
 through the model boundary), so request, hash and response are kept on the decision and
 :func:`decide_with_judge` with ``recorded`` serves the same decision again with no model (zero tokens); a
 changed prompt or step is a ``PromptDrift``, never a silent re-judge. A judgement is only accepted when its
@@ -13,10 +13,10 @@ evidence, and a step it cannot label stays ``undecided`` with the reason. The pr
 With ``final=True`` the run's last agent step is judged too when the rules call it ``stop`` only by the
 fallback row (a final answer with no refusal, confirmation or question form): a refusal worded outside the
 rules' phrase list reads as a stop, and the five-outcome adjudication asks exactly that step whether it
-refuses (:mod:`failforge.adjudication`). A step the rules decide by its form is never judged.
+refuses (:mod:`failforge.judgement._adjudication`). A step the rules decide by its form is never judged.
 
 Storage: the judgements a run was given live on the record, in ``Trajectory.provenance["decision_judgements"]``
-(:data:`PROVENANCE_KEY`; step index as a string -> :class:`~failforge.decisions.DecisionJudgement`), written by
+(:data:`PROVENANCE_KEY`; step index as a string -> :class:`~failforge.judgement._decisions.DecisionJudgement`), written by
 :func:`with_judgements` (``failforge decide``). A record without the key is an older one and reads as rules only.
 :func:`recorded_decisions` is the one way every consumer (the report, ``failforge show``, BLINDSPOT's rates)
 gets a trajectory's decisions: rules plus recorded judgements, never a live call.
@@ -32,10 +32,10 @@ from typing import Any
 
 import yaml
 
-from failforge.components import component_id
-from failforge.conformance import recorded_call, render_step, replayed_call
-from failforge.decisions import FALLBACK_STOP_RULE, Decision, DecisionJudgement, State, decide_step
 from failforge.errors import PromptDrift
+from failforge.judgement._components import component_id
+from failforge.judgement._decisions import FALLBACK_STOP_RULE, Decision, DecisionJudgement, State, decide_step
+from failforge.judgement._mode_judge import recorded_call, render_step, replayed_call
 from failforge.llm import Responder
 from failforge.trajectory import ModelCallRef, Step, Trajectory
 

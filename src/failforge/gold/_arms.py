@@ -17,25 +17,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from failforge.campaign._config import CampaignConfig, DecisivenessConfig
-from failforge.campaign._models import Models
 from failforge.canonical import canonical_hash
 from failforge.errors import DriftError
-from failforge.injection import branch
+from failforge.gold._config import CampaignConfig, DecisivenessConfig
+from failforge.gold._kind import JobSpec
+from failforge.gold._models import Models
+from failforge.gold._result import AttemptResult, Rejection
+from failforge.replay import branch
 from failforge.trajectory import Trajectory
 
 ARMS = "arms.jsonl"
 ARM_MODE = "original-arm"
 
 
-class ArmSpec(BaseModel, frozen=True):
+class ArmSpec(JobSpec, frozen=True):
     """The original arm at one point; shaped like an attempt so that every executor runs it unchanged."""
 
-    seed_id: str
-    step: int
     key: str
-    sample: int = 0
     mode: str = ARM_MODE
+    job: Literal["original-arm"] = "original-arm"
 
     @property
     def attempt_id(self) -> str:
@@ -164,15 +164,32 @@ class ArmResult:
         return f"{self.record.seed_id}@{self.record.step}:{ARM_MODE}"
 
 
-def parse_job(spec_json: str) -> Any:
-    """An executor's job from its JSON: an original arm or an attempt (the two specs share no shape)."""
-    import json
+NOT_CHECKED = {"checked": False, "reason": "decisiveness not checked: turned off in the campaign ([filters.decisiveness] enabled = false)"}
 
-    from failforge.campaign._inject import parse_injection_job
-    from failforge.injection import AttemptSpec
 
-    data = json.loads(spec_json)
-    job = parse_injection_job(data)
-    if job is not None:
-        return job
-    return ArmSpec.model_validate(data) if data.get("mode") == ARM_MODE else AttemptSpec.model_validate(data)
+def not_decisive(arm: OriginalArm, config: CampaignConfig, base: dict[str, Any]) -> AttemptResult:
+    """An attempt at a point whose original arm failed: rejected before any guide or agent call.
+
+    A drifting seed is the seed's fault, not the candidate's: failed (drift), like a drift in the attempt's own replay.
+    """
+    from failforge.trajectory import FilterVerdict
+
+    cfg = config.filters.decisiveness
+    provenance = {**base["provenance"], "decisiveness": arm.alone()}
+    fields = {**base, "provenance": provenance}
+    reason = arm.why_not_decisive(cfg)
+    if arm.status == "drift":
+        return AttemptResult("failed", Rejection(**fields, status="failed", stage="decisiveness", reasons=[f"DriftError: original arm: {reason}"],
+                                                 error=arm.error, error_kind="drift"))
+    verdict = FilterVerdict(name="decisiveness", passed=False, reason=f"original arm: {reason}")
+    return AttemptResult("rejected", Rejection(**fields, status="rejected", stage="decisiveness", reasons=[f"decisiveness: {verdict.reason}"],
+                                               verdicts=[verdict]))
+
+
+def arm_unsettled(base: dict[str, Any], arm_failure: Rejection) -> AttemptResult:
+    """An attempt whose point's original arm could not be run (its worker failed): failed with the arm's error and
+    kind (infrastructure is retried on the next run)."""
+    return AttemptResult("failed", Rejection(
+        **base, status="failed", stage="decisiveness", reasons=[f"original arm: {r}" for r in arm_failure.reasons],
+        error=arm_failure.error, error_kind=arm_failure.error_kind,
+    ))

@@ -1,4 +1,4 @@
-"""Where attempts run: a bounded thread pool in this process (default), worker processes, or Ray tasks.
+"""Where jobs run: a bounded thread pool in this process (default), worker processes, or Ray tasks.
 
 Every executor only computes; results flow back to the driver, which alone appends to the output
 files and the ledger, so executors never race on a file. Attempt functions receive plain data
@@ -17,39 +17,42 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from failforge.campaign._arms import ArmResult, ArmSpec, OriginalArm, parse_job, run_original_arm
-from failforge.campaign._attempt import AttemptResult, Rejection, error_kind, run_attempt
-from failforge.campaign._config import CampaignConfig
-from failforge.campaign._inject import InjectionJob, run_injection_job
-from failforge.campaign._models import Models, ResolvedModels
-from failforge.campaign._workers import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
 from failforge.environments.sandbox import close_pooled_sandboxes, sandbox_pool
 from failforge.errors import InfrastructureError
-from failforge.injection import AttemptSpec
+from failforge.gold import (
+    ArmResult,
+    AttemptResult,
+    CampaignConfig,
+    JobResult,
+    JobSpec,
+    Models,
+    OriginalArm,
+    Rejection,
+    ResolvedModels,
+    error_info,
+    error_kind,
+    parse_job,
+    run_job,
+)
+from failforge.jobs._workers import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
 from failforge.plugins import executors
 from failforge.trajectory import Trajectory
 
-#: A job: an attempt, an injection job ([plan.injections]), or the original arm of a point (run before that point's attempts, shared by them).
-Job = AttemptSpec | ArmSpec | InjectionJob
-Work = tuple[Trajectory, Job]
-JobResult = AttemptResult | ArmResult
+#: A job of any gold kind (an action attempt, an original arm, an environment's own kind), with its seed.
+Work = tuple[Trajectory, JobSpec]
 OnStart = Callable[[str], None]
 #: Asked before each new attempt starts; True stops feeding the executor (attempts in flight finish).
 ShouldStop = Callable[[], bool]
 
 
-def attempt_in_pools(seed: Trajectory, spec: Job, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> JobResult:
-    """:func:`run_attempt` (or an original arm) with this worker's warm environments sized as the campaign file says."""
+def job_in_pools(seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> JobResult:
+    """:func:`failforge.gold.run_job` with this worker's warm environments sized as the campaign file says."""
     with sandbox_pool(config.pools.sandboxes):
-        if isinstance(spec, ArmSpec):
-            return ArmResult(run_original_arm(seed, spec, models, config))
-        if not isinstance(spec, AttemptSpec):  # an environment-side injection, a refusal or a compliance job
-            return run_injection_job(seed, spec, models, config, provenance)
-        return run_attempt(seed, spec, models, config, provenance)
+        return run_job(seed, spec, models, config, provenance)
 
 
-def _crashed(spec: Job, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
-    """A worker died or raised past run_attempt's own handling: failed, with the error, never lost.
+def _crashed(spec: Any, seed: Trajectory, exc: BaseException, provenance: dict[str, Any]) -> AttemptResult:
+    """A worker died or raised past run_job's own handling: failed, with the error, never lost.
 
     A dead worker process is the machine's failure, not the seed's: infrastructure, retried on the next run.
     """
@@ -60,7 +63,7 @@ def _crashed(spec: Job, seed: Trajectory, exc: BaseException, provenance: dict[s
         Rejection(
             attempt_id=spec.attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample,
             status="failed", stage="continuation", reasons=[f"{type(exc).__name__}: {exc}"],
-            error={"type": type(exc).__name__, "message": str(exc)}, error_kind=error_kind(exc), provenance=provenance,
+            error=error_info(exc), error_kind=error_kind(exc), provenance=provenance,
         ),
     )
 
@@ -73,7 +76,7 @@ def _drive(
     on_start: OnStart,
     should_stop: ShouldStop,
 ) -> Iterator[JobResult]:
-    """:func:`failforge.campaign._workers.drive` for campaign jobs (a job whose worker failed is :func:`_crashed`)."""
+    """:func:`failforge.jobs.drive` for campaign jobs (a job whose worker failed is :func:`_crashed`)."""
     return drive(work, submit, concurrency, _job_id, on_start, should_stop, lambda item, exc: _crashed(item[1], item[0], exc, provenance))
 
 
@@ -88,7 +91,7 @@ def run_local(
     models = Models(resolved)
     pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
-        yield from _drive(work, lambda item: pool.submit(attempt_in_pools, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
+        yield from _drive(work, lambda item: pool.submit(job_in_pools, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
     finally:
         # On a normal end nothing is running; when the driver stops early (Ctrl-C, the circuit breaker)
         # the attempts in flight are abandoned, not waited for: the driver has put them back in the queue.
@@ -103,7 +106,7 @@ _WORKER_MODELS: Models | None = None
 
 
 def _process_init(resolved_json: str, driver_pid: int | None = None) -> None:
-    """Once per worker process: the shared worker set-up (:func:`failforge.campaign._workers.init_worker`:
+    """Once per worker process: the shared worker set-up (:func:`failforge.jobs.init_worker`:
     signals, pooled sandboxes closed at exit, leaving when the driver is gone), then its model clients."""
     global _WORKER_MODELS
     init_worker(driver_pid)
@@ -117,12 +120,10 @@ def _seed(seed_json: str) -> Trajectory:
 
 
 def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> JobResult:
-    from failforge.campaign._config import CampaignConfig as _Config
-
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
     try:
         # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
-        return attempt_in_pools(_seed(seed_json), parse_job(spec_json), _WORKER_MODELS, _Config.model_validate_json(config_json), provenance)
+        return job_in_pools(_seed(seed_json), parse_job(spec_json), _WORKER_MODELS, CampaignConfig.model_validate_json(config_json), provenance)
     finally:
         leave_if_stopping()  # told to stop during the attempt: leave now that it has unwound (its environments closed)
 
@@ -150,12 +151,10 @@ def run_processes(
 
 def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]) -> tuple[str, str]:
     """Body of the Ray task: rebuild everything from plain JSON, run, return JSON."""
-    from failforge.campaign._config import CampaignConfig as _Config
-
     models = Models(ResolvedModels.model_validate_json(resolved_json))
     try:
-        result = attempt_in_pools(
-            Trajectory.model_validate_json(seed_json), parse_job(spec_json), models, _Config.model_validate_json(config_json), provenance
+        result = job_in_pools(
+            Trajectory.model_validate_json(seed_json), parse_job(spec_json), models, CampaignConfig.model_validate_json(config_json), provenance
         )
     finally:
         models.close()

@@ -411,6 +411,7 @@ class AgentDojoEnvironment(Environment):
     name: ClassVar[str] = "agentdojo"
     drift_error: ClassVar[type[EnvironmentDrift]] = EnvStateDrift
     Options: ClassVar[type[BaseModel]] = AgentDojoOptions
+    adjudicates: ClassVar[bool] = True
 
     def tasks(self, options: BaseModel) -> list[str]:
         opts = AgentDojoOptions.model_validate(options.model_dump())

@@ -148,3 +148,23 @@ def offered_tools(seed: Trajectory, t: int) -> dict[str, dict[str, Any]]:
         if isinstance(fn, dict) and fn.get("name"):
             out[str(fn["name"])] = fn.get("parameters") or {}
     return out
+
+
+def action_signature(step: Step) -> str:
+    """What the step does, normalised: text plus tool calls with parsed arguments."""
+    calls = [
+        {"name": c.name, "args": c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments}
+        for c in step.tool_calls
+    ]
+    return json.dumps({"content": " ".join((step.content or "").split()), "calls": calls}, sort_keys=True)
+
+
+def shown(text: str, content: str | None) -> bool:
+    """Whether ``text`` appears in an observation, compared with whitespace collapsed and quoting undone: tools
+    render results as YAML (AgentDojo folds long lines and doubles single quotes, double-quoted with escaped line
+    breaks) or as a Python repr (newlines as \\n), so both sides are normalised the same way."""
+
+    def norm(value: str) -> str:
+        return " ".join(re.sub(r"\\\n\s*", "", value).replace("\\ ", " ").replace("\\n", " ").replace("''", "'").split())
+
+    return bool(text.strip()) and norm(text) in norm(content or "")

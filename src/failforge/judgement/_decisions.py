@@ -2,9 +2,9 @@
 on the step's form, and a gold label's decisive step gets a primary error source and a downstream impact.
 
 The states are the AgentAtlas auditor's (arXiv 2605.20530). The rules decide only where the step's form
-decides; anything else is ``undecided``, and :mod:`failforge.decision_judge` may then ask a recorded judge
+decides; anything else is ``undecided``, and :mod:`failforge.judgement._decision_judge` may then ask a recorded judge
 (rules first, the judge only for those steps, and with ``final`` for the fallback ``stop`` of the last step).
-Consumers read a run's decisions through :func:`failforge.decision_judge.recorded_decisions` (these rules plus
+Consumers read a run's decisions through :func:`failforge.judgement._decision_judge.recorded_decisions` (these rules plus
 the judgements recorded on the record); :func:`decisions` here is the rules alone. In order, first match wins,
 for an agent step:
 
@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.components import component_id
 from failforge.errors import ConfigError
+from failforge.judgement._components import component_id
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Step, Trajectory
 
@@ -53,7 +53,7 @@ _ERROR = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
 class DecisionJudgement(BaseModel):
-    """One recorded judge call on an undecided step (failforge.decision_judge): what it said and the call
+    """One recorded judge call on an undecided step (failforge.judgement._decision_judge): what it said and the call
     (request, its hash, response) that replays it with no model."""
 
     model_config = ConfigDict(extra="forbid")
@@ -81,7 +81,7 @@ class Decision(BaseModel):
 
 
 #: The rule of the fallback ``stop`` (a final answer of no other form): the one decided state the recorded
-#: judge may revisit (failforge.decision_judge.judgeable).
+#: judge may revisit (failforge.judgement._decision_judge.judgeable).
 FALLBACK_STOP_RULE = "final answer: the run's last agent step, no tool call"
 
 

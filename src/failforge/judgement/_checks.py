@@ -21,10 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 from failforge.clarification import unsaid_arguments, user_turns, withheld_at, withheld_details
-from failforge.conformance._perception import PERCEPTION_CHECKS
-from failforge.conformance._text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
-from failforge.conformance._user import check_user_value
-from failforge.conformance._verdict import ConformanceVerdict
+from failforge.judgement._perception import PERCEPTION_CHECKS
+from failforge.judgement._user import check_user_value
+from failforge.judgement._verdict import ConformanceVerdict
+from failforge.judgement.text import content_lemmas, lemma, numbers, offered_tools, seen_text, step_text
+from failforge.plugins import environments
 from failforge.trajectory import Step, ToolCall, Trajectory
 
 STRUCTURAL_MODES: tuple[str, ...] = ("A.2", "A.3", "A.4", "A.5", "A.6", "R.3")
@@ -109,23 +110,16 @@ def check_a2(seed: Trajectory, injected: Step, t: int) -> Outcome:
             if new is None or old is None:
                 continue
             changed = _changed_arguments(old, new)
-            if changed and seed.environment.name == "textworld":  # a wrong object, not any changed text
-                return _textworld_object(seed, t, old, new)
+            own = environments.get(seed.environment.name)().changed_argument(seed, t, old, new) \
+                if changed and seed.environment.name in environments else None
+            if own is not None:  # the environment's own A.2 (a text game: a wrong object, not any changed text)
+                return own
             if changed:
                 return True, f"{call.name} is called as at a_t with a changed argument: {'; '.join(changed)}"
     if same_tool:
         return False, "ã_t calls the seed's tool with the same arguments (or unreadable ones)"
     names = sorted({c.name for c in injected.tool_calls})
     return False, f"ã_t calls {names}, not the seed's tool(s) {sorted({c.name for c in original.tool_calls})}"
-
-
-def _textworld_object(seed: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> Outcome:
-    from failforge.environments.textworld_env import game_text, swapped_object
-
-    entities = seed.task.metadata.get("entities")
-    if not isinstance(entities, dict) or not isinstance(old.get("text"), str) or not isinstance(new.get("text"), str):
-        return False, "a TextWorld A.2 needs the seed's entity list and a text command on both sides"
-    return swapped_object(old["text"], new["text"], game_text(seed.task.instruction, seed.steps[:t]), entities)
 
 
 def check_a3(seed: Trajectory, injected: Step, t: int) -> Outcome:

@@ -18,12 +18,12 @@ from failforge.errors import ConfigError
 LOCK_FILE = ".failforge.lock"
 
 
-class CampaignLock:
+class FolderLock:
     def __init__(self, folder: Path) -> None:
         self.path = folder / LOCK_FILE
         self._fd: int | None = None
 
-    def __enter__(self) -> CampaignLock:
+    def __enter__(self) -> FolderLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
