@@ -9,5 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/external/venv.sh
 make_venv phoenix \
-  "import importlib.metadata as m; assert m.version('arize-phoenix') == '20.26.1'; assert m.version('arize-phoenix-client') == '3.5.0'; import phoenix.server.main, phoenix.client" \
+  "import importlib.metadata as m, phoenix.server.main, phoenix.client; \
+assert (m.version('arize-phoenix'), m.version('arize-phoenix-client')) == ('20.26.1', '3.5.0')" \
   "arize-phoenix==20.26.1" "arize-phoenix-client==3.5.0"

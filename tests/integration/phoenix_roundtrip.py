@@ -43,7 +43,9 @@ def main(base_url: str, traces: str, out: str) -> None:
     for line in lines:
         body = to_protobuf(line)
         expected += sum(len(s["spans"]) for r in json.loads(line)["resourceSpans"] for s in r["scopeSpans"])
-        req = urllib.request.Request(f"{base_url}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"})
+        req = urllib.request.Request(
+            f"{base_url}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
+        )
         with urllib.request.urlopen(req, timeout=60) as response:
             assert response.status == 200, response.status
     client = Client(base_url=base_url)

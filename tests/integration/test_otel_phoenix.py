@@ -49,11 +49,24 @@ def phoenix(tmp_path_factory):  # type: ignore[no-untyped-def]
     """A Phoenix server on loopback with its own working directory; stopped (its whole process group) after."""
     work = tmp_path_factory.mktemp("phoenix")
     port, grpc = _free_port(), _free_port()
-    env = {**os.environ, "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc),
-           "PHOENIX_WORKING_DIR": str(work), "PHOENIX_TELEMETRY_ENABLED": "false", "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false"}
+    env = {
+        **os.environ,
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc),
+        "PHOENIX_WORKING_DIR": str(work),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+    }
     log = (work / "server.log").open("w")
-    server = subprocess.Popen([venv_python("phoenix"), "-m", "phoenix.server.main", "serve"], cwd=work, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [venv_python("phoenix"), "-m", "phoenix.server.main", "serve"],
+        cwd=work,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -78,8 +91,10 @@ def phoenix(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def runs():  # type: ignore[no-untyped-def]
-    seeds = [oracle_seed("agentdojo", "banking/user_task_3"),
-             oracle_seed("agentdojo", "banking/user_task_3", harness="orchestrator-workers")]
+    seeds = [
+        oracle_seed("agentdojo", "banking/user_task_3"),
+        oracle_seed("agentdojo", "banking/user_task_3", harness="orchestrator-workers"),
+    ]
     gold = [g for seed in seeds for g in golds_of(seed)[:3]]
     return seeds, gold
 
@@ -100,8 +115,12 @@ def test_phoenix_ingests_the_traces_and_its_client_reads_them_back(phoenix, runs
     assert manifest["gen_ai_semconv"] == "1.44.0" and manifest["openinference_semconv"] == "0.1.42"
 
     read = tmp_path / "phoenix.json"
-    done = subprocess.run([venv_python("phoenix"), str(ROUND_TRIP), phoenix, str(out / "traces.jsonl"), str(read)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [venv_python("phoenix"), str(ROUND_TRIP), phoenix, str(out / "traces.jsonl"), str(read)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     back = json.loads(read.read_text())
     assert back["sent_traces"] == len(lines) and len(back["spans"]) == back["sent_spans"]
@@ -123,7 +142,9 @@ def test_phoenix_ingests_the_traces_and_its_client_reads_them_back(phoenix, runs
             assert span["parent_id"] == root["context"]["span_id"]
             if step.kind == "agent":
                 assert span["span_kind"] == "LLM" and attrs["gen_ai.operation.name"] == "chat"
-                assert attrs["gen_ai.agent.name"] == step.agent and attrs.get("output.value", "") == (step.content or "")
+                assert attrs["gen_ai.agent.name"] == step.agent and attrs.get("output.value", "") == (
+                    step.content or ""
+                )
                 for k, call in enumerate(step.tool_calls):
                     assert attrs[f"llm.output_messages.0.message.tool_calls.{k}.tool_call.function.name"] == call.name
             else:
@@ -134,6 +155,14 @@ def test_phoenix_ingests_the_traces_and_its_client_reads_them_back(phoenix, runs
             assert label["gold"] is None and label["success"] is True
         else:
             decisive = spans[label["gold"]["decisive_span_id"]]
-            assert decisive["attributes"]["failforge.step.index"] == run.label.decisive_step == label["gold"]["decisive_step"]
-            assert decisive["attributes"]["gen_ai.agent.name"] == run.label.decisive_agent == label["gold"]["decisive_agent"]
+            assert (
+                decisive["attributes"]["failforge.step.index"]
+                == run.label.decisive_step
+                == label["gold"]["decisive_step"]
+            )
+            assert (
+                decisive["attributes"]["gen_ai.agent.name"]
+                == run.label.decisive_agent
+                == label["gold"]["decisive_agent"]
+            )
             assert label["gold"]["mode"] == run.label.mode_code and label["seed_id"] == run.label.seed_id

@@ -87,31 +87,66 @@ def _from_trajectory(t: Trajectory) -> Run:
     steps = []
     for s in t.steps:
         call = s.model_call
-        steps.append(SpanStep(
-            index=s.index, kind="task" if s.kind == "task" else s.kind, agent=s.tool_name or s.agent if s.kind == "tool" else s.agent,
-            content=(s.error or s.content or "") if s.kind == "tool" else (s.content or ""),
-            tool_calls=[(c.id, c.name, c.arguments) for c in s.tool_calls], tool_call_id=s.tool_call_id,
-            model=(call.request.get("model") if call else None) or (t.model.name if s.kind == "agent" else None),
-            usage=dict((call.response.get("usage") or {}) if call else {})))
+        steps.append(
+            SpanStep(
+                index=s.index,
+                kind="task" if s.kind == "task" else s.kind,
+                agent=s.tool_name or s.agent if s.kind == "tool" else s.agent,
+                content=(s.error or s.content or "") if s.kind == "tool" else (s.content or ""),
+                tool_calls=[(c.id, c.name, c.arguments) for c in s.tool_calls],
+                tool_call_id=s.tool_call_id,
+                model=(call.request.get("model") if call else None) or (t.model.name if s.kind == "agent" else None),
+                usage=dict((call.response.get("usage") or {}) if call else {}),
+            )
+        )
     from failforge.attribution.importers.failforge_gold import run_framework
 
     label = t.label
-    gold = None if label is None else {"step": label.decisive_step, "agent": label.decisive_agent, "mode": label.mode_code}
-    return Run(id=t.id, question=t.task.instruction, environment=t.environment.name, task_id=t.task.task_id,
-               benchmark=f"{t.task.benchmark}_{t.task.suite}" if t.task.suite else t.task.benchmark,
-               framework=run_framework(t), agents=list(t.agents), steps=steps,
-               success=t.outcome.success if t.outcome else None, seed_id=label.seed_id if label else t.parent_id, gold=gold)
+    gold = (
+        None if label is None else {"step": label.decisive_step, "agent": label.decisive_agent, "mode": label.mode_code}
+    )
+    return Run(
+        id=t.id,
+        question=t.task.instruction,
+        environment=t.environment.name,
+        task_id=t.task.task_id,
+        benchmark=f"{t.task.benchmark}_{t.task.suite}" if t.task.suite else t.task.benchmark,
+        framework=run_framework(t),
+        agents=list(t.agents),
+        steps=steps,
+        success=t.outcome.success if t.outcome else None,
+        seed_id=label.seed_id if label else t.parent_id,
+        gold=gold,
+    )
 
 
 def _from_record(r: LabelledFailure) -> Run:
     first = next((s.index for s in r.steps if s.kind == "user"), None)
-    steps = [SpanStep(index=s.index, kind="task" if s.index == first else s.kind, agent=s.agent, content=s.content,
-                      tool_calls=[(c.id, c.name, c.arguments) for c in s.tool_calls], tool_call_id=s.tool_call_id)
-             for s in r.steps if s.kind != "system"]
-    return Run(id=r.id, question=r.task.question, environment=str(r.extra.get("environment") or r.source.split("/")[0]),
-               benchmark=r.benchmark or "", task_id=str(r.extra.get("task_id") or ""), framework=r.framework,
-               agents=list(r.agents), steps=steps, success=False, seed_id=r.extra.get("seed_id"),
-               gold={"step": r.gold.step, "agent": r.gold.agent, "mode": r.gold.mode})
+    steps = [
+        SpanStep(
+            index=s.index,
+            kind="task" if s.index == first else s.kind,
+            agent=s.agent,
+            content=s.content,
+            tool_calls=[(c.id, c.name, c.arguments) for c in s.tool_calls],
+            tool_call_id=s.tool_call_id,
+        )
+        for s in r.steps
+        if s.kind != "system"
+    ]
+    return Run(
+        id=r.id,
+        question=r.task.question,
+        environment=str(r.extra.get("environment") or r.source.split("/")[0]),
+        benchmark=r.benchmark or "",
+        task_id=str(r.extra.get("task_id") or ""),
+        framework=r.framework,
+        agents=list(r.agents),
+        steps=steps,
+        success=False,
+        seed_id=r.extra.get("seed_id"),
+        gold={"step": r.gold.step, "agent": r.gold.agent, "mode": r.gold.mode},
+    )
 
 
 def _hex(text: str, chars: int) -> str:
@@ -132,11 +167,26 @@ def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _value(v)} for k, v in values.items() if v is not None]
 
 
-def _span(trace_id: str, span_id: str, parent: str | None, name: str, start: int, end: int, kind: int,
-          attributes: dict[str, Any]) -> dict[str, Any]:
-    span: dict[str, Any] = {"traceId": trace_id, "spanId": span_id, "name": name, "kind": kind,
-                            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-                            "attributes": _attributes(attributes), "status": {}}
+def _span(
+    trace_id: str,
+    span_id: str,
+    parent: str | None,
+    name: str,
+    start: int,
+    end: int,
+    kind: int,
+    attributes: dict[str, Any],
+) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "kind": kind,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": _attributes(attributes),
+        "status": {},
+    }
     if parent:
         span["parentSpanId"] = parent
     return span
@@ -146,41 +196,77 @@ def span_id(run_id: str, index: int) -> str:
     return _hex(f"{run_id}#{index}", 16)
 
 
-def _step_span(run: Run, trace_id: str, root: str, step: SpanStep, previous: SpanStep | None,
-               calls: dict[str, str]) -> dict[str, Any]:
+def _step_span(
+    run: Run, trace_id: str, root: str, step: SpanStep, previous: SpanStep | None, calls: dict[str, str]
+) -> dict[str, Any]:
     start = EPOCH_NS + step.index * STEP_NS
     common = {"failforge.step.index": step.index}
     if step.kind == "agent":
         attrs: dict[str, Any] = {
-            "openinference.span.kind": "LLM", "gen_ai.operation.name": "chat", "gen_ai.agent.name": step.agent,
-            "gen_ai.request.model": step.model, "llm.model_name": step.model,
-            "input.value": previous.content if previous is not None else None, "input.mime_type": "text/plain",
-            "output.value": step.content, "output.mime_type": "text/plain",
-            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": step.content,
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": step.content}]
-                                                   + [{"type": "tool_call", "id": i, "name": n, "arguments": a}
-                                                      for i, n, a in step.tool_calls]}], ensure_ascii=False),
+            "openinference.span.kind": "LLM",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.agent.name": step.agent,
+            "gen_ai.request.model": step.model,
+            "llm.model_name": step.model,
+            "input.value": previous.content if previous is not None else None,
+            "input.mime_type": "text/plain",
+            "output.value": step.content,
+            "output.mime_type": "text/plain",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": step.content,
+            "gen_ai.output.messages": json.dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": step.content}]
+                        + [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in step.tool_calls],
+                    }
+                ],
+                ensure_ascii=False,
+            ),
             **common,
         }
         for k, (call_id, name, arguments) in enumerate(step.tool_calls):
             prefix = f"llm.output_messages.0.message.tool_calls.{k}.tool_call"
-            attrs.update({f"{prefix}.id": call_id, f"{prefix}.function.name": name, f"{prefix}.function.arguments": arguments})
+            attrs.update(
+                {f"{prefix}.id": call_id, f"{prefix}.function.name": name, f"{prefix}.function.arguments": arguments}
+            )
             if call_id:
                 calls[call_id] = arguments
         usage = step.usage
-        attrs.update({"gen_ai.usage.input_tokens": usage.get("prompt_tokens"), "gen_ai.usage.output_tokens": usage.get("completion_tokens"),
-                      "llm.token_count.prompt": usage.get("prompt_tokens"), "llm.token_count.completion": usage.get("completion_tokens"),
-                      "llm.token_count.total": usage.get("total_tokens")})
+        attrs.update(
+            {
+                "gen_ai.usage.input_tokens": usage.get("prompt_tokens"),
+                "gen_ai.usage.output_tokens": usage.get("completion_tokens"),
+                "llm.token_count.prompt": usage.get("prompt_tokens"),
+                "llm.token_count.completion": usage.get("completion_tokens"),
+                "llm.token_count.total": usage.get("total_tokens"),
+            }
+        )
         name, kind = f"chat {step.model or step.agent}", SPAN_KIND_CLIENT
     elif step.kind == "tool":
-        arguments = calls.get(step.tool_call_id or "")
-        attrs = {"openinference.span.kind": "TOOL", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": step.agent,
-                 "tool.name": step.agent, "gen_ai.tool.call.id": step.tool_call_id, "gen_ai.tool.call.arguments": arguments,
-                 "gen_ai.tool.call.result": step.content, "input.value": arguments, "output.value": step.content,
-                 "output.mime_type": "text/plain", **common}
+        called_with = calls.get(step.tool_call_id or "")
+        attrs = {
+            "openinference.span.kind": "TOOL",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": step.agent,
+            "tool.name": step.agent,
+            "gen_ai.tool.call.id": step.tool_call_id,
+            "gen_ai.tool.call.arguments": called_with,
+            "gen_ai.tool.call.result": step.content,
+            "input.value": called_with,
+            "output.value": step.content,
+            "output.mime_type": "text/plain",
+            **common,
+        }
         name, kind = f"execute_tool {step.agent}", SPAN_KIND_INTERNAL
     else:
-        attrs = {"openinference.span.kind": "CHAIN", "input.value": step.content, "input.mime_type": "text/plain", **common}
+        attrs = {
+            "openinference.span.kind": "CHAIN",
+            "input.value": step.content,
+            "input.mime_type": "text/plain",
+            **common,
+        }
         name, kind = "user_message", SPAN_KIND_INTERNAL
     return _span(trace_id, span_id(run.id, step.index), root, name, start, start + STEP_NS, kind, attrs)
 
@@ -192,16 +278,37 @@ def trace_of(run: Run) -> dict[str, Any]:
     single = len(run.agents) <= 1
     final = next((s.content for s in reversed(run.steps) if s.kind == "agent"), "")
     end = EPOCH_NS + (len(run.steps) + 1) * STEP_NS
-    spans = [_span(trace_id, root, None, f"{'invoke_agent' if single else 'invoke_workflow'} {run.environment}", EPOCH_NS, end,
-                   SPAN_KIND_INTERNAL, {
-                       "openinference.span.kind": "AGENT" if single else "CHAIN",
-                       "gen_ai.operation.name": "invoke_agent" if single else "invoke_workflow",
-                       "gen_ai.agent.name": run.agents[0] if single and run.agents else None,
-                       "input.value": run.question, "input.mime_type": "text/plain", "output.value": final,
-                       "output.mime_type": "text/plain", "session.id": trace_id,
-                       "metadata": json.dumps({"environment": run.environment, "benchmark": run.benchmark, "task_id": run.task_id,
-                                               "framework": run.framework, "agents": run.agents}, ensure_ascii=False),
-                   })]
+    spans = [
+        _span(
+            trace_id,
+            root,
+            None,
+            f"{'invoke_agent' if single else 'invoke_workflow'} {run.environment}",
+            EPOCH_NS,
+            end,
+            SPAN_KIND_INTERNAL,
+            {
+                "openinference.span.kind": "AGENT" if single else "CHAIN",
+                "gen_ai.operation.name": "invoke_agent" if single else "invoke_workflow",
+                "gen_ai.agent.name": run.agents[0] if single and run.agents else None,
+                "input.value": run.question,
+                "input.mime_type": "text/plain",
+                "output.value": final,
+                "output.mime_type": "text/plain",
+                "session.id": trace_id,
+                "metadata": json.dumps(
+                    {
+                        "environment": run.environment,
+                        "benchmark": run.benchmark,
+                        "task_id": run.task_id,
+                        "framework": run.framework,
+                        "agents": run.agents,
+                    },
+                    ensure_ascii=False,
+                ),
+            },
+        )
+    ]
     calls: dict[str, str] = {}
     previous: SpanStep | None = None
     for step in run.steps:
@@ -210,12 +317,30 @@ def trace_of(run: Run) -> dict[str, Any]:
         previous = step
     from failforge import __version__
 
-    resource = {"service.name": f"failforge.{run.environment}", "failforge.framework": run.framework,
-                "failforge.benchmark": run.benchmark, "openinference.semconv.version": OPENINFERENCE_SEMCONV,
-                "gen_ai.semconv.version": GENAI_SEMCONV, "telemetry.sdk.name": "failforge", "telemetry.sdk.version": __version__}
-    return {"resourceSpans": [{"resource": {"attributes": _attributes(resource)}, "scopeSpans": [
-        {"scope": {"name": "failforge.exporters.otel", "version": __version__}, "schemaUrl": GENAI_SCHEMA_URL, "spans": spans}],
-        "schemaUrl": GENAI_SCHEMA_URL}]}
+    resource = {
+        "service.name": f"failforge.{run.environment}",
+        "failforge.framework": run.framework,
+        "failforge.benchmark": run.benchmark,
+        "openinference.semconv.version": OPENINFERENCE_SEMCONV,
+        "gen_ai.semconv.version": GENAI_SEMCONV,
+        "telemetry.sdk.name": "failforge",
+        "telemetry.sdk.version": __version__,
+    }
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attributes(resource)},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "failforge.exporters.otel", "version": __version__},
+                        "schemaUrl": GENAI_SCHEMA_URL,
+                        "spans": spans,
+                    }
+                ],
+                "schemaUrl": GENAI_SCHEMA_URL,
+            }
+        ]
+    }
 
 
 def label_of(run: Run) -> dict[str, Any]:
@@ -223,14 +348,29 @@ def label_of(run: Run) -> dict[str, Any]:
     gold = None
     if run.gold is not None:
         mode = run.gold["mode"]
-        gold = {"decisive_step": run.gold["step"], "decisive_span_id": span_id(run.id, run.gold["step"]),
-                "decisive_agent": run.gold["agent"], "mode": mode, "release_mode": to_release(mode) if mode else None}
-    return {"trace_id": _hex(run.id, 32), "run_id": run.id, "seed_id": run.seed_id, "success": run.success, "gold": gold}
+        gold = {
+            "decisive_step": run.gold["step"],
+            "decisive_span_id": span_id(run.id, run.gold["step"]),
+            "decisive_agent": run.gold["agent"],
+            "mode": mode,
+            "release_mode": to_release(mode) if mode else None,
+        }
+    return {
+        "trace_id": _hex(run.id, 32),
+        "run_id": run.id,
+        "seed_id": run.seed_id,
+        "success": run.success,
+        "gold": gold,
+    }
 
 
-@exporters.register("otel", aliases=("otlp-json",), input="trajectories",
-                    description="OpenTelemetry traces: <out>/traces.jsonl (OTLP-JSON, OpenInference + GenAI conventions), "
-                                "labels.jsonl sidecar, manifest.json")
+@exporters.register(
+    "otel",
+    aliases=("otlp-json",),
+    input="trajectories",
+    description="OpenTelemetry traces: <out>/traces.jsonl (OTLP-JSON, OpenInference + GenAI conventions), "
+    "labels.jsonl sidecar, manifest.json",
+)
 def export_otel(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: str = "release") -> ExportSummary:
     """Gold (and seeds: trajectories without a label) as traces; ``codes`` only names the sidecar's release code."""
     from failforge.exporters._release_card import _digest
@@ -244,7 +384,9 @@ def export_otel(items: Iterable[Trajectory | LabelledFailure], output: Path, cod
         try:
             run = _from_trajectory(item) if isinstance(item, Trajectory) else _from_record(item)
         except (ValueError, KeyError) as exc:
-            summary.skipped.append(RecordProblem(path="<memory>", field="steps", problem=f"{getattr(item, 'id', '?')}: {exc}"))
+            summary.skipped.append(
+                RecordProblem(path="<memory>", field="steps", problem=f"{getattr(item, 'id', '?')}: {exc}")
+            )
             continue
         traces.append(json.dumps(trace_of(run), ensure_ascii=False, separators=(",", ":")) + "\n")
         labels.append(json.dumps(label_of(run), ensure_ascii=False) + "\n")
@@ -252,10 +394,14 @@ def export_otel(items: Iterable[Trajectory | LabelledFailure], output: Path, cod
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")
         summary.files.append(str(out / name))
-    manifest = {"format": "OTLP-JSON ExportTraceServiceRequest per line (traces.jsonl), labels sidecar (labels.jsonl)",
-                "gen_ai_semconv": GENAI_SEMCONV, "gen_ai_semconv_status": "development (upstream)",
-                "openinference_semconv": OPENINFERENCE_SEMCONV, "traces": len(traces),
-                "files": [{"path": n, "sha256": _digest(out / n), "bytes": (out / n).stat().st_size} for n in files]}
+    manifest = {
+        "format": "OTLP-JSON ExportTraceServiceRequest per line (traces.jsonl), labels sidecar (labels.jsonl)",
+        "gen_ai_semconv": GENAI_SEMCONV,
+        "gen_ai_semconv_status": "development (upstream)",
+        "openinference_semconv": OPENINFERENCE_SEMCONV,
+        "traces": len(traces),
+        "files": [{"path": n, "sha256": _digest(out / n), "bytes": (out / n).stat().st_size} for n in files],
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     summary.files.append(str(out / "manifest.json"))
     summary.written = len(traces)

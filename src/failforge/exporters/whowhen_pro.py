@@ -128,7 +128,8 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             continue
         if step.kind in ("tool", "user"):
             if not turn_open:  # before the first assistant turn: eva has no place for it
-                raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; eva has none")
+                raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; "
+                                    "eva has none")
             pending.append(step)
             continue
         if step.kind != "agent":
@@ -218,7 +219,8 @@ def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]],
                 action["result"] = step.content
             elif last_agent is not None:
                 last_agent.setdefault("tool_actions", []).append(
-                    {"type": "observation", "name": step.agent if step.kind == "tool" else "user", "result": step.content})
+                    {"type": "observation", "name": step.agent if step.kind == "tool" else "user",
+                     "result": step.content})
         if step.recipient:
             entry["recipient"] = step.recipient
         phase = _phase(record, step)
@@ -273,7 +275,8 @@ def _gui_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             out.append(action)
             continue
         if action is None:
-            raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; the GUI schema has none")
+            raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; "
+                                "the GUI schema has none")
         if step.images:
             screen = list(step.images)
         name = step.agent if step.kind == "tool" else "user"
@@ -300,7 +303,8 @@ def _image_data(ref: Any) -> dict[str, Any]:
         data = ImageStore().get(ref.sha256)
     except ImageMissing as exc:
         raise NotExportable(str(exc)) from None
-    return {"__type__": "PIL.Image", "data": base64.b64encode(data).decode("ascii"), "mime": "image/png", "sha256": ref.sha256}
+    encoded = base64.b64encode(data).decode("ascii")
+    return {"__type__": "PIL.Image", "data": encoded, "mime": "image/png", "sha256": ref.sha256}
 
 
 def agent_framework(record: LabelledFailure) -> str:
@@ -339,8 +343,8 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         "failforge_mode": record.gold.mode,
         "agent_framework": agent_framework(record),
         "step_convention": framework,
-        "source": {"generator": "failforge", "record_id": record.id, "source": record.source, "framework": record.framework,
-                   "harness": record.extra.get("harness", record.framework)},
+        "source": {"generator": "failforge", "record_id": record.id, "source": record.source,
+                   "framework": record.framework, "harness": record.extra.get("harness", record.framework)},
     }
     task: dict[str, Any] = {"query": record.task.question, "answer": record.task.gold_answer or ""}
     if split != "text" and _task_images(record):

@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,8 @@ from failforge.plugins import importers
 SPLITS = ("text", "image", "image_gui", "video")
 FAILFORGE_ONLY = frozenset({"PL.3", "A.5", "A.6"})
 """Codes only failforge's numbering has: a taxonomy.yaml containing one is in failforge's 18 codes."""
-SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva", "openai_cua", "agentoccam", "gemini"})
+SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva",
+                                     "openai_cua", "agentoccam", "gemini"})
 #: The image_gui split's single-agent frameworks and the one agent label render/gui.py and score.py give each.
 GUI_SINGLE_LABELS = {"openai_cua": "computer_use_agent", "agentoccam": "web_agent", "gemini": "web_agent"}
 ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
@@ -395,9 +397,9 @@ def _rounds(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
 
 def _gui(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef], framework: str) -> Parsed:
     """The image_gui split (coact, openai_cua, agentoccam, gemini): one shared schema, one renderer."""
-    p = Parsed(convention=f"{framework} (whowhen_eval/render/gui.py, score.py): kind 'action' entries numbered by step_number "
-                          "(1-indexed); ground_truth.step is step_number; coact names the agent, the single-agent frameworks "
-                          "label every step with one agent")
+    p = Parsed(convention=f"{framework} (whowhen_eval/render/gui.py, score.py): kind 'action' entries numbered "
+                          "by step_number (1-indexed); ground_truth.step is step_number; coact names the agent, "
+                          "the single-agent frameworks label every step with one agent")
     label = GUI_SINGLE_LABELS.get(framework)
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
@@ -415,7 +417,8 @@ def _gui(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef
             body = "\n".join(x for x in (body, f"[action]\n{text_of(entry.get('action')).strip()}") if x)
         if entry.get("error"):
             body = "\n".join(x for x in (body, f"[error]\n{text_of(entry.get('error')).strip()}") if x)
-        p.add("agent", agent, "action", body, label=str(number), calls=calls, images=images_of(entry.get("observation_images")))
+        p.add("agent", agent, "action", body, label=str(number), calls=calls,
+              images=images_of(entry.get("observation_images")))
         followed = entry.get("observations")
         if isinstance(followed, list):  # failforge's export: what followed the step, one entry each
             for part in followed:
@@ -448,7 +451,7 @@ _CONVENTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any], list[ImageRef]
     "eva": lambda r, g, t: _framed(r, g, t, dvd=False), "dvd": lambda r, g, t: _framed(r, g, t, dvd=True),
     "debate": lambda r, g, t: _rounds(r, g, t, "debate"), "dylan": lambda r, g, t: _rounds(r, g, t, "dylan"),
     "pixelcraft": lambda r, g, t: _rounds(r, g, t, "pixelcraft"),
-    **{fw: (lambda fw: lambda r, g, t: _gui(r, g, t, fw))(fw) for fw in ("coact", "openai_cua", "agentoccam", "gemini")},
+    **{fw: partial(_gui, framework=fw) for fw in ("coact", "openai_cua", "agentoccam", "gemini")},
 }
 KNOWN_FRAMEWORKS = tuple(sorted(_CONVENTIONS))
 
