@@ -15,6 +15,7 @@
 # - docker.io + its daemon + a locally built Debian image for the code sandbox (scripts/install_sandbox.sh).
 # - Debian's chromium for MiniWoB++ through Playwright (no browser download: Playwright launches /usr/bin/chromium).
 # - agent frameworks run as external agents, each in its own virtual environment (scripts/install_external.sh).
+# - Arize Phoenix (the OTLP export's test consumer) in a virtual environment of its own (scripts/install_phoenix.sh).
 #
 # Independent parts run at once, each with its output in $FAILFORGE_INSTALL_LOGS/<part>.log (default
 # ~/.cache/failforge/install-logs): the system packages, dockerd and the sandbox image; the
@@ -83,10 +84,12 @@ fi
 part python-deps 10 "${PIP[@]}" install "${QUIET[@]}" -e ".[$OTHER_EXTRAS]"
 # The frameworks failforge drives as external agents (pydantic-ai, crewAI, agno), each in a venv of its own.
 part external-venvs 10 bash scripts/install_external.sh
+# Arize Phoenix, the OpenTelemetry consumer the OTLP export is checked against, in a venv of its own.
+part phoenix-venv 10 bash scripts/install_phoenix.sh
 echo "failforge: installing in parallel: ${!PIDS[*]} (logs in $LOGS) ..." >&2
 
 failed=()
-for name in system llama-build python-deps external-venvs; do
+for name in system llama-build python-deps external-venvs phoenix-venv; do
   [ -n "${PIDS[$name]:-}" ] || continue
   wait "${PIDS[$name]}" || true
   read -r rc seconds user sys <"$LOGS/$name.status" 2>/dev/null || { rc=1; seconds=?; user=?; sys=?; }

@@ -130,6 +130,9 @@ CHECKS = {
     "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
     "venv_ag2": (lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"), "bash scripts/external/install_ag2.sh"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
+    "venv_phoenix": (lambda: external_venv("phoenix", "phoenix.server.main", "phoenix.client",
+                                           "opentelemetry.proto.collector.trace.v1.trace_service_pb2"),
+                     "bash scripts/install_phoenix.sh"),
 }
 
 

@@ -7,8 +7,9 @@ importer makes of the same gold.
 - whowhen-pro, multi-agent (magentic-one rows): every step back in order with its kind, agent (a tool
   observation stays a tool step named by its tool), role, content, tool calls (name, arguments, id),
   ``R.P`` coordinate and recipient; the gold agent, step and mode; the agents' roles.
-- whowhen-pro, single agent (eva rows): every agent turn back in order with its content and tool calls,
-  every observation's text in a tool turn; the gold on the same agent turn; agent and mode.
+- whowhen-pro, single agent (eva rows; agentoccam rows of the image_gui split for screenshot records): every
+  agent turn back in order with its content and tool calls, every observation's text in a tool turn, every
+  user message after the task back as a user step; the gold on the same agent turn; agent and mode.
 - whowhen and tracertraj: every step back in order with its kind (task, agent, tool) and its text as the
   format renders it (an agent's tool calls written after its text as ``[call name(arguments)]``, a tool's
   output by ``Computer_terminal``), the agent of each agent step; the gold agent and step; the mode in
@@ -131,6 +132,8 @@ def differences(fmt: str, original: LabelledFailure, back: LabelledFailure) -> l
         check("agent turns", turns_a, turns_b)
         observed = "\n".join(s.content for s in back.steps if s.kind == "tool")
         check("observations lost", [], [s.index for s in original.steps if s.kind == "tool" and s.content not in observed])
+        check("user messages after the task", [s.content for s in original.steps if s.kind == "user"][1:],
+              [s.content for s in back.steps if s.kind == "user"][1:])
         check("gold content", original.steps[original.gold.step].content, back.steps[back.gold.step].content)
     else:  # whowhen, tracertraj: one entry per step
         check("gold step", original.gold.step, back.gold.step)

@@ -249,7 +249,8 @@ gold_kinds: Registry[Any] = Registry(
 )
 exporters: Registry[Any] = Registry(
     "exporter", group="failforge.exporters",
-    builtin_modules=("failforge.exporters.whowhen_pro", "failforge.exporters.whowhen", "failforge.exporters.tracertraj", "failforge.exporters.trajectory_attribution"),
+    builtin_modules=("failforge.exporters.whowhen_pro", "failforge.exporters.whowhen", "failforge.exporters.tracertraj", "failforge.exporters.trajectory_attribution",
+                     "failforge.exporters.otel"),
 )
 importers: Registry[Any] = Registry("importer", group="failforge.importers", builtin_modules=("failforge.attribution.importers.whowhen", "failforge.attribution.importers.whowhen_pro", "failforge.attribution.importers.tracertraj", "failforge.attribution.importers.failforge_gold", "failforge.attribution.importers.trajectory_attribution"))
 sandboxes: Registry[Any] = Registry(

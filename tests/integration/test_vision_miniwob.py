@@ -7,6 +7,7 @@ filters are real. One task (click-button) keeps the slice small on a loaded mach
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 
@@ -96,14 +97,17 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
 
     summary_out = export_whowhen_pro(gold, tmp_path / "release")
     assert summary_out.written == 1 and not summary_out.skipped
-    row = json.loads((tmp_path / "release" / "data" / "image.jsonl").read_text().splitlines()[0])
-    task = json.loads(row["task"])
-    assert task["images"] and (tmp_path / "release" / task["images"][0]["path"]).is_file()
+    # the image_gui split (render/gui.py): screenshots embedded base64 as the release's image rows carry them
+    row = json.loads((tmp_path / "release" / "data" / "image_gui.jsonl").read_text().splitlines()[0])
+    task, trajectory = json.loads(row["task"]), json.loads(row["trajectory"])
+    assert row["framework"] == "agentoccam" and base64.b64decode(task["images"][0]["data"])[:8] == b"\x89PNG\r\n\x1a\n"
+    shots = [a["observation_images"][0]["sha256"] for a in trajectory if a["kind"] == "action"]
+    assert shots and set(shots) <= {r.sha256 for s in from_trajectory(g).steps for r in s.images}
     [back] = list(import_whowhen_pro(tmp_path / "release"))
-    assert back.modality == "image" and any(s.images for s in back.steps if s.kind == "tool")  # type: ignore[union-attr]
-    (tmp_path / "release" / task["images"][0]["path"]).unlink()
-    [problem] = list(import_whowhen_pro(tmp_path / "release"))
-    assert "missing" in problem.problem  # type: ignore[union-attr]
+    assert back.modality == "image"  # type: ignore[union-attr]
+    assert all(s.images for s in back.steps if s.kind == "agent")  # type: ignore[union-attr]
+    decisive = g.steps[g.label.decisive_step].content or ""
+    assert back.steps[back.gold.step].content == decisive  # type: ignore[union-attr]
 
     # The campaign folder carries its images: copied elsewhere, with an empty store, it reads and exports whole.
     assert {p.stem for p in (tmp_path / "out" / "images").iterdir()} >= {r.sha256 for s in from_trajectory(g).steps for r in s.images}

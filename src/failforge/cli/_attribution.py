@@ -418,11 +418,29 @@ def _export_inputs(path: Path) -> tuple[list[Any], list[Any]]:
     return records, problems
 
 
+def _trajectory_inputs(path: Path) -> tuple[list[Any], list[Any]]:
+    """(trajectories, problems): gold and seeds alike (no gold label needed), read with the one JSONL reader;
+    labelled-failure records when the file holds those."""
+    from failforge.attribution import RecordProblem, iter_records
+    from failforge.jsonl import read_jsonl
+    from failforge.trajectory import load_jsonl
+
+    first = next((item[1] for item in read_jsonl(path) if isinstance(item, tuple)), None)
+    if first is not None and {"gold", "steps", "origin"} <= set(first):
+        records: list[Any] = []
+        problems: list[Any] = []
+        for item in iter_records(path):
+            (problems if isinstance(item, RecordProblem) else records).append(item)
+        return records, problems
+    good, bad = load_jsonl(path)
+    return list(good), [RecordProblem.of(e) for e in bad]
+
+
 @app.command()
 def export(
     gold: Annotated[Path, typer.Argument(help="failforge gold.jsonl, or labelled-failure records")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro, whowhen, tracertraj or trajectory-attribution")] = "whowhen-pro",
-    output: Annotated[Path, typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen) or .parquet/.jsonl file (tracertraj)")] = Path("export"),
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro (alias whowhen-pro-release), whowhen, tracertraj, trajectory-attribution or otel")] = "whowhen-pro",
+    output: Annotated[Path, typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen, otel) or .parquet/.jsonl file (tracertraj)")] = Path("export"),
     codes: Annotated[str, typer.Option(help="mode codes written: release (the released taxonomy.yaml) or failforge (18 codes)")] = "release",
 ) -> None:
     """Write gold records in a public failure-attribution format that its own reader loads unchanged."""
@@ -431,7 +449,8 @@ def export(
     exporter = exporters.get(format)
     if codes not in ("release", "failforge"):
         raise ConfigError(f"--codes must be release or failforge, not {codes!r}")
-    items, unread = _export_inputs(gold)
+    wants_runs = exporters.info(format).meta.get("input") == "trajectories"  # otel: gold and seeds as they ran
+    items, unread = _trajectory_inputs(gold) if wants_runs else _export_inputs(gold)
     summary = exporter(items, output, codes)
     for note in summary.notes:
         console.print(f"[yellow]note[/] {note}")

@@ -76,9 +76,14 @@ def test_whowhen_pro_export_loads_in_the_release_harness_layout(gold, tmp_path, 
     out = tmp_path / "wwp"
     summary = exporters.get("whowhen-pro")(gold, out, codes)
     assert summary.written == 6 and not summary.skipped
-    taxonomy = yaml.safe_load((out / "taxonomy.yaml").read_text())
-    assert all(set(body) == {"name", "description"} and body["description"] for body in taxonomy.values())
+    loaded = yaml.safe_load((out / "taxonomy.yaml").read_text())
+    taxonomy = {c: b for c, b in loaded.items() if isinstance(b, dict)}  # what the harness's load_taxonomy keeps
+    assert all({"name", "description"} <= set(body) and body["description"] for body in taxonomy.values())
     if codes == "release":
+        mapping = loaded["x-failforge-mapping"]
+        assert len(mapping) == 18 and {m["release"] for m in mapping} == set(taxonomy)
+        assert {m["failforge"] for m in mapping if m["lossy"]} == {"A.2", "A.3"}
+        assert taxonomy["A.1"]["failforge"] == ["A.2", "A.3"]
         assert [(c, b["name"]) for c, b in taxonomy.items()] == list(RELEASE_TAXONOMY)
     else:
         assert len(taxonomy) == 18 and "PL.3" in taxonomy and "A.6" in taxonomy

@@ -90,6 +90,13 @@ def _coordinate(step: Step) -> StepCoordinate | None:
     return StepCoordinate(label=step.coordinate, round=step.round, position=step.position) if step.coordinate else None
 
 
+def run_framework(trajectory: Trajectory) -> str:
+    """The framework that ran: the external harness's ``--framework`` (an agent command in its own process,
+    e.g. ``strands-agents``), else the failforge harness's name."""
+    framework = trajectory.harness.config.get("framework") if trajectory.harness.name == "external" else None
+    return str(framework) if framework and framework != "external" else trajectory.harness.name
+
+
 def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | None = None) -> LabelledFailure:
     label = trajectory.label
     if label is None:
@@ -115,7 +122,7 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
     return LabelledFailure(
         id=trajectory.id,
         source=f"failforge/{trajectory.environment.name}",
-        framework=trajectory.harness.name,
+        framework=run_framework(trajectory),
         benchmark=f"{task.benchmark}_{task.suite}" if task.suite else task.benchmark,
         topology="multi" if len(agents) > 1 else "single",
         modality="image" if any(s.images for s in steps) else "text",
@@ -128,7 +135,8 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
         origin=Origin(format="failforge", path=path, line=line, row_id=trajectory.id,
                       step_convention="failforge steps unchanged: step 0 is the task, one step per model call and per tool observation"),
         extra={"task_id": task.task_id, "seed_id": label.seed_id, "agent_model": label.agent_model, "guide_model": label.guide_model,
-               "environment": trajectory.environment.name, "behaviour": label.behaviour, "changed": label.changed},
+               "environment": trajectory.environment.name, "behaviour": label.behaviour, "changed": label.changed,
+               "harness": trajectory.harness.name},
         components=component_label(trajectory),
     )
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +64,13 @@ from failforge.errors import ConfigError, SeedFormatError
 from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
 
-SPLITS = ("text", "image", "video")
+SPLITS = ("text", "image", "image_gui", "video")
 FAILFORGE_ONLY = frozenset({"PL.3", "A.5", "A.6"})
 """Codes only failforge's numbering has: a taxonomy.yaml containing one is in failforge's 18 codes."""
-SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva"})
+SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva",
+                                     "openai_cua", "agentoccam", "gemini"})
+#: The image_gui split's single-agent frameworks and the one agent label render/gui.py and score.py give each.
+GUI_SINGLE_LABELS = {"openai_cua": "computer_use_agent", "agentoccam": "web_agent", "gemini": "web_agent"}
 ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
 
 
@@ -212,6 +216,21 @@ def _framed(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
             agent = "orchestrator" if dvd else "agent"
             native[i] = p.add("agent", agent, "assistant", text_of(entry.get("content")), label=str(i - 2 if dvd else turn), calls=_calls(entry))
             turn += 1
+        elif kind == "tool" and not dvd and isinstance(entry.get("parts"), list):
+            # failforge's eva export: one tool turn holding what followed an assistant turn (tool results,
+            # user messages), kept apart in ``parts``; an empty list is the placeholder for "nothing"
+            first: int | None = None
+            for part in entry["parts"]:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("kind") == "user":
+                    at = p.add("user", "user", "user", text_of(part.get("content")))
+                else:
+                    at = p.add("tool", str(part.get("name") or "tool"), "tool", text_of(part.get("content")))
+                    p.steps[-1].tool_call_id = part.get("tool_call_id")
+                first = at if first is None else first
+            if first is not None:
+                native[i] = first
         elif kind == "tool":
             tool = str(entry.get("tool_name") or "tool")
             frames = images_of(entry.get("frames")) + images_of(entry.get("images"))
@@ -242,7 +261,9 @@ def _tool_actions(entry: dict[str, Any]) -> list[ToolCallRecord]:
     """``tool_actions`` (``{type, name, args}``, and ``id`` in failforge's export) as tool calls."""
     out = []
     for action in entry.get("tool_actions") or []:
-        if isinstance(action, dict):
+        # ``type: observation`` is failforge's export placing a step the renderer would not show (an observation
+        # answering no call, a user message) where it does; the step itself is its own entry
+        if isinstance(action, dict) and action.get("type") != "observation":
             args = action.get("args", action.get("arguments", ""))
             out.append(ToolCallRecord(id=str(action["id"]) if action.get("id") is not None else None, name=str(action.get("name") or action.get("type") or "?"),
                                       arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
@@ -374,6 +395,45 @@ def _rounds(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
     return p
 
 
+def _gui(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef], framework: str) -> Parsed:
+    """The image_gui split (coact, openai_cua, agentoccam, gemini): one shared schema, one renderer."""
+    p = Parsed(convention=f"{framework} (whowhen_eval/render/gui.py, score.py): kind 'action' entries numbered "
+                          "by step_number (1-indexed); ground_truth.step is step_number; coact names the agent, "
+                          "the single-agent frameworks label every step with one agent")
+    label = GUI_SINGLE_LABELS.get(framework)
+    for entry in _entries(release.get("trajectory")):
+        kind = entry.get("kind")
+        if kind == "user":
+            _user(p, entry, task_images)
+            continue
+        number = entry.get("step_number")
+        if kind != "action" or not isinstance(number, int):
+            continue
+        # failforge's export keeps its own agent name in agent_id beside the label the renderer shows
+        agent = str(entry.get("agent_id") or entry.get("agent") or label or "agent")
+        calls = _calls(entry)
+        body = text_of(entry.get("reasoning")).strip()
+        if not calls and entry.get("action"):
+            body = "\n".join(x for x in (body, f"[action]\n{text_of(entry.get('action')).strip()}") if x)
+        if entry.get("error"):
+            body = "\n".join(x for x in (body, f"[error]\n{text_of(entry.get('error')).strip()}") if x)
+        p.add("agent", agent, "action", body, label=str(number), calls=calls,
+              images=images_of(entry.get("observation_images")))
+        followed = entry.get("observations")
+        if isinstance(followed, list):  # failforge's export: what followed the step, one entry each
+            for part in followed:
+                if isinstance(part, dict) and part.get("kind") == "user":
+                    p.add("user", "user", "user", text_of(part.get("content")))
+                elif isinstance(part, dict):
+                    p.add("tool", str(part.get("name") or "tool"), "tool", text_of(part.get("content")))
+                    p.steps[-1].tool_call_id = part.get("tool_call_id")
+        elif entry.get("observation"):
+            p.add("tool", "environment", "observation", text_of(entry.get("observation")))
+    _gold_label(p, _norm_step(gt.get("step")), "ground_truth.step")
+    p.accepted = [i for i in (p.find(x) for x in _accepted_labels(gt)) if i is not None]
+    return p
+
+
 def _gold_agents(gt: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for value in (gt.get("agent"), gt.get("agents")):
@@ -391,6 +451,7 @@ _CONVENTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any], list[ImageRef]
     "eva": lambda r, g, t: _framed(r, g, t, dvd=False), "dvd": lambda r, g, t: _framed(r, g, t, dvd=True),
     "debate": lambda r, g, t: _rounds(r, g, t, "debate"), "dylan": lambda r, g, t: _rounds(r, g, t, "dylan"),
     "pixelcraft": lambda r, g, t: _rounds(r, g, t, "pixelcraft"),
+    **{fw: partial(_gui, framework=fw) for fw in ("coact", "openai_cua", "agentoccam", "gemini")},
 }
 KNOWN_FRAMEWORKS = tuple(sorted(_CONVENTIONS))
 
@@ -494,13 +555,14 @@ def read_row(row: Any, split: str, path: str, line: int, taxonomy: set[str] | No
         roster.append(agent)
     extra = {k: v for k, v in release.items() if k not in ("id", "framework", "benchmark", "modality", "task", "trajectory", "ground_truth", "agents")}
     extra["ground_truth"] = gt
+    extra["split"] = split
     return LabelledFailure(
         id=f"whowhen_pro/{release['id']}",
         source=f"whowhen_pro/{framework}",
         framework=framework,
         benchmark=str(release.get("benchmark")) if release.get("benchmark") is not None else None,
         topology="single" if single else "multi",
-        modality=split if split in SPLITS else "text",  # type: ignore[arg-type]
+        modality="image" if split == "image_gui" else split if split in SPLITS else "text",  # type: ignore[arg-type]
         agents=roster,
         roles=roles,
         task=TaskInfo(question=_question(task), gold_answer=text_of(task.get("answer")) or None),
@@ -533,7 +595,8 @@ def split_files(path: Path) -> tuple[Path, list[tuple[Path, str]]]:
     data = path / "data" if (path / "data").is_dir() else path
     files = [(data / f"{s}.jsonl", s) for s in SPLITS if (data / f"{s}.jsonl").is_file()]
     if not files:
-        raise ConfigError(f"{path}: no data/text.jsonl, data/image.jsonl or data/video.jsonl (the Who&When Pro release layout)")
+        raise ConfigError(f"{path}: no data/text.jsonl, data/image.jsonl, data/image_gui.jsonl or data/video.jsonl "
+                          "(the Who&When Pro release layout)")
     return (path if data != path else path.parent), files
 
 
