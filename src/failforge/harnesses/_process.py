@@ -1,37 +1,63 @@
 """An agent command run in a process group of its own, and stopped with everything it started.
 
-The command starts in a new session (its own process group), so stopping it reaches every process it
-spawned: SIGTERM to the group, a short grace, then SIGKILL. :func:`group_alive` reads ``/proc`` to say
-whether any member of the group is still running (a zombie waiting for its reaper is not running).
+The command runs under a small supervisor (:mod:`failforge.harnesses._supervisor`, started in a new
+session, its own process group) that is a child subreaper: a process the command detaches with
+``setsid`` and a double fork stays the supervisor's descendant, and the supervisor ends every
+descendant when the command exits, when it is told to stop, and when failforge itself is gone (even
+SIGKILLed: it watches failforge's pid). Stopping the command is SIGTERM to the group, a short grace,
+then SIGKILL. :func:`group_alive` reads ``/proc`` to say whether any member of the group is still
+running (a zombie waiting for its reaper is not running).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from failforge.errors import InfrastructureError
 
-#: Seconds between SIGTERM and SIGKILL when a group is stopped.
+#: Seconds between SIGTERM and SIGKILL when a group is stopped (the supervisor's own grace is shorter).
 GRACE = 2.0
+#: The supervisor script, run by path (it imports nothing of failforge).
+SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 
 
 def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: Path, stderr: Path) -> subprocess.Popen[bytes]:
     """Start ``command`` in a new process group with its output going to files; a missing or
     unrunnable command is an :class:`InfrastructureError` naming it."""
+    # -I -S: the supervisor is stdlib only, and the agent's PYTHONPATH is not its own
+    supervised = [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), "--", *command]
     try:
+        _check_runnable(command, env, cwd)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            return subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            return subprocess.Popen(supervised, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
     except FileNotFoundError:
         raise InfrastructureError(f"agent command not found: {command[0]!r} (from {' '.join(command)!r})") from None
     except PermissionError:
         raise InfrastructureError(f"agent command is not executable: {command[0]!r}") from None
     except OSError as exc:
         raise InfrastructureError(f"agent command {command[0]!r} could not start: {exc.strerror or exc}") from None
+
+
+def _check_runnable(command: list[str], env: dict[str, str], cwd: str | None) -> None:
+    """The errors :func:`subprocess.Popen` would raise for the command itself, raised before the supervisor starts it."""
+    program = command[0]
+    if os.sep in program:
+        path: str | None = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
+        if path is not None and not os.path.exists(path):
+            raise FileNotFoundError(program)
+    else:
+        path = shutil.which(program, mode=os.F_OK, path=env.get("PATH", os.defpath))
+        if path is None:
+            raise FileNotFoundError(program)
+    if path is not None and (os.path.isdir(path) or not os.access(path, os.X_OK)):
+        raise PermissionError(program)
 
 
 def group_alive(pgid: int) -> bool:
