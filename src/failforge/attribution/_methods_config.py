@@ -31,7 +31,7 @@ from failforge.attribution._methods import methods
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint
-from failforge.secrets import redact, strip_userinfo
+from failforge.secrets import safe_url
 from failforge.yamlsafe import YamlTooLarge, safe_load
 
 __all__ = ["MethodRun", "MethodsConfig", "load_methods_config"]
@@ -86,7 +86,7 @@ class MethodRun(BaseModel):
         """The entry as written, minus anything secret (a URL's userinfo, a key-shaped query value)."""
         out = self.model_dump(exclude_none=True)
         if self.endpoint is not None:
-            out["endpoint"] = {"base_url": redact(strip_userinfo(self.endpoint.base_url)), "model": self.endpoint.model, "api_key_env": self.endpoint.api_key_env}
+            out["endpoint"] = {"base_url": safe_url(self.endpoint.base_url), "model": self.endpoint.model, "api_key_env": self.endpoint.api_key_env}
             if "timeout" in self.endpoint.model_fields_set:
                 out["endpoint"]["timeout"] = self.endpoint.timeout
         return out

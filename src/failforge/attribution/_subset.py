@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from failforge.attribution._metrics import score
 from failforge.attribution._predictions import Prediction
@@ -130,6 +130,10 @@ def load_manifest(path: str | Path) -> SubsetManifest:
     data = read_json(path)
     try:
         return SubsetManifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<manifest>"
+        raise ConfigError(f"{path}: not a failforge subset manifest: {where}: {first['msg'].removeprefix('Value error, ')}") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: not a failforge subset manifest ({str(exc).splitlines()[0]})") from exc
 

@@ -88,8 +88,10 @@ def response_of(reply: Reply) -> Response:
     return Response(reply.content, status_code=reply.status, headers=headers, media_type=reply.headers.get("content-type"))
 
 
-async def read_body(request: Request, max_body: int, timeout: float = BODY_TIMEOUT) -> bytes:
-    """The request body, refused before parsing when it is too large, too slow, not JSON or nested too deeply."""
+async def read_body(request: Request, max_body: int, timeout: float | None = None) -> bytes:
+    """The request body, refused before parsing when it is too large, too slow (``timeout``, default
+    :data:`BODY_TIMEOUT`), not JSON or nested too deeply."""
+    timeout = BODY_TIMEOUT if timeout is None else timeout
     length = request.headers.get("content-length")
     if length is not None:
         try:

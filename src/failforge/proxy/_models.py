@@ -38,7 +38,7 @@ class RunRequest(_Body):
     """``POST /runs``: the run to open and its mode."""
 
     mode: ProxyMode = "record"
-    run_id: str | None = Field(default=None, description="a name for the run (default: a fresh id)")
+    run_id: str | None = Field(default=None, max_length=128, description="a name for the run (default: a fresh id)")
     framework: str = Field(default="external", description="recorded in the trajectory's harness spec")
     model: str = "external-model"
     task: str | None = Field(default=None, description="the instruction (step 0); in replay it must equal the seed's")
