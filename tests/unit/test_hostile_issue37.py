@@ -25,7 +25,7 @@ from failforge.gateway import Gateway, ServedRun
 from failforge.llm import HttpUpstream, chat_response
 from failforge.proxy import Proxy, ProxyServer
 from failforge.replay import Plan, Session
-from failforge.secrets import MASK, Redactor, redact, remember_env, safe_url, scrubbed_environ
+from failforge.secrets import MASK, Redactor, redact
 from failforge.testing import LoopbackModelServer
 
 KEY = "ff-upstream-key-9b1f2c7d4e"
@@ -49,6 +49,11 @@ def _open(http: httpx.Client) -> dict[str, Any]:
     return opened.json()
 
 
+def _seg(run: dict[str, Any]) -> str:
+    """The run's path segment: its id and capability token (``id~token``); the id alone where there is no token."""
+    return f"{run['run_id']}~{run['token']}" if run.get("token") else run["run_id"]
+
+
 def _port(base_url: str) -> int:
     return int(base_url.rsplit(":", 1)[1])
 
@@ -58,7 +63,7 @@ def test_dns_rebinding_a_foreign_host_or_origin_is_refused_on_every_route(proxy)
     port = _port(server.base_url)
     with httpx.Client(base_url=server.base_url, timeout=10) as http:
         run = _open(http)
-        segment = f"{run['run_id']}~{run['token']}"
+        segment = _seg(run)
         chat = {"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]}
         routes = [("GET", "/healthz", None), ("GET", "/runs", None), ("POST", "/runs", {"mode": "record", "task": "t"}),
                   ("GET", f"/runs/{segment}", None), ("POST", f"/runs/{segment}/v1/chat/completions", chat),
@@ -98,7 +103,7 @@ def test_a_run_id_alone_neither_drives_finishes_nor_reads_a_run(proxy):
     server, _ = proxy
     with httpx.Client(base_url=server.base_url, timeout=10) as http:
         run = _open(http)
-        rid, token = run["run_id"], run["token"]
+        rid, token = run["run_id"], run.get("token", "")
         chat = {"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]}
         tool = {"name": "lookup", "observation": "sunny"}
         for headers in ({}, {"X-Failforge-Token": "0" * 32}, {"Authorization": "Bearer " + "0" * 32}):
@@ -152,7 +157,7 @@ def test_50000_deep_json_on_the_run_api_is_a_json_400_not_a_plain_500(proxy, cap
     deep = b"[" * 50_000 + b"]" * 50_000
     with httpx.Client(base_url=server.base_url, timeout=30) as http:
         run = _open(http)
-        segment = f"{run['run_id']}~{run['token']}"
+        segment = _seg(run)
         for path in ("/runs", f"/runs/{segment}/tools", f"/runs/{segment}/finish", f"/runs/{segment}/v1/chat/completions"):
             answer = http.post(path, content=deep, headers={"content-type": "application/json"})
             assert answer.status_code == 400, (path, answer.status_code, answer.text[:200])
@@ -253,7 +258,7 @@ def test_dropped_clients_are_one_log_line_each_not_tracebacks(proxy, caplog, cap
     caplog.set_level(logging.INFO, logger="failforge.gateway")
     for _ in range(10):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-            raw.sendall(f"POST /runs/{run['run_id']}~{run['token']}/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            raw.sendall(f"POST /runs/{_seg(run)}/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                         "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"na".encode())
     deadline = time.monotonic() + 5
     while len([r for r in caplog.records if "hung up" in r.getMessage()]) < 10 and time.monotonic() < deadline:
@@ -267,6 +272,8 @@ def test_dropped_clients_are_one_log_line_each_not_tracebacks(proxy, caplog, cap
 
 
 def test_the_agent_environment_never_carries_the_variable_named_by_api_key_env(monkeypatch):
+    from failforge.secrets import remember_env, scrubbed_environ
+
     monkeypatch.setenv("FF_TEST_UPSTREAM_KEY", KEY)
     monkeypatch.setenv("FF_TEST_COPY_OF_KEY", f"prefix-{KEY}")
     HttpUpstream("http://127.0.0.1:9/v1", api_key_env="FF_TEST_UPSTREAM_KEY").close()
@@ -278,6 +285,8 @@ def test_the_agent_environment_never_carries_the_variable_named_by_api_key_env(m
 
 
 def test_url_userinfo_and_credential_query_parameters_are_masked_by_the_one_redactor():
+    from failforge.secrets import safe_url
+
     url = "https://alice:s3cretpassw0rd@api.example/v1?api-version=2024-02-01&key=AIzaSyQueryKey0123&access_token=tok_abcdef123456"
     shown = safe_url(url)
     assert "s3cretpassw0rd" not in shown and "AIzaSyQueryKey0123" not in shown and "tok_abcdef123456" not in shown
@@ -314,7 +323,7 @@ def test_a_url_password_never_shows_in_http_error_bodies_or_in_finish(tmp_path):
         proxy = Proxy(upstream=upstream, output=tmp_path / "runs.jsonl", redactor=Redactor.for_run([], [base]))
         with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
             run = _open(http)
-            segment = f"{run['run_id']}~{run['token']}"
+            segment = _seg(run)
             refused = http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
             done = http.post(f"/runs/{segment}/finish", json={})
             read = http.get(f"/runs/{segment}")
@@ -336,7 +345,7 @@ def test_a_key_echoed_by_the_upstream_is_masked_in_the_proxys_files_and_answers(
         proxy = Proxy(upstream=upstream, output=tmp_path / "runs.jsonl", redactor=Redactor.for_run(["FF_TEST_ECHOED_KEY"], [model.base_url]))
         with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
             run = _open(http)
-            segment = f"{run['run_id']}~{run['token']}"
+            segment = _seg(run)
             http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]})
             done = http.post(f"/runs/{segment}/finish", json={"outcome": {"success": True, "evaluator": "outside"}})
             read = http.get(f"/runs/{segment}")
