@@ -197,7 +197,7 @@ def test_a_sigkilled_failforge_leaves_no_agent_process_and_no_daemon(tmp_path):
     (tmp_path / "driver.py").write_text(DRIVER)
     try:
         driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(_daemonizing(tmp_path, marker))],
-                                  env=_env(PYTHONPATH=str(ROOT / "src")))
+                                  env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")))
         deadline = time.monotonic() + 30
         while len(_running(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -262,7 +262,7 @@ def _alive(pids: set[int]) -> list[int]:
 @pytest.mark.parametrize("attempt", range(4))
 def test_a_sigkilled_process_executor_driver_leaves_no_worker_or_forkserver_every_time(tmp_path, attempt):
     (tmp_path / "pool_driver.py").write_text(POOL_DRIVER)
-    driver = subprocess.Popen([sys.executable, str(tmp_path / "pool_driver.py")], cwd=tmp_path, env=_env(PYTHONPATH=str(ROOT / "src")),
+    driver = subprocess.Popen([sys.executable, str(tmp_path / "pool_driver.py")], cwd=tmp_path, env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")),
                               stdout=subprocess.PIPE, text=True)
     spawned: set[int] = set()
     try:
