@@ -40,13 +40,13 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: floa
 
 
 def _running(marker: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line holds ``marker``."""
+    """Pids of live (non-zombie) processes whose program (argv[0]) holds ``marker``: the test's named sleeps."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            cmdline = Path(entry.path, "cmdline").read_bytes().split(b"\0")[0].decode("utf-8", "replace")
             state = Path(entry.path, "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue

@@ -317,17 +317,16 @@ def test_a_url_password_never_shows_in_http_error_bodies_or_in_finish(tmp_path):
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         closed = unused.getsockname()[1]  # nothing listens there once this socket is closed
-    with LoopbackModelServer() as model:
-        base = f"http://alice:{password}@127.0.0.1:{closed}/v1?key=AIzaSyQueryKey0123"
-        upstream = HttpUpstream(base, api_key_env=None, max_attempts=1)
-        proxy = Proxy(upstream=upstream, output=tmp_path / "runs.jsonl", redactor=Redactor.for_run([], [base]))
-        with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
-            run = _open(http)
-            segment = _seg(run)
-            refused = http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
-            done = http.post(f"/runs/{segment}/finish", json={})
-            read = http.get(f"/runs/{segment}")
-        upstream.close()
+    base = f"http://alice:{password}@127.0.0.1:{closed}/v1?key=AIzaSyQueryKey0123"
+    upstream = HttpUpstream(base, api_key_env=None, max_attempts=1)
+    proxy = Proxy(upstream=upstream, output=tmp_path / "runs.jsonl", redactor=Redactor.for_run([], [base]))
+    with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
+        run = _open(http)
+        segment = _seg(run)
+        refused = http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        done = http.post(f"/runs/{segment}/finish", json={})
+        read = http.get(f"/runs/{segment}")
+    upstream.close()
     texts = [refused.text, done.text, read.text, *(p.read_text() for p in tmp_path.glob("*.jsonl"))]
     assert refused.status_code >= 400 and done.json()["failure"] is not None
     for text in texts:

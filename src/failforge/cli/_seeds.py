@@ -149,8 +149,8 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     def command(**kwargs: Any) -> None:
         from failforge.campaign import Models, open_models
-        from failforge.seeds import env_spec, environment_options, harness_for, record
         from failforge.secrets import Redactor
+        from failforge.seeds import env_spec, environment_options, harness_for, record
         from failforge.trajectory import append_jsonl
 
         options = environment_options(env, given_options(options_model, kwargs))

@@ -165,7 +165,7 @@ def _dropped(exc: BaseException) -> bool:
 
     if isinstance(exc, (ClientDisconnect, ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)):
         return True
-    group = getattr(exc, "exceptions", None)
+    group = exc.exceptions if isinstance(exc, BaseExceptionGroup) else ()
     return bool(group) and all(_dropped(e) for e in group)
 
 

@@ -12,9 +12,9 @@ import threading
 import time
 import uuid
 import weakref
-from urllib.parse import urlsplit, urlunsplit
 from collections.abc import Callable
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential

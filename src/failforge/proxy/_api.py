@@ -38,12 +38,12 @@ from failforge import __version__
 from failforge.errors import FailforgeError
 from failforge.gateway import (
     DEFAULT_MAX_BODY,
-    quoted,
     RUN_HEADER,
     Gateway,
     HTTPRefusal,
     error_reply,
     json_reply,
+    quoted,
     read_body,
     response_of,
     token_matches,
