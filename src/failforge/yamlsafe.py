@@ -73,6 +73,8 @@ def safe_load(text: str) -> Any:
     loader = BoundedSafeLoader(text)
     try:
         return loader.get_single_data()
+    except RecursionError:  # PyYAML composes and constructs recursively: a 5,000-deep list exhausts the stack
+        raise YamlTooLarge("the document nests too deeply to read; refused") from None
     finally:
         loader.dispose()
 

@@ -182,6 +182,26 @@ def test_an_agent_that_exits_leaves_no_daemon_behind(tmp_path):
         _kill(marker)
 
 
+def test_an_agent_that_kills_its_own_supervisor_still_leaves_no_daemon(tmp_path):
+    """Found in the second hostile pass: a command can SIGKILL the supervisor (its parent, same user) before
+    the run ends; its daemon is then found by the mark every process of the command inherits."""
+    from failforge.harnesses._process import spawn, stop_group
+
+    marker = f"ff37-{os.getpid()}-parricide"
+    sleeper = _sleeper(tmp_path, marker)
+    script = tmp_path / "parricide.sh"
+    script.write_text(f"#!/bin/sh\nsetsid sh -c '{sleeper}-daemon 300 & exit 0' &\nsleep 0.3\nkill -9 $PPID\nexec {sleeper}-main 300\n")
+    script.chmod(0o755)
+    try:
+        process = spawn([str(script)], env=dict(os.environ), cwd=None, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log")
+        assert process.wait(timeout=30) == -signal.SIGKILL, "the supervisor was killed by the command"
+        assert _running(marker), "the daemon is up"
+        stop_group(process)
+        assert _gone_within(marker, 5) == []
+    finally:
+        _kill(marker)
+
+
 DRIVER = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
@@ -211,10 +231,12 @@ def test_a_sigkilled_failforge_leaves_no_agent_process_and_no_daemon(tmp_path):
 
 POOL_DRIVER = textwrap.dedent('''
     import os, sys, time
+    from pathlib import Path
     from failforge.campaign._workers import init_worker, process_pool
 
     def stubborn(i):
         """A job that swallows every stop it is given (the worst a job can do)."""
+        Path(f"started-{os.getpid()}").write_text("")
         while True:
             try:
                 time.sleep(60)
@@ -224,7 +246,8 @@ POOL_DRIVER = textwrap.dedent('''
     if __name__ == "__main__":
         pool = process_pool(2, init_worker, (os.getpid(),))
         futures = [pool.submit(stubborn, i) for i in range(3)]
-        time.sleep(1.5)
+        while len(list(Path().glob("started-*"))) < 2:  # both workers inside a job
+            time.sleep(0.05)
         print("ready", flush=True)
         time.sleep(600)
 ''')
@@ -268,7 +291,8 @@ def test_a_sigkilled_process_executor_driver_leaves_no_worker_or_forkserver_ever
     try:
         assert driver.stdout is not None and driver.stdout.readline().strip() == "ready"
         spawned = _descendants(driver.pid)
-        assert len(_alive(spawned)) >= 3, "the forkserver, the resource tracker and the workers"
+        workers = {int(p.name.split("-", 1)[1]) for p in tmp_path.glob("started-*")}
+        assert workers <= spawned and len(_alive(spawned)) >= 4, "the forkserver, the resource tracker and both workers, in their jobs"
         driver.send_signal(signal.SIGKILL)
         driver.wait(timeout=30)
         started = time.monotonic()

@@ -265,6 +265,7 @@ def test_dropped_clients_are_one_log_line_each_not_tracebacks(proxy, caplog, cap
         time.sleep(0.05)
     lines = [r for r in caplog.records if r.name == "failforge.gateway"]
     assert len(lines) == 10 and all("hung up" in r.getMessage() and r.exc_info is None for r in lines), [r.getMessage() for r in lines]
+    assert not any(run.get("token", "-") in r.getMessage() for r in lines), "a log line never holds the run's token"
     assert "Traceback" not in capfd.readouterr().err
 
 
@@ -513,6 +514,10 @@ def test_a_yaml_alias_bomb_as_methods_config_is_one_line_not_out_of_memory(tmp_p
     self_ref.write_text("runs: &r [*r]\n")
     with pytest.raises(ConfigError, match="refers to itself"):
         load_methods_config(self_ref)
+    deep = tmp_path / "deep.yaml"  # found in the second hostile pass: nesting, not aliases, also escaped as a RecursionError
+    deep.write_text("runs: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nests too deeply"):
+        load_methods_config(deep)
 
 
 def test_an_unknown_subset_schema_version_is_refused(tmp_path):

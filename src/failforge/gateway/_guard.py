@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 QUOTE_LIMIT = 64
 
 log = logging.getLogger("failforge.gateway")
+#: A run's capability token in a path segment (``/runs/{id}~{token}/...``).
+_TOKEN = re.compile(r"~[^/]*")
 
 
 def quoted(value: str, limit: int = QUOTE_LIMIT) -> str:
@@ -147,7 +150,7 @@ class Shield:
         try:
             await self.app(scope, receive, tracked)
         except Exception as exc:  # the app's last word: one line, and an answer if none was given
-            where = f"{scope.get('method', '?')} {quoted(str(scope.get('path', '')))}"
+            where = f"{scope.get('method', '?')} {quoted(_TOKEN.sub('~***', str(scope.get('path', ''))))}"  # a log never holds a run's token
             if _dropped(exc):
                 log.info("failforge gateway: the client of %s hung up before its answer", where)
                 return

@@ -26,6 +26,9 @@ from failforge.errors import InfrastructureError
 GRACE = 2.0
 #: The supervisor script, run by path (it imports nothing of failforge).
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+#: The environment variable that marks every process of one command (see :func:`stop_group`).
+MARK_VARIABLE = "FAILFORGE_AGENT_MARK"
+_marks: dict[int, str] = {}
 
 
 def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: Path, stderr: Path) -> subprocess.Popen[bytes]:
@@ -33,10 +36,14 @@ def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: P
     unrunnable command is an :class:`InfrastructureError` naming it."""
     # -I -S: the supervisor is stdlib only, and the agent's PYTHONPATH is not its own
     supervised = [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), "--", *command]
+    mark = os.urandom(12).hex()
     try:
         _check_runnable(command, env, cwd)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            return subprocess.Popen(supervised, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+            process = subprocess.Popen(supervised, env={**env, MARK_VARIABLE: mark}, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       start_new_session=True)
+            _marks[process.pid] = mark
+            return process
     except FileNotFoundError:
         raise InfrastructureError(f"agent command not found: {command[0]!r} (from {' '.join(command)!r})") from None
     except PermissionError:
@@ -76,8 +83,27 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def marked(mark: str) -> list[int]:
+    """Pids of the processes whose environment carries ``MARK_VARIABLE=mark`` (every process a command started
+    inherits it, unless it clears its environment)."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(entry.path, "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
 def stop_group(process: subprocess.Popen[bytes], grace: float = GRACE) -> None:
-    """Stop the command and every process of its group; returns once none of them runs."""
+    """Stop the command and every process of its group; returns once none of them runs. Then, as a second
+    line behind the supervisor (which a hostile command could kill), every process still carrying the
+    run's mark in its environment is killed too: a detached daemon whose supervisor is gone."""
     pgid = process.pid
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
@@ -90,6 +116,15 @@ def stop_group(process: subprocess.Popen[bytes], grace: float = GRACE) -> None:
         process.wait(timeout=5)
     end = time.monotonic() + 5
     while group_alive(pgid) and time.monotonic() < end:
+        time.sleep(0.02)
+    mark = _marks.pop(process.pid, None)
+    for _ in range(50) if mark else ():
+        left = marked(mark)  # type: ignore[arg-type]
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         time.sleep(0.02)
 
 
@@ -107,4 +142,4 @@ def last_line(path: Path, limit: int = 65536) -> str:
     return lines[-1][:500] if lines else ""
 
 
-__all__ = ["GRACE", "group_alive", "last_line", "spawn", "stop_group"]
+__all__ = ["GRACE", "MARK_VARIABLE", "group_alive", "last_line", "marked", "spawn", "stop_group"]
