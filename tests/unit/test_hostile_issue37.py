@@ -532,3 +532,17 @@ def test_an_unknown_subset_schema_version_is_refused(tmp_path):
         load_manifest(path)
     path.write_text(json.dumps({**manifest, "schema_version": SUBSET_SCHEMA}))
     assert load_manifest(path).schema_version == SUBSET_SCHEMA
+
+
+def test_a_key_in_the_url_query_is_masked_on_the_console_and_in_the_attribution_manifest(tmp_path):
+    from failforge.attribution._methods_config import load_methods_config
+    from failforge.secrets import redact_known
+
+    url = "https://judge.example/v1?key=AIzaSyConsoleKey4567"
+    upstream = HttpUpstream(url, api_key_env=None)
+    upstream.close()
+    assert "AIzaSyConsoleKey4567" not in redact_known(f"error: model endpoint {url} refused the request"), "the console"
+    path = tmp_path / "methods.yaml"
+    path.write_text(f"runs:\n  - method: all-at-once\n    endpoint: {{base_url: '{url}', model: judge, api_key_env: NO_KEY}}\n")
+    provenance = json.dumps(load_methods_config(path).provenance(path))
+    assert "AIzaSyConsoleKey4567" not in provenance and "judge.example/v1?key=***" in provenance, provenance
