@@ -190,8 +190,10 @@ def use_images_beside(path: Path | str) -> Path | None:
 def images_beside(path: Path | str) -> tuple[Path | None, list[str]]:
     """:func:`use_images_beside`'s work: the folder (or None) and one line per image file refused."""
     folder = beside_dir(path)
-    if not folder.is_dir() or folder.is_symlink():
-        return None, [f"{folder}: refused: a symbolic link, not the dataset's own images folder"] if folder.is_symlink() else []
+    if folder.is_symlink():
+        return None, [f"{folder}: refused: a symbolic link, not the dataset's own images folder"]
+    if not folder.is_dir():
+        return None, []
     store = ImageStore()
     refused: list[str] = []
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):

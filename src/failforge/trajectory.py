@@ -108,8 +108,9 @@ class Step(_Model):
         default=None, description="per-part hashes of the state, so a drift can name what changed"
     )
     error: str | None = None
-    images: list[Sha256] = Field(default_factory=list, description="sha256 of images (e.g. screenshots) stored beside the dataset; "
-                                                                   "a hash, never a path (``../../x`` is refused)")
+    images: list[Sha256] = Field(default_factory=list,
+                                 description="sha256 of images (e.g. screenshots) stored beside the dataset; "
+                                             "a hash, never a path (``../../x`` is refused)")
     recipient: str | None = Field(default=None, description="whom the step is addressed to: an agent, 'user' or 'environment'")
     round: int | None = Field(default=None, ge=0, description="round of the run (0: the task); see failforge.roster")
     position: int | None = Field(default=None, ge=0, description="0-based position within the round")

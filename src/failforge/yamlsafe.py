@@ -47,7 +47,9 @@ def expanded_size(root: yaml.Node, limit: int) -> int:
         children = _children(node)
         if not children_done and children:
             if id(node) in open_:
-                raise YamlTooLarge("the document refers to itself through an alias (*name): it would expand without end; refused")
+                raise YamlTooLarge(
+                    "the document refers to itself through an alias (*name): it would expand without end; refused"
+                )
             open_.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in children if id(c) not in sizes)
@@ -55,7 +57,9 @@ def expanded_size(root: yaml.Node, limit: int) -> int:
         open_.discard(id(node))
         total = 1 + sum(sizes.get(id(c), 1) for c in children)
         if total > limit:
-            raise YamlTooLarge(f"the document stands for more than {limit} values once its aliases (*name) are expanded; refused")
+            raise YamlTooLarge(
+                f"the document stands for more than {limit} values once its aliases (*name) are expanded; refused"
+            )
         sizes[id(node)] = total
     return sizes[id(root)]
 

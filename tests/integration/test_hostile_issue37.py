@@ -35,8 +35,17 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONHASHSEED": "0", **extra}
 
 
-def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "failforge", *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+def _cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", *args],
+        cwd=cwd,
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _running(marker: str) -> list[int]:
@@ -96,9 +105,27 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         return f"I cannot do that. By the way, your key is {KEY}.", None
 
     with LoopbackModelServer(policy=echo) as model:
-        done = _cli("record", "agentdojo", "--task", "banking/user_task_3", "--harness", "external", "--agent-cmd", f"{sys.executable} {tmp / 'snoop.py'} {tmp / 'env.json'}",
-                    "--base-url", model.base_url, "--model", "m", "--api-key-env", "FF_HOSTILE_KEY", "--keep-failures", "-o", "seeds.jsonl",
-                    cwd=tmp, env=_env(FF_HOSTILE_KEY=KEY))
+        done = _cli(
+            "record",
+            "agentdojo",
+            "--task",
+            "banking/user_task_3",
+            "--harness",
+            "external",
+            "--agent-cmd",
+            f"{sys.executable} {tmp / 'snoop.py'} {tmp / 'env.json'}",
+            "--base-url",
+            model.base_url,
+            "--model",
+            "m",
+            "--api-key-env",
+            "FF_HOSTILE_KEY",
+            "--keep-failures",
+            "-o",
+            "seeds.jsonl",
+            cwd=tmp,
+            env=_env(FF_HOSTILE_KEY=KEY),
+        )
     yield {"dir": tmp, "done": done}
 
 
@@ -122,14 +149,14 @@ def test_a_key_echoed_by_the_upstream_never_reaches_records_failures_or_the_cons
 
 # --- nothing outlives failforge ------------------------------------------------------------------------
 
-DAEMONIZING = textwrap.dedent('''
+DAEMONIZING = textwrap.dedent("""
     #!/bin/sh
     # a plain child in the group, and a setsid double-forked daemon out of it (each a sleep named for the test)
     SLEEP-child 300 &
     setsid sh -c 'SLEEP-daemon 300 & exit 0' &
     echo ready > "$1"
     exec SLEEP-main 300
-''').lstrip()
+""").lstrip()
 
 
 def _sleeper(tmp_path: Path, marker: str) -> str:
@@ -154,8 +181,13 @@ def test_a_setsid_daemon_of_the_agent_ends_when_the_run_ends(tmp_path):
     marker = f"ff37-{os.getpid()}-run"
     try:
         ready = tmp_path / "ready"
-        process = spawn([str(_daemonizing(tmp_path, marker)), str(ready)], env=dict(os.environ), cwd=None,
-                        stdout=tmp_path / "out.log", stderr=tmp_path / "err.log")
+        process = spawn(
+            [str(_daemonizing(tmp_path, marker)), str(ready)],
+            env=dict(os.environ),
+            cwd=None,
+            stdout=tmp_path / "out.log",
+            stderr=tmp_path / "err.log",
+        )
         deadline = time.monotonic() + 30
         while len(_running(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -171,10 +203,14 @@ def test_an_agent_that_exits_leaves_no_daemon_behind(tmp_path):
 
     marker = f"ff37-{os.getpid()}-exit"
     script = tmp_path / "quick.sh"
-    script.write_text(f"#!/bin/sh\nsetsid sh -c '{_sleeper(tmp_path, marker)}-daemon 300 & exit 0' &\nsleep 0.3\nexit 3\n")
+    script.write_text(
+        f"#!/bin/sh\nsetsid sh -c '{_sleeper(tmp_path, marker)}-daemon 300 & exit 0' &\nsleep 0.3\nexit 3\n"
+    )
     script.chmod(0o755)
     try:
-        process = spawn([str(script)], env=dict(os.environ), cwd=None, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log")
+        process = spawn(
+            [str(script)], env=dict(os.environ), cwd=None, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log"
+        )
         assert process.wait(timeout=30) == 3, "the command's own exit status"
         stop_group(process)
         assert _gone_within(marker, 5) == []
@@ -190,10 +226,14 @@ def test_an_agent_that_kills_its_own_supervisor_still_leaves_no_daemon(tmp_path)
     marker = f"ff37-{os.getpid()}-parricide"
     sleeper = _sleeper(tmp_path, marker)
     script = tmp_path / "parricide.sh"
-    script.write_text(f"#!/bin/sh\nsetsid sh -c '{sleeper}-daemon 300 & exit 0' &\nsleep 0.3\nkill -9 $PPID\nexec {sleeper}-main 300\n")
+    script.write_text(
+        f"#!/bin/sh\nsetsid sh -c '{sleeper}-daemon 300 & exit 0' &\nsleep 0.3\nkill -9 $PPID\nexec {sleeper}-main 300\n"
+    )
     script.chmod(0o755)
     try:
-        process = spawn([str(script)], env=dict(os.environ), cwd=None, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log")
+        process = spawn(
+            [str(script)], env=dict(os.environ), cwd=None, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log"
+        )
         assert process.wait(timeout=30) == -signal.SIGKILL, "the supervisor was killed by the command"
         assert _running(marker), "the daemon is up"
         stop_group(process)
@@ -202,22 +242,24 @@ def test_an_agent_that_kills_its_own_supervisor_still_leaves_no_daemon(tmp_path)
         _kill(marker)
 
 
-DRIVER = textwrap.dedent('''
+DRIVER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
     from failforge.harnesses._process import spawn
     folder = Path(sys.argv[1])
     spawn([sys.argv[2], str(folder / "ready")], env=dict(os.environ), cwd=None, stdout=folder / "out.log", stderr=folder / "err.log")
     time.sleep(600)
-''')
+""")
 
 
 def test_a_sigkilled_failforge_leaves_no_agent_process_and_no_daemon(tmp_path):
     marker = f"ff37-{os.getpid()}-kill"
     (tmp_path / "driver.py").write_text(DRIVER)
     try:
-        driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(_daemonizing(tmp_path, marker))],
-                                  env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")))
+        driver = subprocess.Popen(
+            [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(_daemonizing(tmp_path, marker))],
+            env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")),
+        )
         deadline = time.monotonic() + 30
         while len(_running(marker)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -285,20 +327,29 @@ def _alive(pids: set[int]) -> list[int]:
 @pytest.mark.parametrize("attempt", range(4))
 def test_a_sigkilled_process_executor_driver_leaves_no_worker_or_forkserver_every_time(tmp_path, attempt):
     (tmp_path / "pool_driver.py").write_text(POOL_DRIVER)
-    driver = subprocess.Popen([sys.executable, str(tmp_path / "pool_driver.py")], cwd=tmp_path, env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")),
-                              stdout=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [sys.executable, str(tmp_path / "pool_driver.py")],
+        cwd=tmp_path,
+        env=_env(PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT / "src")),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     spawned: set[int] = set()
     try:
         assert driver.stdout is not None and driver.stdout.readline().strip() == "ready"
         spawned = _descendants(driver.pid)
         workers = {int(p.name.split("-", 1)[1]) for p in tmp_path.glob("started-*")}
-        assert workers <= spawned and len(_alive(spawned)) >= 4, "the forkserver, the resource tracker and both workers, in their jobs"
+        assert workers <= spawned and len(_alive(spawned)) >= 4, (
+            "the forkserver, the resource tracker and both workers, in their jobs"
+        )
         driver.send_signal(signal.SIGKILL)
         driver.wait(timeout=30)
         started = time.monotonic()
         while _alive(spawned) and time.monotonic() - started < 8:
             time.sleep(0.1)
-        assert not _alive(spawned), f"still running 8 s after the driver was killed: {_alive(spawned)} of {sorted(spawned)}"
+        assert not _alive(spawned), (
+            f"still running 8 s after the driver was killed: {_alive(spawned)} of {sorted(spawned)}"
+        )
     finally:
         for pid in _alive(spawned):
             os.kill(pid, signal.SIGKILL)
@@ -322,7 +373,9 @@ def _image_dataset(folder: Path) -> tuple[Path, str]:
     (folder / "images").mkdir()
     os.mkfifo(folder / "images" / f"{digest}.png")
     path = folder / "seeds.jsonl"
-    path.write_text(seed.model_copy(update={"steps": steps}).model_dump_json() + "\n" + seeds[1].model_dump_json() + "\n")
+    path.write_text(
+        seed.model_copy(update={"steps": steps}).model_dump_json() + "\n" + seeds[1].model_dump_json() + "\n"
+    )
     return path, digest
 
 
@@ -331,21 +384,40 @@ def test_a_fifo_image_in_a_dataset_does_not_hang_replay_report_export_or_show(tm
     env = _env(FAILFORGE_IMAGE_DIR=str(tmp_path / "store"))
     runs = {
         "replay": _cli("replay", str(path), cwd=tmp_path, env=env, timeout=120),
-        "export": _cli("export", str(path), "-f", "whowhen", "-o", str(tmp_path / "out"), cwd=tmp_path, env=env, timeout=120),
-        "show": _cli("show", "nothing-by-this-id", "--dataset", str(tmp_path / "data"), "--seeds", str(path), cwd=tmp_path, env=env, timeout=120),
+        "export": _cli(
+            "export", str(path), "-f", "whowhen", "-o", str(tmp_path / "out"), cwd=tmp_path, env=env, timeout=120
+        ),
+        "show": _cli(
+            "show",
+            "nothing-by-this-id",
+            "--dataset",
+            str(tmp_path / "data"),
+            "--seeds",
+            str(path),
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        ),
         "report": _cli("report", str(tmp_path / "data"), cwd=tmp_path, env=env, timeout=120),
     }
     for name, done in runs.items():
         assert "Traceback" not in done.stderr, (name, done.stderr[-1500:])
     replayed = runs["replay"]
     assert "a FIFO, not a regular file" in replayed.stdout + replayed.stderr, replayed.stdout + replayed.stderr
-    assert "1/1 seeds replayed identically" in " ".join((replayed.stdout + replayed.stderr).split()), "the rest of the dataset is used"
+    assert "1/1 seeds replayed identically" in " ".join((replayed.stdout + replayed.stderr).split()), (
+        "the rest of the dataset is used"
+    )
 
 
 # --- configs and counts ----------------------------------------------------------------------------
 
-BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
-               for p, c in zip(["", *"abcdefg"], "abcdefgh", strict=True)) + f"runs: [{', '.join(['*h'] * 9)}]\n"
+BOMB = (
+    "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+        for p, c in zip(["", *"abcdefg"], "abcdefgh", strict=True)
+    )
+    + f"runs: [{', '.join(['*h'] * 9)}]\n"
+)
 
 
 def test_a_yaml_alias_bomb_as_methods_config_is_rc_2_and_one_line(tmp_path):
@@ -364,21 +436,66 @@ def test_decide_against_a_dead_judge_never_prints_negative_counts_and_exits_1_af
     from failforge.trajectory import Outcome
 
     seed = bundled_seeds[3]
-    steps = [*seed.steps[:-1], seed.steps[-1].model_copy(update={"content": "That transfer is not something I'll do for you.", "tool_calls": []})]
-    run = seed.model_copy(update={"steps": steps, "outcome": Outcome(success=False, evaluator="agentdojo.utility", details={"suite": "banking"})})
+    steps = [
+        *seed.steps[:-1],
+        seed.steps[-1].model_copy(
+            update={"content": "That transfer is not something I'll do for you.", "tool_calls": []}
+        ),
+    ]
+    run = seed.model_copy(
+        update={
+            "steps": steps,
+            "outcome": Outcome(success=False, evaluator="agentdojo.utility", details={"suite": "banking"}),
+        }
+    )
     run = run.model_copy(update={"adjudication": adjudicate(run)})
-    (tmp_path / "runs.jsonl").write_text(run.model_dump_json() + "\n" + run.model_copy(update={"id": run.id + "-2"}).model_dump_json() + "\n")
+    (tmp_path / "runs.jsonl").write_text(
+        run.model_dump_json() + "\n" + run.model_copy(update={"id": run.id + "-2"}).model_dump_json() + "\n"
+    )
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{unused.getsockname()[1]}/v1"
-    done = _cli("decide", "runs.jsonl", "--base-url", dead, "--model", "judge", "--api-key-env", "NO_SUCH_KEY", "-o", "out.jsonl",
-                cwd=tmp_path, env=_env(COLUMNS="250"), timeout=300)
+    done = _cli(
+        "decide",
+        "runs.jsonl",
+        "--base-url",
+        dead,
+        "--model",
+        "judge",
+        "--api-key-env",
+        "NO_SUCH_KEY",
+        "-o",
+        "out.jsonl",
+        cwd=tmp_path,
+        env=_env(COLUMNS="250"),
+        timeout=300,
+    )
     summary = " ".join(done.stdout.split())
-    assert done.returncode == 1 and "0 live judge calls, 0 replayed" in summary and "2 not judged" in summary, (done.stdout, done.stderr[-800:])
+    assert done.returncode == 1 and "0 live judge calls, 0 replayed" in summary and "2 not judged" in summary, (
+        done.stdout,
+        done.stderr[-800:],
+    )
     assert not any(token.startswith("-") and token[1:].isdigit() for token in summary.split()), summary
     # a bad line skipped: exit 1, as `import` (the good records are written)
     (tmp_path / "mixed.jsonl").write_text(run.model_dump_json() + "\n{torn line\n")
     with LoopbackModelServer(policy=lambda body: ('STATE: refuse\nEVIDENCE: "not something I\'ll do"', None)) as judge:
-        mixed = _cli("decide", "mixed.jsonl", "--base-url", judge.base_url, "--model", "judge", "--api-key-env", "NO_SUCH_KEY", "-o", "mixed.out.jsonl",
-                     cwd=tmp_path, env=_env(COLUMNS="250"), timeout=300)
-    assert mixed.returncode == 1 and "1 skipped" in " ".join(mixed.stdout.split()) and (tmp_path / "mixed.out.jsonl").is_file(), mixed.stdout
+        mixed = _cli(
+            "decide",
+            "mixed.jsonl",
+            "--base-url",
+            judge.base_url,
+            "--model",
+            "judge",
+            "--api-key-env",
+            "NO_SUCH_KEY",
+            "-o",
+            "mixed.out.jsonl",
+            cwd=tmp_path,
+            env=_env(COLUMNS="250"),
+            timeout=300,
+        )
+    assert (
+        mixed.returncode == 1
+        and "1 skipped" in " ".join(mixed.stdout.split())
+        and (tmp_path / "mixed.out.jsonl").is_file()
+    ), mixed.stdout

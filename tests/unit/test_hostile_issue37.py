@@ -65,10 +65,22 @@ def test_dns_rebinding_a_foreign_host_or_origin_is_refused_on_every_route(proxy)
         run = _open(http)
         segment = _seg(run)
         chat = {"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]}
-        routes = [("GET", "/healthz", None), ("GET", "/runs", None), ("POST", "/runs", {"mode": "record", "task": "t"}),
-                  ("GET", f"/runs/{segment}", None), ("POST", f"/runs/{segment}/v1/chat/completions", chat),
-                  ("POST", f"/runs/{segment}/finish", {}), ("GET", "/openapi.json", None)]
-        for host in (f"evil.example:{port}", f"localhost.evil.com:{port}", f"127.0.0.1.nip.io:{port}", "127.0.0.1:1", f"attacker@127.0.0.1:{port}"):
+        routes = [
+            ("GET", "/healthz", None),
+            ("GET", "/runs", None),
+            ("POST", "/runs", {"mode": "record", "task": "t"}),
+            ("GET", f"/runs/{segment}", None),
+            ("POST", f"/runs/{segment}/v1/chat/completions", chat),
+            ("POST", f"/runs/{segment}/finish", {}),
+            ("GET", "/openapi.json", None),
+        ]
+        for host in (
+            f"evil.example:{port}",
+            f"localhost.evil.com:{port}",
+            f"127.0.0.1.nip.io:{port}",
+            "127.0.0.1:1",
+            f"attacker@127.0.0.1:{port}",
+        ):
             for method, path, body in routes:
                 answer = http.request(method, path, json=body, headers={"Host": host})
                 assert answer.status_code == 421, (host, method, path, answer.status_code)
@@ -115,21 +127,31 @@ def test_a_run_id_alone_neither_drives_finishes_nor_reads_a_run(proxy):
         assert http.post(f"/runs/{rid}~{'0' * 32}/finish", json={}).status_code == 404
         assert http.get(f"/runs/{rid}?token={token}").status_code == 404, "never from the query string"
         assert http.get(f"/runs/{rid}").json()["error"] == http.get("/runs/no-such-run").json()["error"] | {
-            "message": http.get(f"/runs/{rid}").json()["error"]["message"]}, "an unknown run and a wrong token look alike"
+            "message": http.get(f"/runs/{rid}").json()["error"]["message"]
+        }, "an unknown run and a wrong token look alike"
         # the token, in a header or in the path segment, reaches it
         assert http.get(f"/runs/{rid}", headers={"X-Failforge-Token": token}).json()["steps"] == 1
-        assert http.post(run["base_url"].removeprefix(server.base_url) + "/chat/completions", json=chat).status_code == 200
+        assert (
+            http.post(run["base_url"].removeprefix(server.base_url) + "/chat/completions", json=chat).status_code == 200
+        )
         done = http.post(f"/runs/{rid}/finish", json={}, headers={"Authorization": f"Bearer {token}"})
         assert done.status_code == 200 and done.json()["run_id"] == rid
-        assert http.get(f"/runs/{rid}").status_code == 404 and http.get(f"/runs/{rid}~{token}").json()["status"] == "finished"
+        assert (
+            http.get(f"/runs/{rid}").status_code == 404
+            and http.get(f"/runs/{rid}~{token}").json()["status"] == "finished"
+        )
 
 
 def test_a_404_for_an_unknown_run_lists_no_open_run_ids(proxy):
     server, _ = proxy
     with httpx.Client(base_url=server.base_url, timeout=10) as http:
         opened = [_open(http)["run_id"] for _ in range(3)]
-        answers = [http.get("/runs/nope"), http.post("/runs/nope/v1/chat/completions", json={"model": "m", "messages": []}),
-                   http.post("/runs/nope/finish", json={}), http.post("/runs", json={"mode": "replay", "seed_id": "nope"})]
+        answers = [
+            http.get("/runs/nope"),
+            http.post("/runs/nope/v1/chat/completions", json={"model": "m", "messages": []}),
+            http.post("/runs/nope/finish", json={}),
+            http.post("/runs", json={"mode": "replay", "seed_id": "nope"}),
+        ]
         for answer in answers:
             assert answer.status_code == 404
             assert not any(rid in answer.text for rid in opened), answer.text
@@ -144,10 +166,14 @@ def test_a_100000_character_run_id_is_not_echoed_whole(proxy):
             http.post("/runs", json={"mode": "record", "task": "t", "run_id": long_id}),
             http.post("/v1/chat/completions", json=chat, headers={"X-Failforge-Run": long_id}),
             http.post("/runs", json={"mode": "replay", "seed_id": long_id}),
-            http.get(f"/runs/{long_id[:30_000]}"), http.post(f"/runs/{long_id[:30_000]}/mcp", json={}),
+            http.get(f"/runs/{long_id[:30_000]}"),
+            http.post(f"/runs/{long_id[:30_000]}/mcp", json={}),
         ]
     for answer in answers:
-        assert answer.status_code in (400, 404) and len(answer.content) < 8000, (answer.status_code, len(answer.content))
+        assert answer.status_code in (400, 404) and len(answer.content) < 8000, (
+            answer.status_code,
+            len(answer.content),
+        )
         assert "r" * 100 not in answer.text, answer.json()["error"]["message"][:300]
     assert all("characters)" in a.json()["error"]["message"] for a in answers[1:]), "cut, and said to be cut"
 
@@ -158,19 +184,31 @@ def test_50000_deep_json_on_the_run_api_is_a_json_400_not_a_plain_500(proxy, cap
     with httpx.Client(base_url=server.base_url, timeout=30) as http:
         run = _open(http)
         segment = _seg(run)
-        for path in ("/runs", f"/runs/{segment}/tools", f"/runs/{segment}/finish", f"/runs/{segment}/v1/chat/completions"):
+        for path in (
+            "/runs",
+            f"/runs/{segment}/tools",
+            f"/runs/{segment}/finish",
+            f"/runs/{segment}/v1/chat/completions",
+        ):
             answer = http.post(path, content=deep, headers={"content-type": "application/json"})
             assert answer.status_code == 400, (path, answer.status_code, answer.text[:200])
             assert answer.json()["error"]["code"] == "too_deep" and "400 levels" in answer.json()["error"]["message"]
-        assert http.post("/runs", json={"mode": "record", "task": "t", "roster": [], "framework": "x" * 10}).status_code == 200, "ordinary bodies pass"
+        assert (
+            http.post("/runs", json={"mode": "record", "task": "t", "roster": [], "framework": "x" * 10}).status_code
+            == 200
+        ), "ordinary bodies pass"
     assert "Traceback" not in capfd.readouterr().err
 
 
 def test_starlettes_own_404_and_405_are_the_documented_json(proxy):
     server, _ = proxy
     with httpx.Client(base_url=server.base_url, timeout=10) as http:
-        for answer, status in ((http.get("/no/such/route"), 404), (http.put("/runs"), 405), (http.post("/healthz"), 405),
-                               (http.get("/runs/x/tools"), 405)):
+        for answer, status in (
+            (http.get("/no/such/route"), 404),
+            (http.put("/runs"), 405),
+            (http.post("/healthz"), 405),
+            (http.get("/runs/x/tools"), 405),
+        ):
             assert answer.status_code == status and answer.headers["content-type"] == "application/json", answer.text
             assert set(answer.json()["error"]) >= {"message", "type", "code"}
 
@@ -179,7 +217,16 @@ class _Tools:
     """The least a run's toolbox is to the MCP route: its schemas (no call is made here)."""
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [{"type": "function", "function": {"name": "noop", "description": "does nothing", "parameters": {"type": "object", "properties": {}}}}]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": "noop",
+                    "description": "does nothing",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
+        ]
 
 
 @pytest.fixture()
@@ -198,16 +245,25 @@ def test_an_mcp_get_is_answered_405_at_once_per_the_streamable_http_spec(mcp_run
         answer = http.get(urls.mcp, headers={"Accept": "text/event-stream"})
         assert answer.status_code == 405 and "POST" in answer.headers["allow"] and time.monotonic() - started < 2
         assert answer.json()["error"]["code"] == "method_not_allowed"
-        listed = http.post(urls.mcp, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                           headers={"Accept": "application/json, text/event-stream"})
+        listed = http.post(
+            urls.mcp,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
         assert listed.status_code == 200 and listed.json()["result"]["tools"][0]["name"] == "noop"
 
 
 def test_a_9mb_mcp_body_is_a_413_not_a_closed_connection(mcp_run):
     gateway, urls = mcp_run
-    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "' + b"x" * (9 * 1024 * 1024) + b'"}}'
+    body = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "' + b"x" * (9 * 1024 * 1024) + b'"}}'
+    )
     with httpx.Client(timeout=30) as http:
-        answer = http.post(urls.mcp, content=body, headers={"content-type": "application/json", "Accept": "application/json, text/event-stream"})
+        answer = http.post(
+            urls.mcp,
+            content=body,
+            headers={"content-type": "application/json", "Accept": "application/json, text/event-stream"},
+        )
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "body_too_large"
 
 
@@ -235,8 +291,10 @@ def test_a_body_that_never_arrives_is_a_408(monkeypatch):
     monkeypatch.setattr(app_module, "BODY_TIMEOUT", 0.3)
     with Gateway() as gateway, socket.create_connection(("127.0.0.1", _port(gateway.base_url)), timeout=5) as raw:
         host = gateway.base_url.removeprefix("http://")
-        raw.sendall(f"POST /runs/x~y/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                    "Content-Length: 100\r\n\r\n{".encode())
+        raw.sendall(
+            f"POST /runs/x~y/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100\r\n\r\n{".encode()
+        )
         answer = raw.recv(65536)
     assert answer.startswith(b"HTTP/1.1 404"), "an unknown run is refused before its body is read"
     session = Session(Plan.record(), upstream=lambda body: chat_response("m", "hi"))  # type: ignore[arg-type]
@@ -244,8 +302,10 @@ def test_a_body_that_never_arrives_is_a_408(monkeypatch):
     with Gateway() as gateway, socket.create_connection(("127.0.0.1", _port(gateway.base_url)), timeout=5) as raw:
         urls = gateway.add(ServedRun(session.id, session.models, None))
         host = gateway.base_url.removeprefix("http://")
-        raw.sendall(f"POST /runs/{urls.segment}/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                    "Content-Length: 100\r\n\r\n{".encode())
+        raw.sendall(
+            f"POST /runs/{urls.segment}/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100\r\n\r\n{".encode()
+        )
         answer = raw.recv(65536)
     assert answer.startswith(b"HTTP/1.1 408") and b'"body_timeout"' in answer
 
@@ -258,13 +318,17 @@ def test_dropped_clients_are_one_log_line_each_not_tracebacks(proxy, caplog, cap
     caplog.set_level(logging.INFO, logger="failforge.gateway")
     for _ in range(10):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-            raw.sendall(f"POST /runs/{_seg(run)}/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                        "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"na".encode())
+            raw.sendall(
+                f"POST /runs/{_seg(run)}/tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                'Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"na'.encode()
+            )
     deadline = time.monotonic() + 5
     while len([r for r in caplog.records if "hung up" in r.getMessage()]) < 10 and time.monotonic() < deadline:
         time.sleep(0.05)
     lines = [r for r in caplog.records if r.name == "failforge.gateway"]
-    assert len(lines) == 10 and all("hung up" in r.getMessage() and r.exc_info is None for r in lines), [r.getMessage() for r in lines]
+    assert len(lines) == 10 and all("hung up" in r.getMessage() and r.exc_info is None for r in lines), [
+        r.getMessage() for r in lines
+    ]
     assert not any(run.get("token", "-") in r.getMessage() for r in lines), "a log line never holds the run's token"
     assert "Traceback" not in capfd.readouterr().err
 
@@ -279,7 +343,11 @@ def test_the_agent_environment_never_carries_the_variable_named_by_api_key_env(m
     monkeypatch.setenv("FF_TEST_COPY_OF_KEY", f"prefix-{KEY}")
     HttpUpstream("http://127.0.0.1:9/v1", api_key_env="FF_TEST_UPSTREAM_KEY").close()
     env = scrubbed_environ()
-    assert "FF_TEST_UPSTREAM_KEY" not in env and "FF_TEST_COPY_OF_KEY" not in env and not any(KEY in v for v in env.values())
+    assert (
+        "FF_TEST_UPSTREAM_KEY" not in env
+        and "FF_TEST_COPY_OF_KEY" not in env
+        and not any(KEY in v for v in env.values())
+    )
     assert env.get("PATH") == os.environ["PATH"], "the rest of the environment is inherited"
     remember_env(["FF_TEST_OTHER_KEY_NAME"])
     assert "FF_TEST_OTHER_KEY_NAME" not in scrubbed_environ({"FF_TEST_OTHER_KEY_NAME": "x", "HOME": "/root"})
@@ -305,8 +373,12 @@ def test_the_upstream_url_is_used_as_given_not_mangled():
         seen.append(str(request.url))
         return httpx.Response(200, json=chat_response("m", "ok"))
 
-    upstream = HttpUpstream("https://api.example/openai/v1?api-version=2024-02-01&key=AIzaSyQueryKey0123", api_key_env=None,
-                            transport=httpx.MockTransport(handler), max_attempts=1)
+    upstream = HttpUpstream(
+        "https://api.example/openai/v1?api-version=2024-02-01&key=AIzaSyQueryKey0123",
+        api_key_env=None,
+        transport=httpx.MockTransport(handler),
+        max_attempts=1,
+    )
     upstream({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
     assert seen == ["https://api.example/openai/v1/chat/completions?api-version=2024-02-01&key=AIzaSyQueryKey0123"]
     assert "AIzaSyQueryKey0123" not in upstream.name and "AIzaSyQueryKey0123" not in upstream.shown_url
@@ -324,7 +396,9 @@ def test_a_url_password_never_shows_in_http_error_bodies_or_in_finish(tmp_path):
     with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
         run = _open(http)
         segment = _seg(run)
-        refused = http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        refused = http.post(
+            f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        )
         done = http.post(f"/runs/{segment}/finish", json={})
         read = http.get(f"/runs/{segment}")
     upstream.close()
@@ -342,11 +416,18 @@ def test_a_key_echoed_by_the_upstream_is_masked_in_the_proxys_files_and_answers(
 
     with LoopbackModelServer(policy=echo) as model:
         upstream = HttpUpstream(model.base_url, api_key_env="FF_TEST_ECHOED_KEY", max_attempts=1)
-        proxy = Proxy(upstream=upstream, output=tmp_path / "runs.jsonl", redactor=Redactor.for_run(["FF_TEST_ECHOED_KEY"], [model.base_url]))
+        proxy = Proxy(
+            upstream=upstream,
+            output=tmp_path / "runs.jsonl",
+            redactor=Redactor.for_run(["FF_TEST_ECHOED_KEY"], [model.base_url]),
+        )
         with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
             run = _open(http)
             segment = _seg(run)
-            http.post(f"/runs/{segment}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]})
+            http.post(
+                f"/runs/{segment}/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]},
+            )
             done = http.post(f"/runs/{segment}/finish", json={"outcome": {"success": True, "evaluator": "outside"}})
             read = http.get(f"/runs/{segment}")
         upstream.close()
@@ -368,8 +449,14 @@ def _dataset(tmp_path: Path, image: bytes = PNG) -> tuple[Path, str]:
 
     digest = hashlib.sha256(image).hexdigest()
     spec = ComponentSpec(name="x")
-    record = Trajectory(id="t1", task=Task(benchmark="b", task_id="t", instruction="i"), harness=spec, environment=spec, model=spec,
-                        steps=[Step(index=0, kind="task", agent="user", role="user", content="i", images=[digest])])
+    record = Trajectory(
+        id="t1",
+        task=Task(benchmark="b", task_id="t", instruction="i"),
+        harness=spec,
+        environment=spec,
+        model=spec,
+        steps=[Step(index=0, kind="task", agent="user", role="user", content="i", images=[digest])],
+    )
     folder = tmp_path / "dataset"
     (folder / "images").mkdir(parents=True)
     path = folder / "records.jsonl"
@@ -496,8 +583,13 @@ def test_a_fifo_in_place_of_trajectory_json_does_not_block_import(tmp_path):
 
 # --- configs and counts -------------------------------------------------------------------------
 
-BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
-               for p, c in zip(["", *"abcdefg"], "abcdefgh", strict=True)) + f"runs: [{', '.join(['*h'] * 9)}]\n"
+BOMB = (
+    "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+        for p, c in zip(["", *"abcdefg"], "abcdefgh", strict=True)
+    )
+    + f"runs: [{', '.join(['*h'] * 9)}]\n"
+)
 
 
 def test_a_yaml_alias_bomb_as_methods_config_is_one_line_not_out_of_memory(tmp_path):
@@ -514,7 +606,9 @@ def test_a_yaml_alias_bomb_as_methods_config_is_one_line_not_out_of_memory(tmp_p
     self_ref.write_text("runs: &r [*r]\n")
     with pytest.raises(ConfigError, match="refers to itself"):
         load_methods_config(self_ref)
-    deep = tmp_path / "deep.yaml"  # found in the second hostile pass: nesting, not aliases, also escaped as a RecursionError
+    deep = (
+        tmp_path / "deep.yaml"
+    )  # found in the second hostile pass: nesting, not aliases, also escaped as a RecursionError
     deep.write_text("runs: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError, match="nests too deeply"):
         load_methods_config(deep)
@@ -524,8 +618,15 @@ def test_an_unknown_subset_schema_version_is_refused(tmp_path):
     from failforge.attribution._subset import SUBSET_SCHEMA, load_manifest
     from failforge.errors import ConfigError
 
-    manifest = {"schema_version": "failforge.subset/99", "seed": 0, "per_source": 1, "drawn_from": "x", "dataset_sha256": "0" * 64,
-                "strata": {}, "members": []}
+    manifest = {
+        "schema_version": "failforge.subset/99",
+        "seed": 0,
+        "per_source": 1,
+        "drawn_from": "x",
+        "dataset_sha256": "0" * 64,
+        "strata": {},
+        "members": [],
+    }
     path = tmp_path / "subset.json"
     path.write_text(json.dumps(manifest))
     with pytest.raises((ConfigError, ValueError), match="unknown subset schema version"):
@@ -543,6 +644,8 @@ def test_a_key_in_the_url_query_is_masked_on_the_console_and_in_the_attribution_
     upstream.close()
     assert "AIzaSyConsoleKey4567" not in redact_known(f"error: model endpoint {url} refused the request"), "the console"
     path = tmp_path / "methods.yaml"
-    path.write_text(f"runs:\n  - method: all-at-once\n    endpoint: {{base_url: '{url}', model: judge, api_key_env: NO_KEY}}\n")
+    path.write_text(
+        f"runs:\n  - method: all-at-once\n    endpoint: {{base_url: '{url}', model: judge, api_key_env: NO_KEY}}\n"
+    )
     provenance = json.dumps(load_methods_config(path).provenance(path))
     assert "AIzaSyConsoleKey4567" not in provenance and "judge.example/v1?key=***" in provenance, provenance

@@ -86,7 +86,9 @@ class MethodRun(BaseModel):
         """The entry as written, minus anything secret (a URL's userinfo, a key-shaped query value)."""
         out = self.model_dump(exclude_none=True)
         if self.endpoint is not None:
-            out["endpoint"] = {"base_url": safe_url(self.endpoint.base_url), "model": self.endpoint.model, "api_key_env": self.endpoint.api_key_env}
+            endpoint = self.endpoint
+            out["endpoint"] = {"base_url": safe_url(endpoint.base_url), "model": endpoint.model,
+                               "api_key_env": endpoint.api_key_env}
             if "timeout" in self.endpoint.model_fields_set:
                 out["endpoint"]["timeout"] = self.endpoint.timeout
         return out
@@ -139,7 +141,8 @@ def _short(value: Any, limit: int = 200) -> str:
 def load_methods_config(path: Path) -> MethodsConfig:
     """Read and validate a methods config (YAML); any problem is a one-line :class:`ConfigError` naming it."""
     try:
-        data = safe_load(path.read_text(encoding="utf-8"))  # aliases bounded: a 400-byte alias bomb is refused, not expanded
+        # aliases bounded: a 400-byte alias bomb is refused, not expanded
+        data = safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"methods config {path} does not exist") from exc
     except IsADirectoryError as exc:

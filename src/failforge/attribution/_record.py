@@ -57,7 +57,8 @@ class ImageRef(_Model):
     def _inside_the_dataset(cls, value: str | None) -> str | None:
         """A path is relative and stays inside the dataset folder (``../../x`` and ``/etc/x`` are refused)."""
         if value is not None and (value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/")):
-            raise ValueError(f"image path {value[:80]!r} leaves the dataset folder; expected a relative path such as images/<sha256>.png")
+            raise ValueError(f"image path {value[:80]!r} leaves the dataset folder; "
+                             "expected a relative path such as images/<sha256>.png")
         return value
 
 

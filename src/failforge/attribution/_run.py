@@ -284,7 +284,8 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
     runs.append({**summary.model_dump(), "recording": str(recording) if recording else None, "executor": config.executor, "workers": config.concurrency})
     dumped = config.model_dump()
     if dumped.get("judge_base_url"):
-        dumped["judge_base_url"] = safe_url(dumped["judge_base_url"])  # credentials in a URL (userinfo, a key in the query) never reach the manifest
+        # credentials in a URL (userinfo, a key in the query) never reach the manifest
+        dumped["judge_base_url"] = safe_url(dumped["judge_base_url"])
     manifest = {
         "failforge_version": __version__,
         "method": summary.method,

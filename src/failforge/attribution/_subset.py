@@ -133,7 +133,8 @@ def load_manifest(path: str | Path) -> SubsetManifest:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<manifest>"
-        raise ConfigError(f"{path}: not a failforge subset manifest: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+        why = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{path}: not a failforge subset manifest: {where}: {why}") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: not a failforge subset manifest ({str(exc).splitlines()[0]})") from exc
 

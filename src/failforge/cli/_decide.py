@@ -80,5 +80,6 @@ def decide(
         console.print(f"[red]nothing written[/]: no record of {records} could be decided")
         raise typer.Exit(1)
     if problems:  # as `import` does: the rest is written, and the exit status says the input was not whole
-        console.print(f"[red]{problems} line(s) or record(s) of {records} skipped[/] (see above); the rest is in {output}")
+        console.print(f"[red]{problems} line(s) or record(s) of {records} skipped[/] (see above); "
+                      f"the rest is in {output}")
         raise typer.Exit(1)

@@ -106,7 +106,8 @@ async def read_body(request: Request, max_body: int, timeout: float | None = Non
             async for chunk in request.stream():
                 total += len(chunk)
                 if total > max_body:
-                    raise HTTPRefusal(413, f"the body is over {max_body} bytes; at most {max_body} are accepted", "body_too_large")
+                    raise HTTPRefusal(413, f"the body is over {max_body} bytes; at most {max_body} are accepted",
+                                      "body_too_large")
                 chunks.append(chunk)
     except TimeoutError:
         raise HTTPRefusal(408, f"the body did not arrive within {timeout:.0f} s", "body_timeout") from None
@@ -177,8 +178,9 @@ class Gateway:
         self._lock = threading.Lock()
         self._mcp = session_manager(mcp_server(), max_body=max_body)
         self._mcp_started = False
+        handlers = {HTTPException: _http_error, Exception: _internal_error}
         self.routes = Starlette(routes=[*routes, *self._routes()], lifespan=self._lifespan,
-                                exception_handlers={HTTPException: _http_error, Exception: _internal_error})  # type: ignore[dict-item]
+                                exception_handlers=handlers)  # type: ignore[arg-type]
         self._server: LoopbackServer | None = None
         self.app = Shield(HostGuard(self.routes, self._bound, _refusal), _refusal)
         """The ASGI app served: the routes behind the Host/Origin guard, behind the last-word shield."""
@@ -272,11 +274,13 @@ class Gateway:
         try:
             run_id = request.path_params.get("run") or request.headers.get(RUN_HEADER)
             if not run_id:
-                raise HTTPRefusal(404, f"no route {request.method} {quoted(request.url.path)}: model calls go to /runs/{{run}}/v1/chat/completions "
+                raise HTTPRefusal(404, f"no route {request.method} {quoted(request.url.path)}: "
+                                       "model calls go to /runs/{run}/v1/chat/completions "
                                        f"(or carry the header {RUN_HEADER})", "unknown_route")
             run = self.run(run_id, request.headers)
             if request.method != "POST":
-                raise HTTPRefusal(405, f"{request.method} {quoted(request.url.path)} is not served; model calls are POST", "method_not_allowed")
+                where = f"{request.method} {quoted(request.url.path)}"
+                raise HTTPRefusal(405, f"{where} is not served; model calls are POST", "method_not_allowed")
             raw = await read_body(request, self.max_body)
             agent = request.path_params.get("agent")
             path = f"/agents/{agent}/v1/{request.path_params['rest']}" if agent else f"/v1/{request.path_params['rest']}"
@@ -301,9 +305,11 @@ class _McpEndpoint:
         try:
             run = self.gateway.run(scope.get("path_params", {}).get("run", ""), request.headers)
             if run.tools is None:
-                raise HTTPRefusal(404, f"run {quoted(run.id)} serves no tools (its process reports them to /runs/{{run}}/tools)", "unknown_run")
+                why = f"run {quoted(run.id)} serves no tools (its process reports them to /runs/{{run}}/tools)"
+                raise HTTPRefusal(404, why, "unknown_run")
             if request.method == "GET":
-                reply = error_reply(405, "this MCP server is stateless and offers no SSE stream: send requests with POST", "method_not_allowed")
+                why = "this MCP server is stateless and offers no SSE stream: send requests with POST"
+                reply = error_reply(405, why, "method_not_allowed")
                 reply.headers["allow"] = "POST, DELETE"
                 await response_of(reply)(scope, receive, send)
                 return
@@ -329,7 +335,9 @@ def _replayed(raw: bytes, receive: Receive) -> Receive:
 
 
 def unknown_run(run_id: str, token: str | None) -> str:
-    why = "no token (in the run's URL segment id~token, or the X-Failforge-Token header)" if token is None else "this token"
+    why = "this token"
+    if token is None:
+        why = "no token (in the run's URL segment id~token, or the X-Failforge-Token header)"
     return f"no open run {quoted(run_id)} for {why}: use the URLs the run was opened with"
 
 
@@ -337,7 +345,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (no such route, a method a route does not serve) as the documented JSON."""
     assert isinstance(exc, HTTPException)
     code = {404: "unknown_route", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    message = f"no route {request.method} {quoted(request.url.path)}" if exc.status_code == 404 else f"{request.method} {quoted(request.url.path)}: {exc.detail}"
+    where = f"{request.method} {quoted(request.url.path)}"
+    message = f"no route {where}" if exc.status_code == 404 else f"{where}: {exc.detail}"
     reply = error_reply(exc.status_code, message, code)
     reply.headers.update(exc.headers or {})
     return response_of(reply)
@@ -345,7 +354,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     """What Starlette answers for an exception a route let escape (the shield logs it, in one line)."""
-    return response_of(error_reply(500, f"failforge could not answer this request: {type(exc).__name__}", "internal_error"))
+    why = f"failforge could not answer this request: {type(exc).__name__}"
+    return response_of(error_reply(500, why, "internal_error"))
 
 
 def _refusal(status: int, message: str, code: str) -> Response:

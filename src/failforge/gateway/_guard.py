@@ -72,7 +72,9 @@ class HostGuard:
     of a loopback name is accepted: an app not served on a socket has no port of its own).
     """
 
-    def __init__(self, app: ASGIApp, bound: Callable[[], tuple[str, int] | None], refuse: Callable[[int, str, str], Any]) -> None:
+    def __init__(
+        self, app: ASGIApp, bound: Callable[[], tuple[str, int] | None], refuse: Callable[[int, str, str], Any]
+    ) -> None:
         self.app = app
         self.bound = bound
         self.refuse = refuse
@@ -86,16 +88,28 @@ class HostGuard:
             host, port = bound
             names.add(f"[{host}]" if ":" in host else host)
         if host_header is None:
-            return 421, "the request has no Host header; failforge answers only requests addressed to its own loopback address", "host_refused"
+            return (
+                421,
+                "the request has no Host header; failforge answers only requests addressed to its own loopback address",
+                "host_refused",
+            )
         parsed = split_host(host_header)
         if parsed is None or not self._ours(parsed, names, port, default=80):
-            return (421, f"Host {quoted(host_header)} is not this server: failforge answers only its own loopback address "
-                         f"({', '.join(sorted(names))}{f' on port {port}' if port else ''})", "host_refused")
+            return (
+                421,
+                f"Host {quoted(host_header)} is not this server: failforge answers only its own loopback address "
+                f"({', '.join(sorted(names))}{f' on port {port}' if port else ''})",
+                "host_refused",
+            )
         if origin is not None:
             scheme, sep, rest = origin.partition("://")
             parsed_origin = split_host(rest) if sep and scheme.lower() == "http" else None
             if parsed_origin is None or not self._ours(parsed_origin, names, port, default=80):
-                return 403, f"Origin {quoted(origin)} is not this server's own origin: a web page cannot use failforge's API", "origin_refused"
+                return (
+                    403,
+                    f"Origin {quoted(origin)} is not this server's own origin: a web page cannot use failforge's API",
+                    "origin_refused",
+                )
         return None
 
     @staticmethod
@@ -117,7 +131,11 @@ class HostGuard:
                 host = value.decode("latin-1")
             elif name == b"origin":
                 origin = value.decode("latin-1")
-        problem = (421, "the request has more than one Host header", "host_refused") if hosts > 1 else self.problem(host, origin)
+        problem = (
+            (421, "the request has more than one Host header", "host_refused")
+            if hosts > 1
+            else self.problem(host, origin)
+        )
         if problem is not None:
             await self.refuse(*problem)(scope, receive, send)
             return
@@ -150,7 +168,8 @@ class Shield:
         try:
             await self.app(scope, receive, tracked)
         except Exception as exc:  # the app's last word: one line, and an answer if none was given
-            where = f"{scope.get('method', '?')} {quoted(_TOKEN.sub('~***', str(scope.get('path', ''))))}"  # a log never holds a run's token
+            path = _TOKEN.sub("~***", str(scope.get("path", "")))  # a log line never holds a run's token
+            where = f"{scope.get('method', '?')} {quoted(path)}"
             if _dropped(exc):
                 log.info("failforge gateway: the client of %s hung up before its answer", where)
                 return
@@ -158,7 +177,9 @@ class Shield:
             log.error("failforge gateway: %s failed: %s: %s", where, type(exc).__name__, first)
             if not started:
                 try:
-                    await self.refuse(500, f"failforge could not answer this request: {type(exc).__name__}", "internal_error")(scope, receive, send)
+                    await self.refuse(
+                        500, f"failforge could not answer this request: {type(exc).__name__}", "internal_error"
+                    )(scope, receive, send)
                 except Exception:  # the client is gone too
                     return
 
@@ -166,7 +187,10 @@ class Shield:
 def _dropped(exc: BaseException) -> bool:
     import anyio
 
-    if isinstance(exc, (ClientDisconnect, ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)):
+    if isinstance(
+        exc,
+        (ClientDisconnect, ConnectionError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream),
+    ):
         return True
     group = exc.exceptions if isinstance(exc, BaseExceptionGroup) else ()
     return bool(group) and all(_dropped(e) for e in group)

@@ -40,8 +40,8 @@ def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: P
     try:
         _check_runnable(command, env, cwd)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            process = subprocess.Popen(supervised, env={**env, MARK_VARIABLE: mark}, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                       start_new_session=True)
+            process = subprocess.Popen(supervised, env={**env, MARK_VARIABLE: mark}, cwd=cwd, stdin=subprocess.DEVNULL,
+                                       stdout=out, stderr=err, start_new_session=True)
             _marks[process.pid] = mark
             return process
     except FileNotFoundError:
@@ -53,7 +53,8 @@ def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: P
 
 
 def _check_runnable(command: list[str], env: dict[str, str], cwd: str | None) -> None:
-    """The errors :func:`subprocess.Popen` would raise for the command itself, raised before the supervisor starts it."""
+    """The errors :func:`subprocess.Popen` would raise for the command itself, raised before the supervisor
+    starts it."""
     program = command[0]
     if os.sep in program:
         path: str | None = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)

@@ -142,7 +142,8 @@ class ExternalAgent(Harness):
         cfg = self.config
         output, stdout, stderr = scratch / "final_output.txt", scratch / "stdout.log", scratch / "stderr.log"
         # failforge's own environment without the upstream's key (its variable, and any variable holding it)
-        env = {**scrubbed_environ(), **TELEMETRY_OFF, **cfg.env, **agent_environment(urls, served.id, instruction, model, cfg.roster, output)}
+        contract = agent_environment(urls, served.id, instruction, model, cfg.roster, output)
+        env = {**scrubbed_environ(), **TELEMETRY_OFF, **cfg.env, **contract}
         started = time.monotonic()
         end = started + cfg.timeout if deadline is None else min(started + cfg.timeout, deadline)
         process = spawn(cfg.command, env=env, cwd=cfg.cwd, stdout=stdout, stderr=stderr)

@@ -69,7 +69,8 @@ class HttpUpstream:
         self.compat = compat
         self.base_url = base_url.rstrip("/")
         self.url = endpoint_url(base_url, "chat/completions")
-        """Where requests go: the base URL as given (its query, e.g. ``?api-version=``, kept), the route appended to its path."""
+        """Where requests go: the base URL as given (its query, e.g. ``?api-version=``, kept), the route
+        appended to its path."""
         self.shown_url = safe_url(self.url)
         """:attr:`url` as messages show it: userinfo and credential-like query parameters masked."""
         self.model = model

@@ -207,8 +207,9 @@ class Proxy:
             return response_of(error_reply(400, str(exc), exc.code, expected=exc.model.model_json_schema()))
         except FailforgeError as exc:
             failure = failure_of(exc)
-            extra = {"failure": json.loads(self.redactor.text(failure.model_dump_json()))} if failure is not None else {}
-            return response_of(error_reply(400, self.redactor.text(str(exc)), type(exc).__name__, "failforge_boundary", **extra))
+            extra = {} if failure is None else {"failure": json.loads(self.redactor.text(failure.model_dump_json()))}
+            message = self.redactor.text(str(exc))
+            return response_of(error_reply(400, message, type(exc).__name__, "failforge_boundary", **extra))
         return self._answer(result.model_dump(mode="json") if isinstance(result, BaseModel) else result)
 
     @property
@@ -242,7 +243,8 @@ class Proxy:
             seed = self.seeds.get(request.seed_id) or self.store.seed(request.seed_id)
             if seed is None:
                 count = len({*self.seeds, *self.store.trajectories})
-                known = f"it has {count} seed(s)" if count else "it has none: start the proxy with --seeds, or finish a run first"
+                known = (f"it has {count} seed(s)" if count
+                         else "it has none: start the proxy with --seeds, or finish a run first")
                 raise HTTPRefusal(404, f"unknown seed {quoted(request.seed_id)} ({known})", "unknown_seed")
         elif request.seed is not None:
             try:
@@ -257,7 +259,8 @@ class Proxy:
             self.runs[run.id] = run
             self.tokens[run.id] = run.served.token
         urls = self.gateway.add(run.served)
-        return RunOpened(run_id=run.id, token=run.served.token, base_url=urls.model, mode=run.request.mode, replay_until=run.session.log.replay_until)
+        return RunOpened(run_id=run.id, token=run.served.token, base_url=urls.model, mode=run.request.mode,
+                         replay_until=run.session.log.replay_until)
 
     def _tool(self, run: ProxyRun, report: ToolReport) -> ToolRecorded:
         step = run.tool(report)

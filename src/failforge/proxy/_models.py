@@ -71,9 +71,10 @@ class FinishRequest(_Body):
 
 class RunOpened(BaseModel):
     run_id: str
-    token: str = Field(description="the run's capability token: every route of the run needs it (X-Failforge-Token, or the path segment id~token)")
-    base_url: str = Field(description="the run's model base URL, carrying the token (agents name themselves by header); "
-                                      "per agent: {base}/runs/{id}~{token}/agents/{agent}/v1")
+    token: str = Field(description="the run's capability token: every route of the run needs it "
+                                   "(X-Failforge-Token, or the path segment id~token)")
+    base_url: str = Field(description="the run's model base URL, carrying the token (agents name themselves by "
+                                      "header); per agent: {base}/runs/{id}~{token}/agents/{agent}/v1")
     mode: ProxyMode
     replay_until: int
 
