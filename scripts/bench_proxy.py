@@ -101,7 +101,9 @@ def through_proxy(proxy: str, calls: int, mode: str, seed: dict[str, Any] | None
         with httpx.Client(base_url=proxy, timeout=60) as http:
             opened = http.post("/runs", json={"mode": mode, "task": "bench", **({"seed": seed} if seed else {})})
             opened.raise_for_status()
-            run_id = opened.json()["run_id"]
+            body = opened.json()
+            # the run with its capability token (a --before tree has none)
+            run_id = f"{body['run_id']}~{body['token']}" if body.get("token") else body["run_id"]
             url = f"/runs/{run_id}/agents/agent/v1/chat/completions"
             times = timed(calls, lambda: http.post(url, json=BODY).raise_for_status())
             done = http.post(f"/runs/{run_id}/finish", json={})

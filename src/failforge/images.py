@@ -17,6 +17,12 @@ a file (:func:`failforge.jsonl.read_jsonl`) brings that folder's images into the
 in the process's environment. A record whose image is missing from its
 file's folder is reported and skipped by :func:`missing_image` (one line: file, record, sha256).
 
+A dataset folder is the user's, and may be hostile: every image file is read by :func:`read_image`, which
+opens only a regular file inside its folder (no symbolic link out of it, never a FIFO or a device: checked
+with ``lstat`` before the file is opened, and opened non-blocking), at most :data:`MAX_IMAGE_BYTES` long,
+and with the PNG signature. A refused file is one line (:class:`ImageRefused`, naming the file and why)
+and the records that name it are skipped as missing their image; the rest of the dataset is used.
+
 Video is not handled (no frame parts exist in the chat-completions format failforge serves).
 """
 
@@ -25,8 +31,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import logging
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -42,10 +50,98 @@ BESIDE_DIR = "images"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _REF_RE = re.compile(re.escape(REF_PREFIX) + r"([0-9a-f]{64})")
 _IMAGES_LIST_RE = re.compile(r'"images":\s*\[([^\]]*)\]')
+#: The largest image file a dataset may hold (a screenshot is well under 1 MB).
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+log = logging.getLogger("failforge.images")
 
 
 class ImageMissing(ConfigError):
     """An image a record references is not in the store (a dataset folder copied without its images)."""
+
+
+class ImageRefused(ImageMissing):
+    """An image file that is not read: not a regular file inside its folder, too large, or not a PNG."""
+
+
+def is_sha256(value: str) -> bool:
+    """Whether ``value`` is a lowercase hex SHA-256 (what an image reference must be: never a path)."""
+    return bool(_HEX64.fullmatch(value))
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_image(path: Path | str, folder: Path | str | None = None, *, limit: int = MAX_IMAGE_BYTES) -> bytes:
+    """The bytes of image file ``path``, read only when it is safe to: a regular file (checked with ``lstat``
+    before it is opened, and again on the open descriptor), inside ``folder`` (default: its own folder) even
+    through a symbolic link, at most ``limit`` bytes, starting with the PNG signature. Opened non-blocking,
+    so a FIFO swapped in between the check and the open cannot hang the reader. Otherwise
+    :class:`ImageRefused` with a one-line reason naming the file."""
+    path = Path(path)
+    root = Path(folder) if folder is not None else path.parent
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise ImageMissing(f"{path}: no such image file") from None
+    except OSError as exc:
+        raise ImageRefused(f"{path}: refused: cannot be read ({exc.strerror})") from None
+    target = path
+    if stat.S_ISLNK(info.st_mode):
+        resolved = Path(os.path.realpath(path))
+        if not resolved.is_relative_to(Path(os.path.realpath(root))):
+            raise ImageRefused(f"{path}: refused: a symbolic link out of its folder {root}")
+        target = resolved
+        try:
+            info = os.lstat(target)
+        except OSError:
+            raise ImageMissing(f"{path}: a symbolic link to nothing") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ImageRefused(f"{path}: refused: {_kind_of(info.st_mode)}, not a regular file")
+    if info.st_size > limit:
+        raise ImageRefused(f"{path}: refused: {info.st_size} bytes, more than the {limit} an image may have")
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ImageRefused(f"{path}: refused: cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise ImageRefused(f"{path}: refused: it changed between its check and its opening")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ImageRefused(f"{path}: refused: more than the {limit} bytes an image may have")
+    if not data.startswith(PNG_SIGNATURE):
+        raise ImageRefused(f"{path}: refused: not a PNG (its first bytes are not the PNG signature)")
+    return data
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` itself (not what a link points to) is a regular file: never opens it."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _present(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is a regular file, or a link to one inside ``folder`` (what :func:`read_image` reads)."""
+    if is_regular(path):
+        return True
+    if not path.is_symlink():
+        return False
+    resolved = Path(os.path.realpath(path))
+    return resolved.is_relative_to(Path(os.path.realpath(folder))) and is_regular(resolved)
 
 
 class ImageInputRejected(ModelUnavailable):
@@ -83,25 +179,44 @@ def use_images_beside(path: Path | str) -> Path | None:
     whose bytes match its name is hard-linked (or copied) there once. The store is then the one place every
     reader (this process, campaign workers, a report) looks, and no search path has to be carried in the
     environment; the folder stays the dataset's own copy (:func:`missing_image` checks it, not the store).
-    Returns the folder, or None when the file has none."""
+    Returns the folder, or None when the file has none. A file :func:`read_image` refuses is one log line
+    (see :func:`images_beside`, which returns those lines) and is not brought in."""
+    folder, refused = images_beside(path)
+    for line in refused:
+        log.warning("%s", line)
+    return folder
+
+
+def images_beside(path: Path | str) -> tuple[Path | None, list[str]]:
+    """:func:`use_images_beside`'s work: the folder (or None) and one line per image file refused."""
     folder = beside_dir(path)
+    if folder.is_symlink():
+        return None, [f"{folder}: refused: a symbolic link, not the dataset's own images folder"]
     if not folder.is_dir():
-        return None
+        return None, []
     store = ImageStore()
-    for png in folder.glob("*.png"):
-        digest = png.stem
-        if not _HEX64.fullmatch(digest) or store.path(digest).is_file():
+    refused: list[str] = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        digest, _, suffix = entry.name.partition(".")
+        if suffix != "png" or not _HEX64.fullmatch(digest) or store.path(digest).is_file():
             continue
-        data = png.read_bytes()
+        png = Path(entry.path)
+        try:
+            data = read_image(png, folder)
+        except ImageMissing as exc:
+            refused.append(str(exc))
+            continue
         if hashlib.sha256(data).hexdigest() != digest:
             continue  # an edited file is not this image: get() refuses it by name when a record needs it
         try:
             store.directory.mkdir(parents=True, exist_ok=True)
-            os.link(png, store.path(digest))
+            if not is_regular(png):  # a link inside the folder: its bytes are stored, never the link
+                raise OSError("not a regular file")
+            os.link(png, store.path(digest), follow_symlinks=False)
         except OSError:  # another filesystem, or a concurrent reader linked it first
             if not store.path(digest).is_file():
                 store.put(data)
-    return folder
+    return folder, refused
 
 
 class ImageStore:
@@ -120,10 +235,13 @@ class ImageStore:
         return self.directory / f"{digest}.png"
 
     def locate(self, digest: str) -> Path | None:
-        """The first file holding ``digest``: a ``search`` folder, else the store; None if absent."""
+        """The first file holding ``digest``: a ``search`` folder, else the store; None if absent.
+        Never a path: a digest that is not a SHA-256 locates nothing."""
+        if not is_sha256(digest):
+            return None
         for folder in [*self._search, self.directory]:
             candidate = folder / f"{digest}.png"
-            if candidate.is_file():
+            if os.path.lexists(candidate):
                 return candidate
         return None
 
@@ -143,8 +261,10 @@ class ImageStore:
         try:
             if target is None:
                 raise FileNotFoundError(digest)
-            data = target.read_bytes()
-        except FileNotFoundError:
+            data = read_image(target)
+        except ImageRefused:
+            raise
+        except (FileNotFoundError, ImageMissing):
             raise ImageMissing(f"image {digest[:12]} is not in the image store {self.directory} (copy the dataset's images/ folder with it)") from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise ImageMissing(f"image file {target} does not hash to its name: it was changed after it was stored")
@@ -177,7 +297,7 @@ def store_beside(path: Path | str, text: str, store: ImageStore | None = None) -
     copied: list[str] = []
     for digest in digests:
         target = folder / f"{digest}.png"
-        if target.is_file():
+        if is_regular(target):
             continue
         try:
             data = source.get(digest)
@@ -214,7 +334,7 @@ def missing_image(path: Path | str, record: Any) -> str | None:
         return None
     folder = beside_dir(path)
     if folder.is_dir():
-        return next((d for d in digests if not (folder / f"{d}.png").is_file()), None)
+        return next((d for d in digests if not _present(folder / f"{d}.png", folder)), None)
     store = ImageStore()
     return next((d for d in digests if not store.has(d)), None)
 
@@ -344,9 +464,15 @@ def last_image(body: dict[str, Any], store: ImageStore | None = None) -> bytes |
 __all__ = [
     "BESIDE_DIR",
     "IMAGE_DIR_ENV",
+    "MAX_IMAGE_BYTES",
+    "PNG_SIGNATURE",
     "REF_PREFIX",
     "ImageInputRejected",
     "ImageMissing",
+    "ImageRefused",
+    "images_beside",
+    "is_sha256",
+    "read_image",
     "ImageStore",
     "canonical_parts",
     "data_url",

@@ -16,13 +16,15 @@ diagnostics, and :func:`parse_json` parses one JSON text already in memory.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from failforge.errors import ConfigError, SeedFormatError
-from failforge.images import use_images_beside
+from failforge.images import images_beside
 
 _BOM = "\ufeff"
 
@@ -56,15 +58,25 @@ def _not_utf8(path: str, line: int, raw: bytes, exc: UnicodeDecodeError) -> Seed
 
 
 def _opened(path: str | Path) -> tuple[Path, Any]:
+    """The file opened for reading, once it is known to be a regular file: a FIFO or a device in a
+    dataset's place would block the reader (or never end), so it is refused before it is opened, and
+    the open is non-blocking in case it was swapped in since."""
     file = Path(path)
     if not file.exists():
         raise ConfigError(f"{file}: no such file")
     if file.is_dir():
         raise ConfigError(f"{file} is a directory, not a file")
+    if not file.is_file():
+        raise ConfigError(f"{file} is not a regular file (a FIFO, a device or a socket); failforge reads files")
     try:
-        return file, open(file, "rb")  # noqa: SIM115 - closed by the caller's with
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ConfigError(f"{file}: cannot be read ({exc.strerror})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{file} is not a regular file (a FIFO, a device or a socket); failforge reads files")
+    os.set_blocking(fd, True)
+    return file, os.fdopen(fd, "rb")
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]] | SeedFormatError]:
@@ -77,7 +89,9 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]] | SeedFo
     """
     file, handle = _opened(path)
     name = str(file)
-    use_images_beside(file)  # a dataset file's images/ folder is read first (failforge.images)
+    _, refused = images_beside(file)  # a dataset file's images/ folder is read first (failforge.images)
+    for line in refused:  # an image file not read (a FIFO, a link out of the folder...): one line, the rest goes on
+        yield SeedFormatError(name, 0, "images", line)
     with handle:
         for number, raw in enumerate(handle, start=1):
             try:

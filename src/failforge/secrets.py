@@ -1,11 +1,13 @@
 """Keeping API keys out of every file failforge writes.
 
-Keys reach failforge three ways: the variable named by ``--api-key-env``, the userinfo of a base URL
-(``https://user:key@host/v1``), and anything an upstream server echoes back in an error body. A
+Keys reach failforge four ways: the variable named by ``--api-key-env``, the userinfo of a base URL
+(``https://user:key@host/v1``), a credential-like query parameter of a base URL (``?api-key=...``), and
+anything an upstream server echoes back (an error body, a completion quoting the key). A
 :class:`Redactor` knows the concrete secret values of a run plus the shapes keys usually have, and
 every writer of records, manifests, ledgers and logs passes its text through :meth:`Redactor.text`
 (or :func:`redact` for the shapes alone). Redaction replaces, it never drops: the reader still sees
-that something was there.
+that something was there. A process failforge starts (the external harness's agent command) gets
+:func:`scrubbed_environ`: the environment without the variables that hold a key failforge uses.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), MASK),  # OpenAI-style keys
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=:+/]{12,}"), r"\1" + MASK),
     (re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9_\-\.]{12,}"), r"\1" + MASK),
+    (re.compile(r"(?i)([?&;](?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig|credential)"
+                r"[a-z0-9_\-]*|code)=)[^&#\s\"'<>]+"), r"\1" + MASK),  # a credential-like URL query parameter
 )
+#: Query parameter names whose values are credentials (``?key=``, ``?api-version`` is not one).
+_CREDENTIAL_PARAM = re.compile(r"(?i)^(?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig"
+                               r"|credential)[a-z0-9_\-]*|code)$")
 #: Values shorter than this are never treated as secrets (they would mask ordinary words).
 MIN_SECRET_LENGTH = 8
 
 #: Secret values this process has used (keys it sent, URL passwords), for :func:`redact_known`.
 _KNOWN: set[str] = set()
+#: Names of the environment variables this process read a key from (``--api-key-env``), for :func:`scrubbed_environ`.
+_KEY_ENVS: set[str] = set()
 _KNOWN_LOCK = threading.Lock()
 
 
@@ -42,6 +51,22 @@ def remember(values: Iterable[str | None]) -> None:
     if keep:
         with _KNOWN_LOCK:
             _KNOWN.update(keep)
+
+
+def remember_env(names: Iterable[str | None]) -> None:
+    """Note the environment variables that hold a key failforge uses: no process failforge starts inherits them."""
+    with _KNOWN_LOCK:
+        _KEY_ENVS.update(n for n in names if n)
+
+
+def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default: this process's) without any variable named by :func:`remember_env` and without
+    any variable whose value holds a secret this process uses (:func:`remember`): what an agent command
+    failforge starts inherits, so the agent under test can never read the upstream's key."""
+    source = dict(os.environ if environ is None else environ)
+    with _KNOWN_LOCK:
+        names, known = set(_KEY_ENVS), list(_KNOWN)
+    return {k: v for k, v in source.items() if k not in names and not any(secret in v for secret in known)}
 
 
 def redact_known(value: str) -> str:
@@ -67,15 +92,40 @@ def strip_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
 
 
+def safe_url(url: str) -> str:
+    """``url`` as it may be shown or stored: userinfo and credential-like query parameters masked."""
+    parts = urlsplit(strip_userinfo(url))
+    if not parts.query:
+        return urlunsplit(parts)
+    query = "&".join(_masked_param(p) for p in parts.query.split("&"))
+    return urlunsplit(parts._replace(query=query))
+
+
+def _masked_param(pair: str) -> str:
+    name, eq, _value = pair.partition("=")
+    return f"{name}={MASK}" if eq and _CREDENTIAL_PARAM.match(unquote(name)) else pair
+
+
+def query_secrets(url: str) -> list[str]:
+    """The values of a URL's credential-like query parameters (``?key=...``, ``?access_token=...``), raw and decoded."""
+    found: list[str] = []
+    for pair in urlsplit(url).query.split("&"):
+        name, eq, value = pair.partition("=")
+        if eq and value and _CREDENTIAL_PARAM.match(unquote(name)):
+            found += [value, unquote(value)]
+    return found
+
+
 def userinfo_secrets(url: str) -> list[str]:
     """The user and password parts of a URL's userinfo (each a secret), and the HTTP Basic credentials an
     HTTP client makes of them (``Authorization: Basic base64(user:password)``, which a server may echo)."""
     parts = urlsplit(url)
     found = [p for p in (parts.username, parts.password) if p]
+    found += [unquote(p) for p in found]
     if parts.username is not None and parts.password is not None and len(parts.password) >= MIN_SECRET_LENGTH:
         pair = f"{unquote(parts.username)}:{unquote(parts.password)}"
         found.append(base64.b64encode(pair.encode()).decode("ascii"))
-    return found
+    return found + query_secrets(url)
 
 
 @dataclass(frozen=True)
@@ -87,6 +137,8 @@ class Redactor:
     @classmethod
     def for_run(cls, api_key_envs: Iterable[str | None] = (), urls: Iterable[str] = ()) -> Redactor:
         values: list[str] = []
+        api_key_envs = list(api_key_envs)
+        remember_env(api_key_envs)
         for name in api_key_envs:
             value = os.environ.get(name) if name else None
             if value:
@@ -110,4 +162,16 @@ def redact(value: str) -> str:
     return value
 
 
-__all__ = ["MASK", "Redactor", "redact", "redact_known", "remember", "strip_userinfo", "userinfo_secrets"]
+__all__ = [
+    "MASK",
+    "Redactor",
+    "query_secrets",
+    "redact",
+    "redact_known",
+    "remember",
+    "remember_env",
+    "safe_url",
+    "scrubbed_environ",
+    "strip_userinfo",
+    "userinfo_secrets",
+]

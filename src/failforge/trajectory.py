@@ -23,7 +23,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -83,6 +83,10 @@ class ModelCallRef(_Model):
     source: Literal["model", "oracle", "recording"] = "model"
 
 
+#: An image reference: the lowercase hex SHA-256 of its bytes, which names its file (``images/<sha256>.png``).
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Step(_Model):
     """One event of a run: the task (step 0), one model call (an agent step) or one tool observation.
 
@@ -104,7 +108,9 @@ class Step(_Model):
         default=None, description="per-part hashes of the state, so a drift can name what changed"
     )
     error: str | None = None
-    images: list[str] = Field(default_factory=list, description="sha256 of images (e.g. screenshots) stored beside the dataset")
+    images: list[Sha256] = Field(default_factory=list,
+                                 description="sha256 of images (e.g. screenshots) stored beside the dataset; "
+                                             "a hash, never a path (``../../x`` is refused)")
     recipient: str | None = Field(default=None, description="whom the step is addressed to: an agent, 'user' or 'environment'")
     round: int | None = Field(default=None, ge=0, description="round of the run (0: the task); see failforge.roster")
     position: int | None = Field(default=None, ge=0, description="0-based position within the round")

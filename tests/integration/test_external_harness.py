@@ -137,9 +137,10 @@ def test_the_gateway_answers_only_its_runs_and_records_nothing_from_a_refused_re
             other = f"run-{uuid.uuid4().hex[:8]}"
             assert http.post(f"/runs/{other}/agents/agent/v1/chat/completions", json=chat).status_code == 404
             assert http.post(f"/runs/{other}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 404
-            mcp = http.post(f"/runs/{session.id}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            mcp = http.post(f"/runs/{urls.segment}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             assert mcp.status_code == 404 and "serves no tools" in mcp.json()["error"]["message"]
-            assert http.post(f"/runs/{session.id}/agents/agent/v1/chat/completions", content=b"{nope", headers={"content-type": "application/json"}).status_code == 400
+            assert http.post(f"/runs/{session.id}/agents/agent/v1/chat/completions", json=chat).status_code == 404, "the id alone reaches no run"
+            assert http.post(f"/runs/{urls.segment}/agents/agent/v1/chat/completions", content=b"{nope", headers={"content-type": "application/json"}).status_code == 400
             assert len(session.steps) == 1 and session.failure is None, "nothing is recorded from a refused request"
             ok = http.post(urls.agent("agent").removeprefix(gateway.base_url) + "/chat/completions", json=chat)
             assert ok.status_code == 200 and len(session.steps) == 2

@@ -99,10 +99,16 @@ def _framework(tmp_path: Path, proxy: ProxyServer, run: str, *, stream: bool) ->
     return json.loads(done.stdout.rsplit("RESULT ", 1)[1])
 
 
+def _segment(opened: httpx.Response) -> str:
+    """The run's path segment with its capability token (``id~token``), as its base URL carries it."""
+    assert opened.status_code == 200, opened.text
+    return f"{opened.json()['run_id']}~{opened.json()['token']}"
+
+
 def test_an_out_of_process_framework_records_replays_and_branches_through_the_proxy(tmp_path, proxy):
     server, model = proxy
     with httpx.Client(base_url=server.base_url, timeout=60) as http:
-        run = http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}).json()["run_id"]
+        run = _segment(http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}))
         recorded = _framework(tmp_path, server, run, stream=True)
         assert recorded["bank"] == {"balance": 70, "sent": [["Bob", 30]]}
         done = http.post(f"/runs/{run}/finish", json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}}).json()
@@ -114,7 +120,7 @@ def test_an_out_of_process_framework_records_replays_and_branches_through_the_pr
         assert any(s["model_call"]["request"].get("stream") for s in seed["steps"] if s["kind"] == "agent")
         calls_before = model.counts["ok"]
 
-        replay = http.post("/runs", json={"mode": "replay", "seed": seed}).json()["run_id"]
+        replay = _segment(http.post("/runs", json={"mode": "replay", "seed": seed}))
         again = _framework(tmp_path, server, replay, stream=True)
         result = http.post(f"/runs/{replay}/finish", json={"final_output": again["answer"]}).json()
         assert result["identical"] is True and result["failure"] is None and again == recorded
@@ -124,7 +130,8 @@ def test_an_out_of_process_framework_records_replays_and_branches_through_the_pr
         t = next(s["index"] for s in seed["steps"] if s["kind"] == "agent" and s["agent"] == "bank_worker" and s["tool_calls"]
                  and s["tool_calls"][0]["name"] == "send_money")
         branch = http.post("/runs", json={"mode": "branch", "seed": seed, "branch_at": t,
-                                          "injection": {"tool_calls": [{"name": "send_money", "arguments": {"to": "Bob", "amount": 300}}]}}).json()["run_id"]
+                                          "injection": {"tool_calls": [{"name": "send_money", "arguments": {"to": "Bob", "amount": 300}}]}})
+        branch = _segment(branch)
         branched = _framework(tmp_path, server, branch, stream=False)
         out = http.post(f"/runs/{branch}/finish", json={"final_output": branched["answer"]}).json()
         assert out["failure"] is None and branched["bank"]["sent"] == [["Bob", 300]]
@@ -148,7 +155,7 @@ def test_a_sigkilled_proxy_loses_no_finished_run_and_serves_it_after_a_restart(t
         process, base = _start_proxy(tmp_path, output, model.base_url)
         try:
             with httpx.Client(base_url=base, timeout=60) as http:
-                run = http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}).json()["run_id"]
+                run = _segment(http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}))
                 recorded = _framework(tmp_path, _Proxied(base), run, stream=False)
                 done = http.post(f"/runs/{run}/finish", json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}}).json()
                 assert done["status"] == "finished"
@@ -158,8 +165,10 @@ def test_a_sigkilled_proxy_loses_no_finished_run_and_serves_it_after_a_restart(t
         process, base = _start_proxy(tmp_path, output, model.base_url)
         try:
             with httpx.Client(base_url=base, timeout=60) as http:
-                assert http.get(f"/runs/{run}").json()["trajectory"]["id"] == run
-                replay = http.post("/runs", json={"mode": "replay", "seed_id": run}).json()["run_id"]
+                run_id = run.split("~")[0]
+                # a run finished by an earlier proxy is in the file, and a seed by id; its token died with that proxy
+                assert http.get(f"/runs/{run}").status_code == 404
+                replay = _segment(http.post("/runs", json={"mode": "replay", "seed_id": run_id}))
                 again = _framework(tmp_path, _Proxied(base), replay, stream=False)
                 result = http.post(f"/runs/{replay}/finish", json={"final_output": again["answer"]}).json()
                 assert result["identical"] is True and again == recorded

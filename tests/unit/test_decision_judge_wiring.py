@@ -165,7 +165,7 @@ def test_cli_decide_judges_replays_reports_drift_and_malformed_lines(bundled_see
     first = tmp_path / "decided.jsonl"
     args = ["--base-url", base_url, "--model", "judge-m", "--api-key-env", "NO_SUCH_KEY_FOR_TESTS"]
     result = runner.invoke(app, ["decide", str(source), *args, "-o", str(first)], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # as `import`: the rest written, the exit status says a line was skipped
     assert "1 live judge calls" in result.output and "1 skipped" in result.output and len(seen) == 1
     [written], errors = load_jsonl(first)
     assert not errors and written.adjudication is not None and written.adjudication.outcome == "over_refusal"

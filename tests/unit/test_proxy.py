@@ -40,9 +40,12 @@ def servers() -> Iterator[tuple[LoopbackModelServer, ProxyServer]]:
 
 
 def _open(http: httpx.Client, **body) -> str:
+    """The run's path segment, its id and capability token (``id~token``), as its base URL carries it."""
     response = http.post("/runs", json=body)
     assert response.status_code == 200, response.text
-    return str(response.json()["run_id"])
+    opened = response.json()
+    assert opened["base_url"].endswith(f"/runs/{opened['run_id']}~{opened['token']}/v1")
+    return f"{opened['run_id']}~{opened['token']}"
 
 
 def _client(proxy: ProxyServer, run: str, agent: str) -> openai.OpenAI:

@@ -40,15 +40,21 @@ def _proxy(model: LoopbackModelServer, output: Path | None = None) -> tuple[Prox
     return Proxy(upstream=upstream, output=output), upstream
 
 
+def _segment(opened: httpx.Response) -> str:
+    """The run's path segment with its capability token (``id~token``), as the run's base URL carries it."""
+    body = opened.json()
+    return f"{body['run_id']}~{body['token']}"
+
+
 def _record(http: httpx.Client, base: str, task: str = "weather in Paris") -> dict:
-    run = http.post("/runs", json={"mode": "record", "task": task, "roster": ROSTER, "framework": "outside"}).json()["run_id"]
+    run = _segment(http.post("/runs", json={"mode": "record", "task": task, "roster": ROSTER, "framework": "outside"}))
     lead = openai.OpenAI(base_url=f"{base}/runs/{run}/agents/lead/v1", api_key="unused", max_retries=0)
     first = lead.chat.completions.create(model="m", messages=[{"role": "user", "content": task}])  # type: ignore[arg-type]
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     http.post(f"/runs/{run}/tools", json={"name": "lookup", "arguments": {"q": task}, "tool_call_id": call.id, "observation": "sunny", "state": {"cache": 1}}).raise_for_status()
     done = http.post(f"/runs/{run}/finish", json={"final_output": "sunny", "outcome": {"success": True, "evaluator": "outside"}})
     assert done.status_code == 200, done.text
-    return done.json()
+    return {**done.json(), "token": run.split("~")[1]}
 
 
 def test_a_finished_run_is_on_disk_before_it_is_answered_and_is_a_seed_at_once(model, tmp_path):
@@ -59,7 +65,7 @@ def test_a_finished_run_is_on_disk_before_it_is_answered_and_is_a_seed_at_once(m
         assert result["status"] == "finished" and result["failure"] is None
         on_disk, bad = load_jsonl(output)
         assert not bad and [t.id for t in on_disk] == [result["run_id"]], "appended (and fsynced) before the answer"
-        assert http.get(f"/runs/{result['run_id']}").json()["trajectory"]["id"] == result["run_id"]
+        assert http.get(f"/runs/{result['run_id']}", headers={"X-Failforge-Token": result["token"]}).json()["trajectory"]["id"] == result["run_id"]
         assert result["run_id"] in http.get("/runs").json()["finished"]
         # usable as a seed right away, by id, with no restart
         replay = http.post("/runs", json={"mode": "replay", "seed_id": result["run_id"]})
@@ -76,7 +82,7 @@ def test_a_drifted_run_goes_to_the_failed_file_naming_the_seed_the_step_the_agen
     proxy, upstream = _proxy(model, output)
     with ProxyServer(proxy) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
         seed = _record(http, server.base_url)
-        run = http.post("/runs", json={"mode": "replay", "seed_id": seed["run_id"]}).json()["run_id"]
+        run = _segment(http.post("/runs", json={"mode": "replay", "seed_id": seed["run_id"]}))
         refused = http.post(f"/runs/{run}/agents/lead/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "weather in Rome"}]})
         assert refused.status_code == 400
         message = refused.json()["error"]["message"]
@@ -88,7 +94,7 @@ def test_a_drifted_run_goes_to_the_failed_file_naming_the_seed_the_step_the_agen
         assert (failure["trajectory_id"], failure["step"], failure["agent"]) == (seed["run_id"], 1, "lead") and failure["nearest"][0]["step"] == 1
     upstream.close()
     failed, _ = load_jsonl(failed_path(output))
-    assert [t.id for t in failed] == [run] and failed[0].provenance["failure"]["type"] == "PromptDrift"
+    assert [t.id for t in failed] == [run.split("~")[0]] and failed[0].provenance["failure"]["type"] == "PromptDrift"
     kept, _ = load_jsonl(output)
     assert [t.id for t in kept] == [seed["run_id"]], "a failed run never lands among the finished ones"
 
@@ -101,7 +107,7 @@ def test_a_body_that_fails_its_schema_is_a_400_naming_the_field_and_showing_the_
         error = bad.json()["error"]
         assert "field 'mode'" in error["message"] and "'record', 'replay' or 'branch'" in error["message"]
         assert "a RunRequest is {mode:" in error["message"] and error["expected"] == RunRequest.model_json_schema()
-        run = http.post("/runs", json={"mode": "record", "task": "t"}).json()["run_id"]
+        run = _segment(http.post("/runs", json={"mode": "record", "task": "t"}))
         tool = http.post(f"/runs/{run}/tools", json={"name": "lookup"})
         assert tool.status_code == 400 and "field 'observation'" in tool.json()["error"]["message"] and tool.json()["error"]["expected"] == ToolReport.model_json_schema()
         assert http.get(f"/runs/{run}").json()["steps"] == 1, "nothing recorded from a refused body"

@@ -31,7 +31,8 @@ from failforge.attribution._methods import methods
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint
-from failforge.secrets import redact, strip_userinfo
+from failforge.secrets import safe_url
+from failforge.yamlsafe import YamlTooLarge, safe_load
 
 __all__ = ["MethodRun", "MethodsConfig", "load_methods_config"]
 
@@ -85,7 +86,9 @@ class MethodRun(BaseModel):
         """The entry as written, minus anything secret (a URL's userinfo, a key-shaped query value)."""
         out = self.model_dump(exclude_none=True)
         if self.endpoint is not None:
-            out["endpoint"] = {"base_url": redact(strip_userinfo(self.endpoint.base_url)), "model": self.endpoint.model, "api_key_env": self.endpoint.api_key_env}
+            endpoint = self.endpoint
+            out["endpoint"] = {"base_url": safe_url(endpoint.base_url), "model": endpoint.model,
+                               "api_key_env": endpoint.api_key_env}
             if "timeout" in self.endpoint.model_fields_set:
                 out["endpoint"]["timeout"] = self.endpoint.timeout
         return out
@@ -125,20 +128,29 @@ def _message(file: Path, exc: ValidationError) -> str:
     if msg.startswith("Input should be "):
         msg = "expected " + msg.removeprefix("Input should be ")
     found = first.get("input")
-    shown = "" if kind == "value_error" and "found key" in msg else f"; found {found!r}"
+    shown = "" if kind == "value_error" and "found key" in msg else f"; found {_short(found)}"
     return f"{file}: key '{key or 'runs'}': {msg}{shown}"
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` for a one-line message, cut at ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def load_methods_config(path: Path) -> MethodsConfig:
     """Read and validate a methods config (YAML); any problem is a one-line :class:`ConfigError` naming it."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # aliases bounded: a 400-byte alias bomb is refused, not expanded
+        data = safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"methods config {path} does not exist") from exc
     except IsADirectoryError as exc:
         raise ConfigError(f"methods config {path} is a directory; give a YAML file") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"methods config {path} is not UTF-8 text (byte {exc.start}); give a YAML file") from exc
+    except YamlTooLarge as exc:
+        raise ConfigError(f"methods config {path}: {exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from failforge.attribution._audit import Audit
 from failforge.attribution._components import ComponentLabel, check_label
@@ -48,9 +48,18 @@ class StepCoordinate(_Model):
 class ImageRef(_Model):
     """An image seen at a step: its bytes' sha256 (bytes are not kept in the record) and/or its path."""
 
-    sha256: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     path: str | None = None
     time_s: float | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_dataset(cls, value: str | None) -> str | None:
+        """A path is relative and stays inside the dataset folder (``../../x`` and ``/etc/x`` are refused)."""
+        if value is not None and (value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/")):
+            raise ValueError(f"image path {value[:80]!r} leaves the dataset folder; "
+                             "expected a relative path such as images/<sha256>.png")
+        return value
 
 
 class ToolCallRecord(_Model):

@@ -39,7 +39,7 @@ from failforge.errors import ConfigError
 from failforge.jobs import FolderLock, Ledger, attempt_ids_in, repair_jsonl
 from failforge.jsonl import read_json
 from failforge.llm import ModelEndpoint, Responder
-from failforge.secrets import redact, strip_userinfo
+from failforge.secrets import redact_known, safe_url
 from failforge.trajectory import append_jsonl
 
 __all__ = ["AttributeConfig", "CallStore", "LikelihoodConfig", "RecordedCall", "RunSummary", "run_attribution"]
@@ -283,7 +283,8 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
     runs.append({**summary.model_dump(), "recording": str(recording) if recording else None, "executor": config.executor, "workers": config.concurrency})
     dumped = config.model_dump()
     if dumped.get("judge_base_url"):
-        dumped["judge_base_url"] = redact(strip_userinfo(dumped["judge_base_url"]))  # credentials in a URL (userinfo, a key in the query) never reach the manifest
+        # credentials in a URL (userinfo, a key in the query) never reach the manifest
+        dumped["judge_base_url"] = safe_url(dumped["judge_base_url"])
     manifest = {
         "failforge_version": __version__,
         "method": summary.method,
@@ -300,7 +301,8 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
         manifest["likelihood_model"] = file_identity(local_model_path())
     if provenance is not None:
         manifest["provenance"] = provenance
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    # through the redactor, as every output: a run's errors may quote what an upstream echoed
+    path.write_text(redact_known(json.dumps(manifest, indent=2)) + "\n", encoding="utf-8")
 
 
 def file_identity(path: Path) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from failforge.attribution._metrics import score
 from failforge.attribution._predictions import Prediction
@@ -64,6 +64,14 @@ class SubsetManifest(BaseModel):
     dataset_sha256: str = Field(description="SHA-256 over every record's id and canonical hash, sorted by id")
     strata: dict[str, Stratum]
     members: list[SubsetMember]
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        """A manifest of another schema may mean something else by the same keys: refused, not guessed at."""
+        if value != SUBSET_SCHEMA:
+            raise ValueError(f"unknown subset schema version {value[:80]!r}; this failforge reads {SUBSET_SCHEMA!r}")
+        return value
 
     def ids(self) -> set[str]:
         return {m.id for m in self.members}
@@ -122,6 +130,11 @@ def load_manifest(path: str | Path) -> SubsetManifest:
     data = read_json(path)
     try:
         return SubsetManifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<manifest>"
+        why = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{path}: not a failforge subset manifest: {where}: {why}") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: not a failforge subset manifest ({str(exc).splitlines()[0]})") from exc
 

@@ -39,13 +39,14 @@ def decide(
     upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts) if endpoint else None
     judge = Counting(upstream) if upstream is not None else None
     written: list[Trajectory] = []
-    problems = judged = replayed = unreached = 0
+    problems = judged = replayed = unreached = calls = 0
     try:
         for item in iter_jsonl(records):
             if isinstance(item, SeedFormatError):
                 console.print(f"[yellow]skipped[/] {item}")
                 problems += 1
                 continue
+            before = judge.calls if judge is not None else 0
             try:
                 record, decided = decide_and_adjudicate(item, judge, model=model or "")
             except PromptDrift as exc:
@@ -57,13 +58,16 @@ def decide(
                 unreached += 1
                 written.append(item)
                 continue
-            judged += sum(1 for d in decided if d.judge is not None)
+            # counted per record that was decided: a record whose judge failed made calls that judged nothing
+            here = sum(1 for d in decided if d.judge is not None)
+            live = (judge.calls if judge is not None else 0) - before
+            judged += here
+            calls += min(live, here)
+            replayed += max(0, here - live)
             written.append(record)
     finally:
         if upstream is not None:
             upstream.close()
-    calls = judge.calls if judge is not None else 0
-    replayed = judged - calls
     if written:
         write_jsonl(output, written)
     out.print(f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed} replayed); "
@@ -73,4 +77,8 @@ def decide(
         raise typer.Exit(1)
     if not written:
         console.print(f"[red]nothing written[/]: no record of {records} could be decided")
+        raise typer.Exit(1)
+    if problems:  # as `import` does: the rest is written, and the exit status says the input was not whole
+        console.print(f"[red]{problems} line(s) or record(s) of {records} skipped[/] (see above); "
+                      f"the rest is in {output}")
         raise typer.Exit(1)

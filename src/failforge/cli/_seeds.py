@@ -149,6 +149,7 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     def command(**kwargs: Any) -> None:
         from failforge.campaign import Models, open_models
+        from failforge.secrets import Redactor
         from failforge.seeds import env_spec, environment_options, harness_for, record
         from failforge.trajectory import append_jsonl
 
@@ -161,7 +162,10 @@ def _record_command(info: PluginInfo[Any]) -> Any:
         external = external_harness(kwargs)
         output: Path = kwargs["output"]
         kept = failed = 0
-        with open_models(_endpoint(kwargs["base_url"], kwargs["model"], kwargs["api_key_env"]), None) as resolved:
+        endpoint = _endpoint(kwargs["base_url"], kwargs["model"], kwargs["api_key_env"])
+        # what an upstream echoes (the key quoted in a completion) never reaches a record
+        redactor = Redactor.for_run([kwargs["api_key_env"]], [kwargs["base_url"]] if kwargs["base_url"] else [])
+        with open_models(endpoint, None) as resolved:
             models = Models(resolved)
             for task_id in tasks:
                 try:
@@ -174,12 +178,12 @@ def _record_command(info: PluginInfo[Any]) -> Any:
                     continue
                 ok = bool(traj.outcome and traj.outcome.success)
                 if ok:
-                    append_jsonl(output, [traj])
+                    append_jsonl(output, [traj], redact=redactor.text)
                     kept += 1
                 else:
                     failed += 1
                     if kwargs["keep_failures"]:
-                        append_jsonl(output.with_suffix(".failures.jsonl"), [traj])
+                        append_jsonl(output.with_suffix(".failures.jsonl"), [traj], redact=redactor.text)
                 out.print(f"{task_id}: {'success' if ok else 'failed'} in {len(traj.steps)} steps")
         out.print(f"kept {kept} successful seed(s) in {output}; {failed} run(s) did not succeed")
         if kept == 0 and not kwargs["keep_failures"]:

@@ -6,14 +6,32 @@ run's own boundaries. The external harness serves its runs here; the proxy adds 
 app. See :mod:`failforge.gateway._app`.
 """
 
-from failforge.gateway._app import DEFAULT_MAX_BODY, RUN_HEADER, Gateway, HTTPRefusal, RunUrls, error_reply, json_reply, read_body, response_of, shared_gateway
+from failforge.gateway._app import (
+    DEFAULT_MAX_BODY,
+    RUN_HEADER,
+    TOKEN_HEADER,
+    Gateway,
+    HTTPRefusal,
+    RunUrls,
+    error_reply,
+    json_reply,
+    read_body,
+    response_of,
+    shared_gateway,
+    token_matches,
+    token_of,
+    unknown_run,
+)
+from failforge.gateway._guard import MAX_JSON_DEPTH, quoted
 from failforge.gateway._mcp import schema_problem, tool_of
 from failforge.gateway._run import OwnerThread, RoutedRequest, ServedRun, pending_call_id
 from failforge.gateway._server import LoopbackServer, require_loopback
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "MAX_JSON_DEPTH",
     "RUN_HEADER",
+    "TOKEN_HEADER",
     "Gateway",
     "HTTPRefusal",
     "LoopbackServer",
@@ -24,10 +42,14 @@ __all__ = [
     "error_reply",
     "json_reply",
     "pending_call_id",
+    "quoted",
     "read_body",
     "require_loopback",
     "response_of",
     "schema_problem",
     "shared_gateway",
+    "token_matches",
+    "token_of",
     "tool_of",
+    "unknown_run",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -95,10 +96,14 @@ class RoutedRequest:
 
 
 class ServedRun:
-    """A run the gateway serves: ``boundary`` answers its model routes, ``tools`` (optional) its MCP route."""
+    """A run the gateway serves: ``boundary`` answers its model routes, ``tools`` (optional) its MCP route;
+    ``token`` is the capability a request must carry to reach it."""
 
     def __init__(self, run_id: str, boundary: ModelBoundary, tools: Toolbox | None = None, *, owner: OwnerThread | None = None) -> None:
         self.id = run_id
+        self.token = secrets.token_hex(16)
+        """The run's capability: every request for the run carries it (in the URLs the gateway hands out, or a
+        header), so knowing or guessing the id alone neither drives, finishes nor reads the run."""
         self.boundary = boundary
         self.tools = tools
         self.owner = owner

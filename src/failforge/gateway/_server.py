@@ -3,6 +3,8 @@
 failforge's servers (the run gateway, the proxy) serve recorded conversations and spend upstream keys,
 so they bind to loopback only (:func:`require_loopback`), and they live exactly as long as the
 command that started them: the server thread is stopped by :meth:`LoopbackServer.stop` (and at exit).
+A client holds a connection only within bounds: its headers within :data:`HEADER_TIMEOUT` seconds, its
+body within the gateway's body timeout, and an idle keep-alive connection :data:`IDLE_TIMEOUT` seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +17,58 @@ import time
 from typing import Any
 
 from failforge.errors import ConfigError, InfrastructureError
+
+#: Seconds a connection may stay open between requests (keep-alive), and with no request at all.
+IDLE_TIMEOUT = 60
+#: Seconds a client has to send a request's headers, from its connection (or the request's first byte).
+HEADER_TIMEOUT = 10.0
+#: Bytes of request line and headers a request may have (h11; httptools caps them itself).
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def _protocol() -> Any:
+    """uvicorn's HTTP protocol, with a deadline on a request's headers: uvicorn bounds the idle time after a
+    response (keep-alive) but not a client that connects and then sends its headers a byte at a time, or
+    never; that client's connection is closed after :data:`HEADER_TIMEOUT` seconds."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError:  # no httptools: h11, whose incomplete-event size limit bounds the headers' size only
+        return "h11"
+
+    class HeaderDeadlineProtocol(Base):  # type: ignore[misc, valid-type]
+        _header_deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_deadline = self.loop.call_later(HEADER_TIMEOUT, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_deadline is not None:
+                self._header_deadline.cancel()
+                self._header_deadline = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderDeadlineProtocol
 
 
 def require_loopback(host: str) -> str:
@@ -48,8 +102,10 @@ class LoopbackServer:
             self._socket.close()
             raise ConfigError(f"failforge cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._socket.listen(2048)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False, timeout_keep_alive=60, server_header=False, proxy_headers=False,
-                                date_header=False, ws="none")
+        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
+                                timeout_keep_alive=IDLE_TIMEOUT, server_header=False, proxy_headers=False,
+                                date_header=False, ws="none", http=_protocol(),
+                                h11_max_incomplete_event_size=MAX_HEADER_BYTES, timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._error: BaseException | None = None
@@ -61,6 +117,12 @@ class LoopbackServer:
                 runner.run(self._server.serve(sockets=[self._socket]))
         except BaseException as exc:  # surfaced by start()
             self._error = exc
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server is bound to."""
+        host, port = self._socket.getsockname()[:2]
+        return host, port
 
     @property
     def base_url(self) -> str:
@@ -99,4 +161,4 @@ class LoopbackServer:
         self.stop()
 
 
-__all__ = ["LoopbackServer", "require_loopback"]
+__all__ = ["HEADER_TIMEOUT", "IDLE_TIMEOUT", "LoopbackServer", "require_loopback"]

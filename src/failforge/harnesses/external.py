@@ -50,6 +50,7 @@ from failforge.harnesses._base import Harness
 from failforge.harnesses._process import last_line, spawn, stop_group
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, check_roster
+from failforge.secrets import scrubbed_environ
 
 NAME = "external"
 #: Environment variables that switch the common frameworks' telemetry and tracing off.
@@ -140,7 +141,9 @@ class ExternalAgent(Harness):
     def _run(self, served: Any, owner: Any, urls: Any, model: str, instruction: str, deadline: float | None, scratch: Path) -> str | None:
         cfg = self.config
         output, stdout, stderr = scratch / "final_output.txt", scratch / "stdout.log", scratch / "stderr.log"
-        env = {**os.environ, **TELEMETRY_OFF, **cfg.env, **agent_environment(urls, served.id, instruction, model, cfg.roster, output)}
+        # failforge's own environment without the upstream's key (its variable, and any variable holding it)
+        contract = agent_environment(urls, served.id, instruction, model, cfg.roster, output)
+        env = {**scrubbed_environ(), **TELEMETRY_OFF, **cfg.env, **contract}
         started = time.monotonic()
         end = started + cfg.timeout if deadline is None else min(started + cfg.timeout, deadline)
         process = spawn(cfg.command, env=env, cwd=cfg.cwd, stdout=stdout, stderr=stderr)

@@ -30,6 +30,8 @@ _WORKER_STOP_GRACE_S = 20.0
 _STOPPING = False
 #: Seconds between two looks at the driver where the kernel cannot tell a worker it is gone (no pidfd).
 _DRIVER_POLL_S = 0.5
+#: Seconds a worker whose driver is gone has to unwind before it leaves regardless.
+_ORPHAN_GRACE_S = 3.0
 
 
 def drive(
@@ -177,6 +179,10 @@ def _watch_driver(driver_pid: int) -> None:
             while _alive(driver_pid):
                 time.sleep(_DRIVER_POLL_S)
         os.kill(os.getpid(), signal.SIGTERM)
+        # nobody waits for this worker's result: a job that swallows the SystemExit, or a main thread that
+        # never runs the handler, must not keep it (and the resource tracker) alive for the stop grace
+        time.sleep(_ORPHAN_GRACE_S)
+        _exit_now(128 + signal.SIGTERM)
 
     threading.Thread(target=watch, name="failforge-driver-watch", daemon=True).start()
 

@@ -25,7 +25,7 @@ from failforge.llm._boundary import ModelBoundary
 from failforge.llm._identity import AgentIdentity, valid_name
 from failforge.llm._transports import AgentTransport, AsyncAgentTransport
 from failforge.llm._upstream import HttpUpstream
-from failforge.secrets import remember, strip_userinfo, userinfo_secrets
+from failforge.secrets import remember, remember_env, strip_userinfo, userinfo_secrets
 
 BOUNDARY_BASE_URL = "http://failforge.boundary/v1"
 
@@ -65,6 +65,7 @@ class ModelEndpoint(BaseModel):
         """A plain OpenAI client for this endpoint, with the SDK's own retries on 429/5xx/timeouts."""
         given = os.environ.get(self.api_key_env) if self.api_key_env else None
         remember([given, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error quotes
+        remember_env([self.api_key_env])  # never inherited by an agent command
         key = given or "sk-no-key"
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
 

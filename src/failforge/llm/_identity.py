@@ -73,7 +73,9 @@ def agent_route(base_url: str, agent: str) -> str:
 
 def valid_name(agent: str) -> str:
     if not _NAME.match(agent):
-        raise ConfigError(f"{agent!r} is not a usable agent name (letters, digits, and _ . : - only)")
+        # never a hostile name echoed whole
+        shown = repr(agent) if len(agent) <= 64 else f"{agent[:64]!r}... ({len(agent)} characters)"
+        raise ConfigError(f"{shown} is not a usable agent name (letters, digits, and _ . : - only, at most 128)")
     return agent
 
 

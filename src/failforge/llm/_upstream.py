@@ -14,15 +14,24 @@ import uuid
 import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from failforge.errors import AttemptDeadlineExceeded, ConfigError, ModelUnavailable
 from failforge.images import image_rejection
-from failforge.secrets import redact_known, remember, strip_userinfo, userinfo_secrets
+from failforge.secrets import redact_known, remember, remember_env, safe_url, userinfo_secrets
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def endpoint_url(base_url: str, route: str) -> str:
+    """``route`` under ``base_url``, the URL otherwise used as given: ``https://h/v1?api-version=1`` and
+    ``chat/completions`` make ``https://h/v1/chat/completions?api-version=1`` (a plain string join would
+    put the route inside the query)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + route.lstrip("/")))
 
 
 class Responder(Protocol):
@@ -59,13 +68,19 @@ class HttpUpstream:
     ) -> None:
         self.compat = compat
         self.base_url = base_url.rstrip("/")
+        self.url = endpoint_url(base_url, "chat/completions")
+        """Where requests go: the base URL as given (its query, e.g. ``?api-version=``, kept), the route
+        appended to its path."""
+        self.shown_url = safe_url(self.url)
+        """:attr:`url` as messages show it: userinfo and credential-like query parameters masked."""
         self.model = model
-        self.name = f"http:{strip_userinfo(self.base_url)}"  # names end up in records: never with credentials
+        self.name = f"http:{safe_url(self.base_url)}"  # names end up in records: never with credentials
         self.max_attempts = max_attempts
         self.max_wait = max_wait
         self.timeout = timeout
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         remember([key, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error body quotes
+        remember_env([api_key_env])  # never inherited by an agent command failforge starts
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=self._headers, transport=transport)
         self._async_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -137,7 +152,7 @@ class HttpUpstream:
         payload.pop("stream_options", None)
         if self.model:
             payload["model"] = self.model
-        return f"{self.base_url}/chat/completions", payload
+        return self.url, payload
 
     def _retry_policy(self, deadline: float | None) -> dict[str, Any]:
         def past_deadline(_: Any) -> bool:
@@ -152,6 +167,7 @@ class HttpUpstream:
 
     @staticmethod
     def _left(url: str, deadline: float | None) -> float | None:
+        url = safe_url(url)
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise AttemptDeadlineExceeded(f"the attempt's deadline passed before a call to {url} could complete")
@@ -166,6 +182,7 @@ class HttpUpstream:
 
     @staticmethod
     def _parsed(url: str, status: int, text: str) -> dict[str, Any]:
+        url = safe_url(url)
         # Error text is masked before it is cut: a key cut in half has no key's shape left to mask.
         if status in RETRY_STATUS:
             raise _Retryable(f"HTTP {status}: {redact_known(text)[:200]}")
@@ -180,6 +197,7 @@ class HttpUpstream:
         return data
 
     def _gave_up(self, url: str, deadline: float | None, exc: _Retryable) -> Exception:
+        url = safe_url(url)
         if deadline is not None and deadline - time.monotonic() <= 0:
             return AttemptDeadlineExceeded(f"the attempt's deadline passed while retrying {url}: {exc}")
         return ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}")

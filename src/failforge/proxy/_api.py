@@ -3,15 +3,20 @@
 Routes (besides the gateway's model routes ``/runs/{id}/agents/{agent}/v1/chat/completions`` and
 ``/runs/{id}/v1/chat/completions``):
 
-- ``POST /runs`` (:class:`RunRequest`) → :class:`RunOpened`
-- ``GET /runs`` → the open and finished run ids
+- ``POST /runs`` (:class:`RunRequest`) → :class:`RunOpened` (the run's id, its capability token, and its
+  model base URL, which carries the token)
+- ``GET /runs`` → the open and finished run ids (an id alone reaches no run)
 - ``GET /runs/{id}`` → :class:`RunStatus` of an open run, :class:`RunResult` of a finished one
 - ``DELETE /runs/{id}`` → drop an open run (nothing is written)
 - ``POST /runs/{id}/tools`` (:class:`ToolReport`) → :class:`ToolRecorded`
 - ``POST /runs/{id}/finish`` (:class:`FinishRequest`) → :class:`RunResult`
 - ``GET /openapi.json``: every body's JSON schema, generated from the models that validate it
 
-A body that fails its schema is a 400 whose message names the field and whose ``expected`` carries the
+Every route of one run needs the run's token: in the path segment (``/runs/{id}~{token}/...``) or a header
+(``X-Failforge-Token`` or ``Authorization: Bearer``); an unknown run and a wrong token get the same 404. A
+finished run is readable with its token while this proxy runs (a run finished by an earlier proxy is in
+the output file). Every answer passes through the run's redactor (:class:`~failforge.secrets.Redactor`),
+as the files do. A body that fails its schema is a 400 whose message names the field and whose ``expected`` carries the
 schema it must fit. A finished run is appended and fsynced before it is answered (:class:`RunStore`),
 and is a seed by ``seed_id`` from that moment on.
 """
@@ -31,7 +36,20 @@ from starlette.routing import BaseRoute, Route
 
 from failforge import __version__
 from failforge.errors import FailforgeError
-from failforge.gateway import DEFAULT_MAX_BODY, RUN_HEADER, Gateway, HTTPRefusal, error_reply, json_reply, read_body, response_of
+from failforge.gateway import (
+    DEFAULT_MAX_BODY,
+    RUN_HEADER,
+    Gateway,
+    HTTPRefusal,
+    error_reply,
+    json_reply,
+    quoted,
+    read_body,
+    response_of,
+    token_matches,
+    token_of,
+    unknown_run,
+)
 from failforge.llm import Responder
 from failforge.proxy._models import (
     ErrorBody,
@@ -100,6 +118,8 @@ class Proxy:
         self.seeds = {s.id: s for s in seeds or []}
         self.store = RunStore(output, redactor=redactor)
         self.runs: dict[str, ProxyRun] = {}
+        self.tokens: dict[str, str] = {}
+        """Each run's capability token by run id, open or finished in this process."""
         self._lock = threading.Lock()
         self.gateway = Gateway(max_body=max_body, routes=self._routes())
 
@@ -132,32 +152,46 @@ class Proxy:
             return response_of(json_reply({"open": open_, "finished": sorted(r.run_id for r in self.store.finished())}))
         return await self._serve(request, RunRequest, self.open_run)
 
+    def _allowed(self, request: Request) -> str:
+        """The run id a request names, once its token is the run's; else the one 404 for an unknown run."""
+        run_id, token = token_of(request.path_params["run"], request.headers)
+        with self._lock:
+            expected = self.tokens.get(run_id)
+        if expected is None or not token_matches(expected, token):
+            raise HTTPRefusal(404, unknown_run(run_id, token), "unknown_run")
+        return run_id
+
     async def _run(self, request: Request) -> Response:
-        run_id = request.path_params["run"]
+        try:
+            run_id = self._allowed(request)
+        except HTTPRefusal as exc:
+            return self._error(exc)
         if request.method == "DELETE":
             with self._lock:
                 run = self.runs.pop(run_id, None)
+                if run is not None:
+                    self.tokens.pop(run_id, None)
             if run is None:
-                return response_of(error_reply(404, f"no open run {run_id!r}", "unknown_run"))
+                return self._error(HTTPRefusal(404, f"run {run_id!r} is not open (it is finished)", "unknown_run"))
             self.gateway.remove(run_id)
             return response_of(json_reply({"deleted": run_id}))
         with self._lock:
             open_run = self.runs.get(run_id)
         if open_run is not None:
-            return response_of(json_reply(open_run.status().model_dump(mode="json")))
+            return self._answer(open_run.status().model_dump(mode="json"))
         done = self.store.result(run_id)
         if done is not None:
-            return response_of(json_reply(done.model_dump(mode="json")))
-        return response_of(error_reply(404, f"unknown run {run_id!r} (open: {', '.join(sorted(self.runs)[:10]) or 'none'})", "unknown_run"))
+            return self._answer(done.model_dump(mode="json"))
+        return self._error(HTTPRefusal(404, unknown_run(run_id, None), "unknown_run"))
 
     async def _tools(self, request: Request) -> Response:
-        run = self._open_run_or_404(request.path_params["run"])
+        run = self._open_run_or_404(request)
         if isinstance(run, Response):
             return run
         return await self._serve(request, ToolReport, lambda report: self._tool(run, report))
 
     async def _finish(self, request: Request) -> Response:
-        run = self._open_run_or_404(request.path_params["run"])
+        run = self._open_run_or_404(request)
         if isinstance(run, Response):
             return run
         return await self._serve(request, FinishRequest, lambda body: self.finish(run, body))
@@ -168,22 +202,38 @@ class Proxy:
             body = parse_body(raw, model)
             result = await anyio.to_thread.run_sync(handle, body)
         except HTTPRefusal as exc:
-            return response_of(error_reply(exc.status, str(exc), exc.code))
+            return self._error(exc)
         except _BodyError as exc:
             return response_of(error_reply(400, str(exc), exc.code, expected=exc.model.model_json_schema()))
         except FailforgeError as exc:
             failure = failure_of(exc)
-            extra = {"failure": failure.model_dump(mode="json")} if failure is not None else {}
-            return response_of(error_reply(400, str(exc), type(exc).__name__, "failforge_boundary", **extra))
-        return response_of(json_reply(result.model_dump(mode="json") if isinstance(result, BaseModel) else result))
+            extra = {} if failure is None else {"failure": json.loads(self.redactor.text(failure.model_dump_json()))}
+            message = self.redactor.text(str(exc))
+            return response_of(error_reply(400, message, type(exc).__name__, "failforge_boundary", **extra))
+        return self._answer(result.model_dump(mode="json") if isinstance(result, BaseModel) else result)
 
-    def _open_run_or_404(self, run_id: str) -> ProxyRun | Response:
+    @property
+    def redactor(self) -> Redactor:
+        return self.store.redactor
+
+    def _answer(self, payload: Any) -> Response:
+        """A JSON answer, through the redactor every file goes through: a served trajectory is masked as its line is."""
+        return Response(self.redactor.text(json.dumps(payload)), media_type="application/json")
+
+    @staticmethod
+    def _error(exc: HTTPRefusal) -> Response:
+        return response_of(error_reply(exc.status, str(exc), exc.code))
+
+    def _open_run_or_404(self, request: Request) -> ProxyRun | Response:
+        try:
+            run_id = self._allowed(request)
+        except HTTPRefusal as exc:
+            return self._error(exc)
         with self._lock:
             run = self.runs.get(run_id)
         if run is not None:
             return run
-        why = f"run {run_id!r} is finished; open a new run (POST /runs)" if self.store.result(run_id) else f"unknown run {run_id!r}: open one with POST /runs"
-        return response_of(error_reply(404, why, "unknown_run"))
+        return self._error(HTTPRefusal(404, f"run {run_id!r} is finished; open a new run (POST /runs)", "unknown_run"))
 
     # --- what the routes do ---------------------------------------------------------------------
 
@@ -192,8 +242,10 @@ class Proxy:
         if request.seed_id is not None:
             seed = self.seeds.get(request.seed_id) or self.store.seed(request.seed_id)
             if seed is None:
-                known = ", ".join(sorted({*self.seeds, *self.store.trajectories})[:10]) or "none: start the proxy with --seeds, or finish a run first"
-                raise HTTPRefusal(404, f"unknown seed {request.seed_id!r} (the proxy has: {known})", "unknown_seed")
+                count = len({*self.seeds, *self.store.trajectories})
+                known = (f"it has {count} seed(s)" if count
+                         else "it has none: start the proxy with --seeds, or finish a run first")
+                raise HTTPRefusal(404, f"unknown seed {quoted(request.seed_id)} ({known})", "unknown_seed")
         elif request.seed is not None:
             try:
                 seed = Trajectory.model_validate(request.seed)
@@ -205,8 +257,10 @@ class Proxy:
             if run.id in self.runs or self.store.result(run.id) is not None:
                 raise HTTPRefusal(409, f"run {run.id!r} already exists", "run_exists")
             self.runs[run.id] = run
+            self.tokens[run.id] = run.served.token
         urls = self.gateway.add(run.served)
-        return RunOpened(run_id=run.id, base_url=urls.model, mode=run.request.mode, replay_until=run.session.log.replay_until)
+        return RunOpened(run_id=run.id, token=run.served.token, base_url=urls.model, mode=run.request.mode,
+                         replay_until=run.session.log.replay_until)
 
     def _tool(self, run: ProxyRun, report: ToolReport) -> ToolRecorded:
         step = run.tool(report)

@@ -38,7 +38,7 @@ class RunRequest(_Body):
     """``POST /runs``: the run to open and its mode."""
 
     mode: ProxyMode = "record"
-    run_id: str | None = Field(default=None, description="a name for the run (default: a fresh id)")
+    run_id: str | None = Field(default=None, max_length=128, description="a name for the run (default: a fresh id)")
     framework: str = Field(default="external", description="recorded in the trajectory's harness spec")
     model: str = "external-model"
     task: str | None = Field(default=None, description="the instruction (step 0); in replay it must equal the seed's")
@@ -71,7 +71,10 @@ class FinishRequest(_Body):
 
 class RunOpened(BaseModel):
     run_id: str
-    base_url: str = Field(description="the run's model base URL (agents name themselves by header); per agent: {base}/runs/{id}/agents/{agent}/v1")
+    token: str = Field(description="the run's capability token: every route of the run needs it "
+                                   "(X-Failforge-Token, or the path segment id~token)")
+    base_url: str = Field(description="the run's model base URL, carrying the token (agents name themselves by "
+                                      "header); per agent: {base}/runs/{id}~{token}/agents/{agent}/v1")
     mode: ProxyMode
     replay_until: int
 

@@ -190,7 +190,9 @@ def import_trajectory_attribution(path: Path) -> Iterator[LabelledFailure | Reco
                 file = folder / name
                 if not file.exists():
                     raise Skip(name, "missing from the case folder")
-                loaded.append(read_json(file))
+                if file.is_symlink() and not file.resolve().is_relative_to(folder.resolve()):
+                    raise Skip(name, "a symbolic link out of the case folder; not read")
+                loaded.append(read_json(file))  # a FIFO or a device is refused before it is opened
             yield read_case(folder, *loaded)
         except Skip as skip:
             yield skip.at(str(folder))

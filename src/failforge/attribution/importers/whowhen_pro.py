@@ -63,6 +63,7 @@ from failforge.attribution.importers._common import Skip, images_of, int_step, t
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
+from failforge.yamlsafe import safe_load
 
 SPLITS = ("text", "image", "image_gui", "video")
 FAILFORGE_ONLY = frozenset({"PL.3", "A.5", "A.6"})
@@ -579,7 +580,7 @@ def load_taxonomy_codes(root: Path) -> set[str] | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = safe_load(path.read_text(encoding="utf-8")) or {}  # a dataset's file: aliases bounded
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict) or not data:
