@@ -433,6 +433,7 @@ def test_decide_against_a_dead_judge_never_prints_negative_counts_and_exits_1_af
     import socket
 
     from failforge.adjudication import adjudicate
+
     from failforge.trajectory import Outcome
 
     seed = bundled_seeds[3]

@@ -23,16 +23,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from failforge.attribution._dispatch import Executor
 from failforge.attribution._methods import methods
 from failforge.canonical import canonical_hash
+from failforge.configfile import read_config_data
 from failforge.errors import ConfigError
 from failforge.llm import ModelEndpoint
 from failforge.secrets import safe_url
-from failforge.yamlsafe import YamlTooLarge, safe_load
 
 __all__ = ["MethodRun", "MethodsConfig", "load_methods_config"]
 
@@ -140,21 +139,7 @@ def _short(value: Any, limit: int = 200) -> str:
 
 def load_methods_config(path: Path) -> MethodsConfig:
     """Read and validate a methods config (YAML); any problem is a one-line :class:`ConfigError` naming it."""
-    try:
-        # aliases bounded: a 400-byte alias bomb is refused, not expanded
-        data = safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"methods config {path} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise ConfigError(f"methods config {path} is a directory; give a YAML file") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"methods config {path} is not UTF-8 text (byte {exc.start}); give a YAML file") from exc
-    except YamlTooLarge as exc:
-        raise ConfigError(f"methods config {path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise ConfigError(f"methods config {path} is not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from exc
+    data = read_config_data(path, what="methods config", format="yaml")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping with a 'runs' list, found {type(data).__name__}")
     try:

@@ -8,13 +8,13 @@ record can be traced to the exact configuration that made it.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from failforge.canonical import canonical_hash
+from failforge.configfile import read_config_data
 from failforge.errors import ConfigError
 from failforge.gold._filtering import default_filters
 from failforge.llm import ModelEndpoint
@@ -246,20 +246,7 @@ class CampaignConfig(_Section):
 def load_campaign(path: str | Path) -> CampaignConfig:
     """Read a TOML campaign file; relative seed and output paths are relative to the file."""
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"campaign file {file} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise ConfigError(f"campaign file {file} is a directory; give a TOML file") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"campaign file {file} is not UTF-8 text (byte {exc.start}); give a TOML file") from exc
-    except OSError as exc:
-        raise ConfigError(f"campaign file {file} cannot be read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"campaign file {file} is not valid TOML: {exc}") from exc
-    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
-        raise ConfigError(f"campaign file {file} is nested too deeply to be a campaign file; give a TOML file") from exc
+    data = read_config_data(file, what="campaign file", format="toml")
     base = file.resolve().parent
     seeds = data.get("seeds")
     if seeds is not None:

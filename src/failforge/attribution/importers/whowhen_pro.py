@@ -60,10 +60,10 @@ from failforge.attribution._record import (
     ToolCallRecord,
 )
 from failforge.attribution.importers._common import Skip, images_of, int_step, text_of
+from failforge.configfile import safe_load
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.jsonl import parse_json, read_jsonl
 from failforge.plugins import importers
-from failforge.yamlsafe import safe_load
 
 SPLITS = ("text", "image", "image_gui", "video")
 FAILFORGE_ONLY = frozenset({"PL.3", "A.5", "A.6"})
