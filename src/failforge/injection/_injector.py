@@ -14,6 +14,7 @@ from typing import Any
 
 from failforge.injection._note_check import note_problem
 from failforge.injection._roster import render_message, roster_context
+from failforge.judgement import render_step as judged_step
 from failforge.llm import Responder
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import Step, Trajectory
@@ -36,19 +37,8 @@ about the task. The note-leak filter also rejects any wording or value of this p
 
 
 def render_step(step: Step, limit: int = 400) -> str:
-    def cut(text: str | None) -> str:
-        text = (text or "").strip()
-        return text if len(text) <= limit else text[:limit] + " ..."
-
-    if step.kind == "task":
-        return f"[{step.index}] user: {cut(step.content)}"
-    if step.kind == "agent":
-        calls = "; ".join(f"{c.name}({c.arguments})" for c in step.tool_calls)
-        said = cut(step.content)
-        parts = [p for p in (f"says: {said}" if said else "", f"calls {calls}" if calls else "") if p]
-        return f"[{step.index}] {step.agent} " + (" and ".join(parts) or "says nothing")
-    result = step.error or step.content
-    return f"[{step.index}] tool {step.tool_name} returned: {cut(result)}"
+    """One line per step in the guide's prompt (the mode judge's renderer, cut at ``limit`` characters)."""
+    return judged_step(step, limit)
 
 
 def guide_request(seed: Trajectory, t: int, mode: ErrorMode, *, model: str, temperature: float, max_tokens: int = 160, seed_value: int | None = None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ _RATIONALE = re.compile(r"rationale\s*[:=]\s*(.+)", re.I | re.S)
 
 
 def render_step(step: Step, limit: int = 600) -> str:
-    """One line per step, the way the guide prompt shows them (kept here so this layer imports no injection)."""
+    """One line per step, as the judge and the guide prompts show them."""
 
     def cut(text: str | None) -> str:
         text = (text or "").strip()

@@ -17,6 +17,7 @@ from failforge.environments.agentdojo._env import SUITES, AgentDojoEpisode, get_
 from failforge.environments.agentdojo.gold._filters import HELD
 from failforge.environments.agentdojo.gold._observation import (
     DEFAULT_ATTACK_TARGET,
+    AttackPoint,
     InjectionSpec,
     attack_text,
     check_attack,
@@ -145,12 +146,9 @@ class InjectionKind(GoldKind):
         )
 
 
-class ComplianceSpec(JobSpec, frozen=True):
+class ComplianceSpec(AttackPoint, frozen=True):
     """An injected observation at ``step`` whose run held, then the agent's next step flipped to comply."""
 
-    vector: str
-    attack: str
-    injection_task: str
     job: Literal["comply"] = "comply"
 
     @property

@@ -159,12 +159,17 @@ def attack_text(suite_name: str, user_task: str, injection_task: str, attack: st
     return str(texts[vector])
 
 
-class InjectionSpec(JobSpec, frozen=True):
-    """One planned environment-side injection: seed, observation step, vector, attack, injection task."""
+class AttackPoint(JobSpec, frozen=True):
+    """Where and what an attack is: the observation step, the vector it fills, AgentDojo's attack, the injection task."""
 
     vector: str
     attack: str
     injection_task: str
+
+
+class InjectionSpec(AttackPoint, frozen=True):
+    """One planned environment-side injection: seed, observation step, vector, attack, injection task."""
+
     job: Literal["inject"] = "inject"
     """The gold kind that runs it."""
 
@@ -265,6 +270,7 @@ __all__ = [
     "DEFAULT_ATTACK",
     "DEFAULT_ATTACK_TARGET",
     "INJECTION_VERSION",
+    "AttackPoint",
     "InjectionPoints",
     "InjectionSpec",
     "attack_names",
