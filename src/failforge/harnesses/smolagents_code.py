@@ -35,7 +35,9 @@ class CodeAgentConfig(BaseModel):
 
     max_steps: int = Field(default=8, ge=1, description="smolagents' max_steps (then its closing final-answer call)")
     max_tokens: int | None = Field(default=1024, description="max_tokens per model call (None: the endpoint's default)")
-    temperature: float | None = Field(default=None, description="sampling temperature sent with every call (None: not sent)")
+    temperature: float | None = Field(
+        default=None, description="sampling temperature sent with every call (None: not sent)"
+    )
     additional_authorized_imports: list[str] = Field(default_factory=lambda: list(DEFAULT_IMPORTS))
 
 
@@ -54,7 +56,9 @@ def _executor_class() -> type:
             # final_answer is the interpreter's own; a CodeAgent here is given no other tool.
             extra = sorted(set(tools) - {"final_answer"})
             if extra:
-                raise ValueError(f"smolagents.code runs code in the environment's interpreter and cannot offer tools {extra}")
+                raise ValueError(
+                    f"smolagents.code runs code in the environment's interpreter and cannot offer tools {extra}"
+                )
 
         def send_variables(self, variables: dict[str, Any]) -> None:
             if variables:
@@ -71,13 +75,21 @@ def _executor_class() -> type:
             self.state["_print_outputs"] = body.get("logs", "")
             if step is not None and step.error:
                 raise RuntimeError(step.error)
-            return CodeOutput(output=body.get("output"), logs=str(body.get("logs", "")), is_final_answer=bool(body.get("is_final_answer")))
+            return CodeOutput(
+                output=body.get("output"),
+                logs=str(body.get("logs", "")),
+                is_final_answer=bool(body.get("is_final_answer")),
+            )
 
     return BoundaryExecutor
 
 
-@harnesses.register(NAME, description="smolagents' CodeAgent (its prompts, parser and final_answer), code run in the environment's interpreter",
-                    requires=("smolagents",), environments=("dabench",))
+@harnesses.register(
+    NAME,
+    description="smolagents' CodeAgent (its prompts, parser and final_answer), code run in the environment's interpreter",
+    requires=("smolagents",),
+    environments=("dabench",),
+)
 class SmolagentsCodeAgent(Harness):
     name = NAME
     Config = CodeAgentConfig
@@ -91,9 +103,14 @@ class SmolagentsCodeAgent(Harness):
             kwargs["max_tokens"] = cfg.max_tokens
         if cfg.temperature is not None:
             kwargs["temperature"] = cfg.temperature
-        agent = CodeAgent(tools=[], model=OpenAIModel(model, client=client, retry=False, **kwargs), executor=_executor_class()(toolbox),
-                          additional_authorized_imports=list(cfg.additional_authorized_imports), max_steps=cfg.max_steps,
-                          verbosity_level=-1)
+        agent = CodeAgent(
+            tools=[],
+            model=OpenAIModel(model, client=client, retry=False, **kwargs),
+            executor=_executor_class()(toolbox),
+            additional_authorized_imports=list(cfg.additional_authorized_imports),
+            max_steps=cfg.max_steps,
+            verbosity_level=-1,
+        )
         result = agent.run(instruction)
         self._memory = agent.memory
         return None if result is None else str(result)

@@ -17,7 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.canonical import sha256_hex
 from failforge.environments._base import Environment, Fingerprint
-from failforge.environments.dabench._data import ENV_VAR, Question, bundled_dir, load_questions, question, resolve_dir, tables_dir, task_id_of
+from failforge.environments.dabench._data import (
+    ENV_VAR,
+    Question,
+    bundled_dir,
+    load_questions,
+    question,
+    resolve_dir,
+    tables_dir,
+    task_id_of,
+)
 from failforge.environments.dabench._interpreter import (
     INTERPRETER_VERSION,
     TOOL_NAME,
@@ -53,7 +62,11 @@ def task_template() -> str:
 
 
 def instruction_for(q: Question) -> str:
-    return task_template().format(file_name=q.file_name, question=q.question, constraints=q.constraints, format=q.format).strip()
+    return (
+        task_template()
+        .format(file_name=q.file_name, question=q.question, constraints=q.constraints, format=q.format)
+        .strip()
+    )
 
 
 class DabenchConfig(BaseModel):
@@ -83,9 +96,13 @@ class DabenchEpisode:
         self.question = question(root, cfg.task_id)
         table = (tables_dir(root) / self.question.file_name).read_bytes()
         if sha256_hex(table) != cfg.table_sha256:
-            raise ConfigError(f"{self.question.file_name} in {root} is not the table this seed was recorded on (sha256 differs)")
+            raise ConfigError(
+                f"{self.question.file_name} in {root} is not the table this seed was recorded on (sha256 differs)"
+            )
         self._released = False
-        self.sandbox = acquire_sandbox(cfg.backend, cfg.limits, image=cfg.image or DATA_IMAGE, python_hash_seed=cfg.python_hash_seed)
+        self.sandbox = acquire_sandbox(
+            cfg.backend, cfg.limits, image=cfg.image or DATA_IMAGE, python_hash_seed=cfg.python_hash_seed
+        )
         try:
             self.sandbox.write_file(f"data/{self.question.file_name}", table)
         except BaseException:
@@ -109,11 +126,23 @@ class DabenchEpisode:
 
     def task_record(self) -> Task:
         q = self.question
-        return Task(benchmark=BENCHMARK, suite=q.level or None, task_id=self.cfg.task_id, instruction=self.instruction(),
-                    gold_answer=format_answer(list(q.common_answers)),
-                    metadata={"question_id": q.id, "file_name": q.file_name, "concepts": list(q.concepts), "level": q.level,
-                              "format": q.format, "constraints": q.constraints, "interpreter": INTERPRETER_VERSION,
-                              "sandbox": self.sandbox.describe()})
+        return Task(
+            benchmark=BENCHMARK,
+            suite=q.level or None,
+            task_id=self.cfg.task_id,
+            instruction=self.instruction(),
+            gold_answer=format_answer(list(q.common_answers)),
+            metadata={
+                "question_id": q.id,
+                "file_name": q.file_name,
+                "concepts": list(q.concepts),
+                "level": q.level,
+                "format": q.format,
+                "constraints": q.constraints,
+                "interpreter": INTERPRETER_VERSION,
+                "sandbox": self.sandbox.describe(),
+            },
+        )
 
     def toolbox(self, log: RunLog) -> InterpreterToolbox:
         return InterpreterToolbox(self.interpreter, log)
@@ -124,9 +153,16 @@ class DabenchEpisode:
     def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
         """The closed-form rule on the final answer: every labelled sub-answer present and equal."""
         result = score(final_output, list(self.question.common_answers))
-        return Outcome(success=result.correct, score=result.fraction, evaluator=EVALUATOR,
-                       details={"question_id": self.question.id, "sub_answers": [s.model_dump() for s in result.sub_answers],
-                                "extracted": result.extracted})
+        return Outcome(
+            success=result.correct,
+            score=result.fraction,
+            evaluator=EVALUATOR,
+            details={
+                "question_id": self.question.id,
+                "sub_answers": [s.model_dump() for s in result.sub_answers],
+                "extracted": result.extracted,
+            },
+        )
 
 
 def data_image_present() -> bool:
@@ -154,12 +190,19 @@ class DabenchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    data_dir: str | None = Field(default=None, description=f"a copy of InfiAgent's examples/DA-Agent/data (default: ${ENV_VAR}, "
-                                                            "else the 18 questions shipped with failforge)")
-    backend: str = Field(default="auto", description="sandbox backend: docker, local or auto (docker when its data image is here)")
+    data_dir: str | None = Field(
+        default=None,
+        description=f"a copy of InfiAgent's examples/DA-Agent/data (default: ${ENV_VAR}, "
+        "else the 18 questions shipped with failforge)",
+    )
+    backend: str = Field(
+        default="auto", description="sandbox backend: docker, local or auto (docker when its data image is here)"
+    )
 
 
-def env_spec(task_id: str, data_dir: str | None = None, backend: Literal["auto", "docker", "local"] | str = "auto") -> ComponentSpec:
+def env_spec(
+    task_id: str, data_dir: str | None = None, backend: Literal["auto", "docker", "local"] | str = "auto"
+) -> ComponentSpec:
     import os
 
     chosen = data_dir or os.environ.get(ENV_VAR) or None
@@ -170,8 +213,13 @@ def env_spec(task_id: str, data_dir: str | None = None, backend: Literal["auto",
     if not table.is_file():
         raise ConfigError(f"DA-Bench question {q.id} reads {q.file_name}, which is not in {tables_dir(root)}")
     concrete = concrete_backend(backend)
-    cfg = DabenchConfig(task_id=task_id_of(q.id), data_dir=recorded_dir, table_sha256=sha256_hex(table.read_bytes()), backend=concrete,
-                        image=DATA_IMAGE if concrete == "docker" else None)
+    cfg = DabenchConfig(
+        task_id=task_id_of(q.id),
+        data_dir=recorded_dir,
+        table_sha256=sha256_hex(table.read_bytes()),
+        backend=concrete,
+        image=DATA_IMAGE if concrete == "docker" else None,
+    )
     return ComponentSpec(name=BENCHMARK, version=INTERPRETER_VERSION, config=cfg.model_dump(mode="json"))
 
 
@@ -182,11 +230,15 @@ def open_episode(spec: ComponentSpec) -> DabenchEpisode:
         first = exc.errors()[0]
         raise ConfigError(f"environment spec for dabench is invalid: {first['loc']}: {first['msg']}") from exc
     if cfg.interpreter != INTERPRETER_VERSION:
-        raise ConfigError(f"this DA-Bench seed ran on interpreter {cfg.interpreter!r}, this failforge has {INTERPRETER_VERSION!r}; re-record it")
+        raise ConfigError(
+            f"this DA-Bench seed ran on interpreter {cfg.interpreter!r}, this failforge has {INTERPRETER_VERSION!r}; re-record it"
+        )
     return DabenchEpisode(cfg)
 
 
-@environments.register(BENCHMARK, description="DA-Bench: data-analysis questions answered by code on a stateful Python interpreter")
+@environments.register(
+    BENCHMARK, description="DA-Bench: data-analysis questions answered by code on a stateful Python interpreter"
+)
 class DabenchEnvironment(Environment):
     """DA-Bench questions as tasks ``dabench-<id>``."""
 
@@ -198,7 +250,10 @@ class DabenchEnvironment(Environment):
         import os
 
         opts = DabenchOptions.model_validate(options.model_dump())
-        return [task_id_of(qid) for qid in sorted(load_questions(resolve_dir(opts.data_dir or os.environ.get(ENV_VAR) or None)))]
+        return [
+            task_id_of(qid)
+            for qid in sorted(load_questions(resolve_dir(opts.data_dir or os.environ.get(ENV_VAR) or None)))
+        ]
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = DabenchOptions.model_validate(options.model_dump())
@@ -238,5 +293,16 @@ class DabenchEnvironment(Environment):
         return True, f"{n} questions in {resolve_dir(None)}; the docker backend needs {DATA_IMAGE}"
 
 
-__all__ = ["BENCHMARK", "DATA_IMAGE", "DabenchConfig", "DabenchEnvironment", "DabenchEpisode", "DabenchOptions", "TOOL_NAME",
-           "env_spec", "instruction_for", "open_episode", "score"]
+__all__ = [
+    "BENCHMARK",
+    "DATA_IMAGE",
+    "DabenchConfig",
+    "DabenchEnvironment",
+    "DabenchEpisode",
+    "DabenchOptions",
+    "TOOL_NAME",
+    "env_spec",
+    "instruction_for",
+    "open_episode",
+    "score",
+]

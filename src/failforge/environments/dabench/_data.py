@@ -51,8 +51,10 @@ def resolve_dir(data_dir: str | None) -> Path:
     chosen = data_dir or os.environ.get(ENV_VAR) or ""
     path = Path(chosen).expanduser().resolve() if chosen else bundled_dir()
     if not (path / QUESTIONS).is_file() or not (path / LABELS).is_file():
-        raise ConfigError(f"DA-Bench data folder {path} has no {QUESTIONS} and {LABELS}: pass --data-dir a copy of "
-                          "InfiAgent's examples/DA-Agent/data")
+        raise ConfigError(
+            f"DA-Bench data folder {path} has no {QUESTIONS} and {LABELS}: pass --data-dir a copy of "
+            "InfiAgent's examples/DA-Agent/data"
+        )
     return path
 
 
@@ -88,7 +90,9 @@ def question(root: Path, task_id: str) -> Question:
     raw = task_id.removeprefix("dabench-")
     found = load_questions(root).get(int(raw)) if raw.isdigit() else None
     if found is None:
-        raise ConfigError(f"DA-Bench has no question {task_id!r} in {root}; ids look like dabench-0 .. dabench-{max(load_questions(root))}")
+        raise ConfigError(
+            f"DA-Bench has no question {task_id!r} in {root}; ids look like dabench-0 .. dabench-{max(load_questions(root))}"
+        )
     return found
 
 
@@ -96,4 +100,13 @@ def task_id_of(question_id: int) -> str:
     return f"dabench-{question_id}"
 
 
-__all__ = ["ENV_VAR", "Question", "bundled_dir", "load_questions", "question", "resolve_dir", "tables_dir", "task_id_of"]
+__all__ = [
+    "ENV_VAR",
+    "Question",
+    "bundled_dir",
+    "load_questions",
+    "question",
+    "resolve_dir",
+    "tables_dir",
+    "task_id_of",
+]

@@ -35,8 +35,19 @@ FINGERPRINT_BUDGET = 64 * 1024 * 1024
 RESULT_MARKER = "\n@@failforge-interpreter-result@@\n"
 
 #: smolagents' ``BASE_BUILTIN_MODULES`` (1.26) plus the data stack DA-Bench runs authorise.
-BASE_IMPORTS: tuple[str, ...] = ("collections", "datetime", "itertools", "math", "queue", "random", "re", "stat", "statistics", "time",
-                                 "unicodedata")
+BASE_IMPORTS: tuple[str, ...] = (
+    "collections",
+    "datetime",
+    "itertools",
+    "math",
+    "queue",
+    "random",
+    "re",
+    "stat",
+    "statistics",
+    "time",
+    "unicodedata",
+)
 DATA_IMPORTS: tuple[str, ...] = ("numpy", "pandas", "scipy", "sklearn", "statsmodels", "json", "csv")
 
 TOOL_SCHEMA: dict[str, Any] = {
@@ -44,9 +55,13 @@ TOOL_SCHEMA: dict[str, Any] = {
     "function": {
         "name": TOOL_NAME,
         "description": "Run Python code in this run's interpreter; variables persist between calls. The table is under ./data/. "
-                       "Returns the printed output and the last value. Call final_answer(answer) to finish.",
-        "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "the Python code to run"}},
-                       "required": ["code"], "additionalProperties": False},
+        "Returns the printed output and the last value. Call final_answer(answer) to finish.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the Python code to run"}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
     },
 }
 
@@ -74,13 +89,15 @@ class Interpreter:
     def run(self, code: str) -> ToolResult:
         request = {"history": self.history, "code": code, "imports": self.imports, "budget": FINGERPRINT_BUDGET}
         source = program_source() + f"\nmain({json.dumps(request)!r})\n"
-        result = self.sandbox.exec(["python3", "-I", "-"], timeout=self.step_timeout, stdin=source)
+        result = self.sandbox.exec(["python3", "-s", "-"], timeout=self.step_timeout, stdin=source)
         if RESULT_MARKER not in result.stdout:
             why = f"timed out after {self.step_timeout:g}s" if result.timed_out else f"exit code {result.exit_code}"
             last = [line for line in result.stderr.strip().splitlines() if line.strip()][-1:]
             detail = f": {last[0]}" if last else ""
-            return ToolResult(content=json.dumps({"is_final_answer": False, "logs": "", "output": "None"}, sort_keys=True),
-                              error=f"Code execution failed: the interpreter stopped ({why}){detail}")
+            return ToolResult(
+                content=json.dumps({"is_final_answer": False, "logs": "", "output": "None"}, sort_keys=True),
+                error=f"Code execution failed: the interpreter stopped ({why}){detail}",
+            )
         raw = json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1])
         self.history.append(code)
         self.namespace = dict(raw["namespace"])
@@ -114,8 +131,15 @@ class InterpreterToolbox:
                 return ToolResult(content="", error="ValueError: give the code to run as the string argument 'code'")
             return self.interpreter.run(code)
 
-        step = observe_tool_call(self.log, name=name, arguments=parsed, call_id=call_id, run=run, fingerprint=self.interpreter.fingerprint,
-                                 drift=SandboxDrift)
+        step = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=parsed,
+            call_id=call_id,
+            run=run,
+            fingerprint=self.interpreter.fingerprint,
+            drift=SandboxDrift,
+        )
         return (step.content or "") if step.error is None else f"Error: {step.error}"
 
 
@@ -128,5 +152,15 @@ def parse_observation(content: str | None) -> dict[str, Any]:
     return body if isinstance(body, dict) else {"logs": str(body), "output": "None", "is_final_answer": False}
 
 
-__all__ = ["BASE_IMPORTS", "DATA_IMPORTS", "INTERPRETER_VERSION", "TOOL_NAME", "TOOL_SCHEMA", "Interpreter", "InterpreterToolbox",
-           "authorized_imports", "parse_observation", "program_source"]
+__all__ = [
+    "BASE_IMPORTS",
+    "DATA_IMPORTS",
+    "INTERPRETER_VERSION",
+    "TOOL_NAME",
+    "TOOL_SCHEMA",
+    "Interpreter",
+    "InterpreterToolbox",
+    "authorized_imports",
+    "parse_observation",
+    "program_source",
+]

@@ -24,12 +24,16 @@ def analyst_responses(q: Question) -> list[str]:
     """The four model responses of the scripted analyst for question ``q``."""
     answers = "{" + ", ".join(f"{name!r}: {value!r}" for name, value in q.common_answers) + "}"
     return [
-        _block("I will load the table and look at its size and first rows.",
-               f"import pandas as pd\ndf = pd.read_csv({'data/' + q.file_name!r})\nprint(df.shape)\nprint(df.head())"),
+        _block(
+            "I will load the table and look at its size and first rows.",
+            f"import pandas as pd\ndf = pd.read_csv({'data/' + q.file_name!r})\nprint(df.shape)\nprint(df.head())",
+        ),
         _block("Next I inspect the column types and missing values.", "print(df.dtypes)\nprint(df.isna().sum())"),
         _block("I collect the values the question asks for.", f"answers = {answers}\nprint(answers)"),
-        _block("I give the answers in the required format.",
-               "final_answer(' '.join(f'@{name}[{value}]' for name, value in answers.items()))"),
+        _block(
+            "I give the answers in the required format.",
+            "final_answer(' '.join(f'@{name}[{value}]' for name, value in answers.items()))",
+        ),
     ]
 
 

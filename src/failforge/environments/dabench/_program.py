@@ -1,4 +1,4 @@
-"""The stateful interpreter's program: it runs inside the sandbox (``python3 -I -``), never in failforge.
+"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned PYTHONHASHSEED holds), never in failforge.
 
 Standalone on purpose (standard library only, no failforge import): failforge sends its source on stdin
 followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier code blocks
@@ -117,7 +117,9 @@ def _check_imports(tree, allowed):
             names = [node.module]
         for name in names:
             if not _authorized(name, allowed):
-                raise InterpreterError(f"Import of {name} is not allowed. Authorized imports are: {sorted(allowed)!s}", node)
+                raise InterpreterError(
+                    f"Import of {name} is not allowed. Authorized imports are: {sorted(allowed)!s}", node
+                )
 
 
 def _segment(code, node):
@@ -131,12 +133,19 @@ def run_block(code, ns, allowed):
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        return "", "None", f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}", False
+        return (
+            "",
+            "None",
+            f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}",
+            False,
+        )
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             _check_imports(tree, allowed)
         except InterpreterError as exc:
-            error = f"Code execution failed at line '{_segment(code, exc.args[1])}' due to: InterpreterError: {exc.args[0]}"
+            error = (
+                f"Code execution failed at line '{_segment(code, exc.args[1])}' due to: InterpreterError: {exc.args[0]}"
+            )
         for stmt in [] if error else tree.body:
             try:
                 if isinstance(stmt, ast.Expr):
@@ -200,7 +209,11 @@ def _digest(value, budget):
                 return kind, f"over budget ({size} bytes)", 0
             h.update(repr(getattr(value, "shape", None)).encode())
             h.update(repr([str(c) for c in getattr(value, "columns", [])]).encode())
-            h.update(repr([str(d) for d in getattr(value, "dtypes", [])] if hasattr(value, "columns") else str(value.dtype)).encode())
+            h.update(
+                repr(
+                    [str(d) for d in getattr(value, "dtypes", [])] if hasattr(value, "columns") else str(value.dtype)
+                ).encode()
+            )
             try:
                 h.update(pandas.util.hash_pandas_object(value, index=True).to_numpy().tobytes())
             except TypeError:
@@ -211,7 +224,11 @@ def _digest(value, budget):
             if size > budget:
                 return kind, f"over budget ({size} bytes)", 0
             h.update(repr((getattr(value, "shape", None), str(getattr(value, "dtype", "")))).encode())
-            h.update(value.tobytes() if getattr(value, "dtype", None) is None or value.dtype.kind != "O" else repr(value.tolist()).encode())
+            h.update(
+                value.tobytes()
+                if getattr(value, "dtype", None) is None or value.dtype.kind != "O"
+                else repr(value.tolist()).encode()
+            )
             return kind, h.hexdigest()[:16], size
         if isinstance(value, (set, frozenset)):
             text = repr(sorted(repr(v) for v in value))
@@ -249,8 +266,12 @@ def main(request_text):
     for old in request["history"]:
         run_block(old, ns, allowed)
     logs, output, error, final = run_block(request["code"], ns, allowed)
-    result = {"logs": logs, "output": output, "error": error, "is_final_answer": final,
-              "namespace": namespace_fingerprint(ns, int(request["budget"]))}
+    result = {
+        "logs": logs,
+        "output": output,
+        "error": error,
+        "is_final_answer": final,
+        "namespace": namespace_fingerprint(ns, int(request["budget"])),
+    }
     sys.stdout.write(RESULT_MARKER + json.dumps(result, sort_keys=True))
     sys.stdout.flush()
-

@@ -66,8 +66,15 @@ def is_equal(found: str | None, label: str) -> bool:
 def score(response: str | None, common_answers: list[tuple[str, str]]) -> Score:
     """Score one response against a question's ``common_answers``."""
     extracted = extract_answers(response or "")
-    subs = [SubAnswer(name=name, label=label, found=extracted.get(name), correct=bool(response) and is_equal(extracted.get(name), label))
-            for name, label in common_answers]
+    subs = [
+        SubAnswer(
+            name=name,
+            label=label,
+            found=extracted.get(name),
+            correct=bool(response) and is_equal(extracted.get(name), label),
+        )
+        for name, label in common_answers
+    ]
     return Score(sub_answers=subs, extracted=extracted)
 
 
