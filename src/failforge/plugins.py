@@ -238,6 +238,7 @@ filters: Registry[Any] = Registry(
         "failforge.filters.differs",
         "failforge.filters.well_formed",
         "failforge.filters.mode_conformance",
+        "failforge.filters.tell",
     ),
 )
 exporters: Registry[Any] = Registry(
