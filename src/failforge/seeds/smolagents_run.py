@@ -78,19 +78,19 @@ def parse_run(raw: Any, where: str) -> SavedRun:
     if isinstance(raw, list):
         raw = {"steps": raw}
     if not isinstance(raw, dict) or not isinstance(raw.get("steps"), list) or not raw["steps"]:
-        raise SeedFormatError(f"{where}: field 'steps': expected smolagents' memory steps (a non-empty list)")
+        raise SeedFormatError(where, 0, "steps", "expected smolagents' memory steps (a non-empty list)")
     steps = raw["steps"]
     first = steps[0]
     if not isinstance(first, dict) or not isinstance(first.get("task"), str):
-        raise SeedFormatError(f"{where}: field 'steps[0].task': the first step must be smolagents' TaskStep ({{'task': ...}})")
+        raise SeedFormatError(where, 0, "steps[0].task", "the first step must be smolagents' TaskStep ({'task': ...})")
     actions = []
     for number, step in enumerate(steps[1:], start=1):
         if not isinstance(step, dict):
-            raise SeedFormatError(f"{where}: field 'steps[{number}]': expected an object")
+            raise SeedFormatError(where, 0, f"steps[{number}]", "expected an object")
         if "plan" in step:
-            raise SeedFormatError(f"{where}: field 'steps[{number}]': a PlanningStep; runs with planning are not imported")
+            raise SeedFormatError(where, 0, f"steps[{number}]", "a PlanningStep; runs with planning are not imported")
         if "task" in step:
-            raise SeedFormatError(f"{where}: field 'steps[{number}]': a second task; save one run per record")
+            raise SeedFormatError(where, 0, f"steps[{number}]", "a second task; save one run per record")
         actions.append(SavedAction.model_validate(step))
     return SavedRun(task=first["task"], actions=actions, model=str(raw.get("model") or "imported-smolagents-run"),
                     source=str(raw.get("source") or ""))
