@@ -188,14 +188,50 @@ def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]],
     return out, gold_label
 
 
+#: failforge harnesses whose records are written in the release's smolagents convention (a CodeAgent's actions).
+SMOLAGENTS_HARNESSES = frozenset({"smolagents.code"})
+
+
+def _smolagents_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]:
+    """The release's smolagents entries (user, then one ``action`` per agent step with its code's observation) and
+    the gold action's ``step_number``: the cursor the release's reader and scorer use, starting at 1 (no planning)."""
+    from failforge.conformance._code import CODE_BLOCK
+    from failforge.seeds.smolagents_run import smolagents_observation
+
+    first_user = next((s for s in record.steps if s.kind == "user"), None)
+    if first_user is None:
+        raise NotExportable("smolagents needs a user (task) step")
+    out: list[dict[str, Any]] = [{"kind": "user", "content": first_user.content}]
+    gold: int | None = None
+    number = 0
+    for i, step in enumerate(record.steps):
+        if step.kind != "agent":
+            continue
+        number += 1
+        after = record.steps[i + 1] if i + 1 < len(record.steps) and record.steps[i + 1].kind == "tool" else None
+        blocks = [a or b for a, b in CODE_BLOCK.findall(step.content or "")]
+        observation, error, final = smolagents_observation(after.content if after is not None else None)
+        out.append({"kind": "action", "step_number": number, "reasoning": step.content, "code": blocks[-1] if blocks else None,
+                    "observation": observation, "observation_images": [], "error": error, "is_final_answer": final})
+        if step.index == record.gold.step:
+            gold = number
+    if gold is None:
+        raise NotExportable(f"the gold step {record.gold.step} is not an agent step")
+    return out, gold
+
+
 def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
     """The release's per-trace dict (what ``release_from_row`` rebuilds from a row)."""
     check_codes(codes)
     mode = _mode_code(record, codes)
-    if record.topology == "single":
+    if record.framework in SMOLAGENTS_HARNESSES:
+        framework = "smolagents"
+        trajectory, number = _smolagents_trajectory(record)
+        ground_truth: dict[str, Any] = {"agent": None, "step": number, "mode": mode}
+    elif record.topology == "single":
         framework = "eva"
         trajectory, step = _eva_trajectory(record)
-        ground_truth: dict[str, Any] = {"agent": None, "step": step, "mode": mode}
+        ground_truth = {"agent": None, "step": step, "mode": mode}
     else:
         framework = "magentic-one"
         trajectory, label = _magentic_trajectory(record)

@@ -116,6 +116,17 @@ def read_runs(path: Path) -> list[tuple[str, SavedRun | SeedFormatError]]:
         return [(str(path), exc)]
 
 
+#: smolagents' ``truncate_content`` limit (``MAX_LENGTH_TRUNCATE_CONTENT``, 1.26): head and tail kept around a notice.
+MAX_OUTPUT = 20000
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= MAX_OUTPUT:
+        return text
+    half = MAX_OUTPUT // 2
+    return text[:half] + f"\n..._This content has been truncated to stay below {MAX_OUTPUT} characters_...\n" + text[-half:]
+
+
 def observation_text(step: Step) -> tuple[str | None, str | None]:
     """A failforge interpreter step as smolagents writes it into memory: (observations, error message)."""
     from failforge.environments.dabench._interpreter import parse_observation
@@ -124,9 +135,23 @@ def observation_text(step: Step) -> tuple[str | None, str | None]:
     logs = str(body.get("logs", ""))
     if step.error:
         return ("Execution logs:\n" + logs) if logs else None, step.error
-    from smolagents.utils import truncate_content
+    return "Execution logs:\n" + logs + "Last output from code snippet:\n" + _truncate(str(body.get("output"))), None
 
-    return "Execution logs:\n" + logs + "Last output from code snippet:\n" + truncate_content(str(body.get("output"))), None
+
+def smolagents_observation(content: str | None) -> tuple[str | None, str | None, bool]:
+    """A recorded interpreter observation (the JSON body, or an error's text as records keep it) as smolagents' memory
+    writes it: (observations, error message, is_final_answer)."""
+    import json
+
+    try:
+        body = json.loads(content or "")
+    except json.JSONDecodeError:
+        body = None
+    if not isinstance(body, dict):
+        return None, content or None, False
+    step = Step(index=0, kind="tool", agent="environment", role="tool", content=content)
+    observations, _ = observation_text(step)
+    return observations, None, bool(body.get("is_final_answer"))
 
 
 def match_question(task: str, data_dir: str | None) -> str:
