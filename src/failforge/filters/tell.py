@@ -48,7 +48,7 @@ QUOTED_COLUMN = re.compile(r"['\"]([^'\"]+)['\"]")
 COLUMN_READ = re.compile(r"\[\s*['\"]([^'\"\]]+)['\"]\s*\]")
 
 
-def annotations(code: str) -> list[tuple[int, str, str]]:
+def annotations_of(code: str) -> list[tuple[int, str, str]]:
     """(line number, annotation text, the code line it annotates) for every comment and printed string of ``code``."""
     lines = code.splitlines()
     found: list[tuple[int, str, str]] = []
@@ -152,7 +152,7 @@ def find_tell(step: Step) -> str | None:
         if why:
             return f"the thought {said!r} introduces code that does otherwise: {why}"
     for text in _texts(step):
-        for number, note, line in annotations(text):
+        for number, note, line in annotations_of(text):
             named = NAMES_CHANGE.search(note)
             if named:
                 return f"line {number}: {note!r} names the change ({named.group(0)!r})"
@@ -170,4 +170,4 @@ def check(ctx: FilterContext) -> FilterVerdict:
     return verdict(NAME, True, "no comment or printed text of the injected step contradicts its code or names the change")
 
 
-__all__ = ["NAME", "annotations", "contradiction", "find_tell"]
+__all__ = ["NAME", "annotations_of", "contradiction", "find_tell"]

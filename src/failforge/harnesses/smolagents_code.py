@@ -97,7 +97,8 @@ class SmolagentsCodeAgent(Harness):
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
         from smolagents import CodeAgent, OpenAIModel
 
-        cfg: CodeAgentConfig = self.config
+        cfg = self.config
+        assert isinstance(cfg, CodeAgentConfig)
         kwargs: dict[str, Any] = {}
         if cfg.max_tokens is not None:
             kwargs["max_tokens"] = cfg.max_tokens

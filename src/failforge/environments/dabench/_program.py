@@ -54,9 +54,7 @@ def _freeze_clock():
     time.perf_counter = tick
     import datetime as _datetime
 
-    real = _datetime.datetime
-
-    class datetime(real):  # noqa: N801 - stands in for the class of the same name
+    class datetime(_datetime.datetime):  # noqa: N801 - stands in for the class of the same name
         @classmethod
         def now(cls, tz=None):
             return cls.fromtimestamp(FROZEN_EPOCH, tz)
@@ -74,8 +72,8 @@ def _freeze_clock():
         def today(cls):
             return cls.fromtimestamp(FROZEN_EPOCH)
 
-    _datetime.datetime = datetime
-    _datetime.date = date
+    _datetime.datetime = datetime  # type: ignore[misc]
+    _datetime.date = date  # type: ignore[misc]
 
 
 def _preload():
