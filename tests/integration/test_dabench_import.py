@@ -59,3 +59,21 @@ def test_a_wrong_answer_or_an_unknown_task_is_refused(saved: dict) -> None:
     other["steps"][0]["task"] = "Summarise the weather."
     verdict = import_run(parse_run(other, "other"), "other", data_dir=dabench_dir(), backend="local")
     assert verdict.seed is None and verdict.reasons[0].startswith("the run's task names no DA-Bench question")
+
+
+def test_the_cli_writes_the_seed_and_exits_1_when_a_run_is_refused(saved: dict, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    edited = copy.deepcopy(saved)
+    edited["steps"][-1]["action_output"] = "@mean_fare[0]"
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(saved) + "\n" + json.dumps(edited) + "\n")
+    seeds = tmp_path / "seeds.jsonl"
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run([sys.executable, "-m", "failforge", "import", str(runs), "--format", "smolagents", "--data-dir", dabench_dir(),
+                           "--backend", "local", "-o", str(seeds)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "runs.jsonl:2: its final answer '@mean_fare[0]' fails dabench.eval_closed_form" in " ".join(done.stderr.split())
+    assert len(seeds.read_text().splitlines()) == 1

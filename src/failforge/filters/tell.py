@@ -164,6 +164,7 @@ def find_tell(step: Step) -> str | None:
 
 @filters.register(NAME, order=45, default=True)
 def check(ctx: FilterContext) -> FilterVerdict:
+    """The injected step's comments, printed labels and thought neither contradict its code nor name the change."""
     found = find_tell(ctx.injected)
     if found is not None:
         return verdict(NAME, False, f"step {ctx.step} gives the change away: {found}")
