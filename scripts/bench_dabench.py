@@ -7,7 +7,7 @@ over ``--repeat`` runs, and the replay/live ratio. Then the interpreter alone: t
 grows (the state is rebuilt from the run's earlier blocks, so step k re-runs k-1 blocks), against a bare
 ``python3 -c pass`` in the same sandbox. Milliseconds, medians.
 
-    PYTHONPATH=src python3 scripts/bench_dabench.py [--backends local docker] [--task dabench-18] [--repeat 3] [--steps 8]
+    PYTHONPATH=src python3 scripts/bench_dabench.py [--backends local docker] [--task ID] [--repeat 3] [--steps 8]
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from collections.abc import Callable
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["local", "docker"])
-    parser.add_argument("--task", default="dabench-18", help="a question of the data folder (default: the shipped subset)")
+    parser.add_argument(
+        "--task", default="dabench-18", help="a question of the data folder (default: the shipped subset)"
+    )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=8, help="interpreter steps in the per-step cost")
@@ -59,20 +61,30 @@ def main() -> int:
             bare = _median_ms(lambda: episode.sandbox.exec(["python3", "-c", "pass"]), args.repeat)  # noqa: B023
             box = episode.toolbox(RunLog(trajectory_id="bench", plan=Plan.record()))
             q = episode.question
-            blocks = [f"import pandas as pd\ndf = pd.read_csv('data/{q.file_name}')\nprint(df.shape)"] + \
-                     [f"x{k} = df.select_dtypes('number').sum().sum()\nprint(x{k})" for k in range(1, args.steps)]
+            blocks = [f"import pandas as pd\ndf = pd.read_csv('data/{q.file_name}')\nprint(df.shape)"] + [
+                f"x{k} = df.select_dtypes('number').sum().sum()\nprint(x{k})" for k in range(1, args.steps)
+            ]
             for k, code in enumerate(blocks):
                 started = time.perf_counter()
                 box.call("python_interpreter", json.dumps({"code": code}), f"c{k}")
                 per_step.append(round((time.perf_counter() - started) * 1000, 1))
         tool_steps = sum(1 for s in seed.steps if s.kind == "tool")
-        results[backend] = {"live_ms": round(live, 1), "replay_ms": round(replayed, 1), "replay_over_live": round(replayed / live, 3),
-                            "code_steps": tool_steps, "bare_python_ms": round(bare, 1), "step_ms_by_position": per_step,
-                            "step_growth_ms": round((per_step[-1] - per_step[1]) / max(1, len(per_step) - 2), 1)}
+        results[backend] = {
+            "live_ms": round(live, 1),
+            "replay_ms": round(replayed, 1),
+            "replay_over_live": round(replayed / live, 3),
+            "code_steps": tool_steps,
+            "bare_python_ms": round(bare, 1),
+            "step_ms_by_position": per_step,
+            "step_growth_ms": round((per_step[-1] - per_step[1]) / max(1, len(per_step) - 2), 1),
+        }
     for backend, row in results.items():
-        print(f"{backend}: live {row['live_ms']} ms, replay {row['replay_ms']} ms, replay/live {row['replay_over_live']} "
-              f"({row['code_steps']} code steps); bare python3 {row['bare_python_ms']} ms; "
-              f"interpreter step k (ms): {row['step_ms_by_position']}; growth per earlier block {row['step_growth_ms']} ms")
+        print(
+            f"{backend}: live {row['live_ms']} ms, replay {row['replay_ms']} ms, replay/live {row['replay_over_live']} "
+            f"({row['code_steps']} code steps); bare python3 {row['bare_python_ms']} ms; "
+            f"interpreter step k (ms): {row['step_ms_by_position']}; "
+            f"growth per earlier block {row['step_growth_ms']} ms"
+        )
     print(json.dumps(results))
     return 0
 

@@ -43,24 +43,52 @@ def main() -> int:
     write_jsonl(chosen, seeds)
     with LoopbackModelServer(policy=code_agent_policy(seeds, annotate_every=args.annotate_every)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback-analyst", api_key_env=None)
-        config = CampaignConfig(seeds=[str(chosen)], output=str(out / "campaign"), guide_kind="auto",
-                                plan={"steps_per_seed": 5, "modes_per_step": len(MODES), "modes": MODES})
+        config = CampaignConfig(
+            seeds=[str(chosen)],
+            output=str(out / "campaign"),
+            guide_kind="auto",
+            plan={"steps_per_seed": 5, "modes_per_step": len(MODES), "modes": MODES},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     gold, _ = load_jsonl(out / "campaign" / "gold.jsonl") if (out / "campaign" / "gold.jsonl").exists() else ([], [])
-    rejected = [item[1] for item in read_jsonl(out / "campaign" / "rejected.jsonl") if not isinstance(item, Exception)] \
-        if (out / "campaign" / "rejected.jsonl").exists() else []
+    rejected = (
+        [item[1] for item in read_jsonl(out / "campaign" / "rejected.jsonl") if not isinstance(item, Exception)]
+        if (out / "campaign" / "rejected.jsonl").exists()
+        else []
+    )
     by_mode = Counter(g.label.mode_code for g in gold)
     positions = Counter(g.label.decisive_step for g in gold)
     lengths = Counter(len(g.steps) for g in gold)
-    tells = [r for r in rejected if any(v.get("name") == "tell" and not v.get("passed") for v in r.get("verdicts") or [])]
-    print(f"seeds: {len(seeds)}; attempts {summary.attempts}, gold {summary.kept}, rejected {summary.rejected}, failed {summary.failed}")
-    print(f"gold by mode: {dict(sorted(by_mode.items()))}; decisive steps: {dict(sorted(positions.items()))}; lengths: {dict(sorted(lengths.items()))}")
-    print(f"rejected by: {dict(sorted(summary.rejected_by.items()))} (guide: the code rule has nothing to change at that step)")
+    tells = [
+        r for r in rejected if any(v.get("name") == "tell" and not v.get("passed") for v in r.get("verdicts") or [])
+    ]
+    print(
+        f"seeds: {len(seeds)}; attempts {summary.attempts}, gold {summary.kept}, "
+        f"rejected {summary.rejected}, failed {summary.failed}"
+    )
+    print(
+        f"gold by mode: {dict(sorted(by_mode.items()))}; decisive steps: {dict(sorted(positions.items()))}; "
+        f"lengths: {dict(sorted(lengths.items()))}"
+    )
+    print(
+        f"rejected by: {dict(sorted(summary.rejected_by.items()))} "
+        "(guide: the code rule has nothing to change at that step)"
+    )
     for r in tells:
         reason = next(v["reason"] for v in r["verdicts"] if v.get("name") == "tell")
         print(f"  tell {r['attempt_id']}: {reason[:200]}")
-    (out / "numbers.json").write_text(json.dumps({"gold_by_mode": by_mode, "rejected_by": summary.rejected_by, "positions": positions,
-                                                  "lengths": lengths, "tell": len(tells)}, indent=1))
+    (out / "numbers.json").write_text(
+        json.dumps(
+            {
+                "gold_by_mode": by_mode,
+                "rejected_by": summary.rejected_by,
+                "positions": positions,
+                "lengths": lengths,
+                "tell": len(tells),
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

@@ -26,7 +26,8 @@ from failforge.testing.model_servers import LoopbackModelServer
 QUESTION = "dabench-0"
 MODEL = "loopback-analyst"
 STEPS = [
-    "Thought: I load the table and look at its columns.\n<code>\nimport pandas as pd\ndf = pd.read_csv('data/test_ave.csv')\n"
+    "Thought: I load the table and look at its columns.\n<code>\nimport pandas as pd\n"
+    "df = pd.read_csv('data/test_ave.csv')\n"
     "print(df.shape)\nprint(df.columns.tolist())\n</code>",
     "Thought: The mean of the Fare column, rounded to two decimals.\n<code>\nmean_fare = round(df['Fare'].mean(), 2)\n"
     "print(mean_fare)\n</code>",
@@ -54,10 +55,28 @@ def main() -> int:
         shutil.copy(tables_dir(root) / q.file_name, Path(work) / "data" / q.file_name)
         task = Path(work) / "task.txt"
         task.write_text(instruction_for(q), encoding="utf-8")
-        source = (f"smolagents CodeAgent (LocalPythonExecutor) via {args.python}, model {MODEL}: "
-                  "failforge.testing.LoopbackModelServer playing scripts/dabench_real_smolagents_run.py's analyst")
-        subprocess.run([args.python, str(agent_script), "--base-url", server.base_url, "--model", MODEL, "--task-file", str(task),
-                        "--output", str(Path(args.output).resolve()), "--source", source], check=True, cwd=work)
+        source = (
+            f"smolagents CodeAgent (LocalPythonExecutor) via {args.python}, model {MODEL}: "
+            "failforge.testing.LoopbackModelServer playing scripts/dabench_real_smolagents_run.py's analyst"
+        )
+        subprocess.run(
+            [
+                args.python,
+                str(agent_script),
+                "--base-url",
+                server.base_url,
+                "--model",
+                MODEL,
+                "--task-file",
+                str(task),
+                "--output",
+                str(Path(args.output).resolve()),
+                "--source",
+                source,
+            ],
+            check=True,
+            cwd=work,
+        )
     print(f"saved {args.output}")
     return 0
 

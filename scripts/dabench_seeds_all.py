@@ -4,7 +4,7 @@ Prints seeds recorded and passed by the closed-form evaluator, audit n/n identic
 the analyst could not load (their seeds still pass: the answer comes from the label; listed, not hidden), timings
 and every failure. Resumable: seeds already in --output are not recorded again (the audit replays them all).
 
-    PYTHONPATH=src python3 scripts/dabench_seeds_all.py --backend local [--data-dir DIR] [--output seeds.jsonl] [--limit N]
+    PYTHONPATH=src python3 scripts/dabench_seeds_all.py --backend local [--data-dir DIR] [--output S.jsonl] [--limit N]
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def main() -> int:
             with out.open("a", encoding="utf-8") as handle:
                 handle.write(seed.model_dump_json() + "\n")
         print(
-            f"[{number}/{len(tasks)}] {task}: {len(seed.steps)} steps, passed {bool(seed.outcome and seed.outcome.success)}",
+            f"[{number}/{len(tasks)}] {task}: {len(seed.steps)} steps, "
+            f"passed {bool(seed.outcome and seed.outcome.success)}",
             flush=True,
         )
     recorded = time.perf_counter()

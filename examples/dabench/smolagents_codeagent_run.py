@@ -31,7 +31,12 @@ def main() -> None:
     agent = CodeAgent(tools=[], model=model, additional_authorized_imports=IMPORTS, max_steps=6, verbosity_level=0)
     agent.run(task)
     with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump({"steps": agent.memory.get_full_steps(), "model": args.model, "source": args.source}, handle, indent=1, default=str)
+        json.dump(
+            {"steps": agent.memory.get_full_steps(), "model": args.model, "source": args.source},
+            handle,
+            indent=1,
+            default=str,
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def test_a_run_whose_saved_observation_differs_is_refused_naming_the_step(saved:
     edited["steps"][2]["observations"] = edited["steps"][2]["observations"].replace("34.65", "34.66")
     verdict = import_run(parse_run(edited, "edited"), "edited", data_dir=dabench_dir(), backend="local")
     assert verdict.seed is None
-    assert len(verdict.reasons) == 1 and verdict.reasons[0].startswith("step 4 (the run's step 2): the observation differs")
+    assert len(verdict.reasons) == 1 and verdict.reasons[0].startswith(
+        "step 4 (the run's step 2): the observation differs"
+    )
     assert "34.66" in verdict.reasons[0]
 
 
@@ -54,7 +56,10 @@ def test_a_wrong_answer_or_an_unknown_task_is_refused(saved: dict) -> None:
     wrong = copy.deepcopy(saved)
     wrong["steps"][-1]["action_output"] = "@mean_fare[34.7]"
     verdict = import_run(parse_run(wrong, "wrong"), "wrong", data_dir=dabench_dir(), backend="local")
-    assert verdict.seed is None and "fails dabench.eval_closed_form (mean_fare: found '34.7', label '34.65')" in verdict.reasons[0]
+    assert (
+        verdict.seed is None
+        and "fails dabench.eval_closed_form (mean_fare: found '34.7', label '34.65')" in verdict.reasons[0]
+    )
     other = copy.deepcopy(saved)
     other["steps"][0]["task"] = "Summarise the weather."
     verdict = import_run(parse_run(other, "other"), "other", data_dir=dabench_dir(), backend="local")
@@ -72,8 +77,29 @@ def test_the_cli_writes_the_seed_and_exits_1_when_a_run_is_refused(saved: dict, 
     runs.write_text(json.dumps(saved) + "\n" + json.dumps(edited) + "\n")
     seeds = tmp_path / "seeds.jsonl"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run([sys.executable, "-m", "failforge", "import", str(runs), "--format", "smolagents", "--data-dir", dabench_dir(),
-                           "--backend", "local", "-o", str(seeds)], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "failforge",
+            "import",
+            str(runs),
+            "--format",
+            "smolagents",
+            "--data-dir",
+            dabench_dir(),
+            "--backend",
+            "local",
+            "-o",
+            str(seeds),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "runs.jsonl:2: its final answer '@mean_fare[0]' fails dabench.eval_closed_form" in " ".join(done.stderr.split())
+    assert "runs.jsonl:2: its final answer '@mean_fare[0]' fails dabench.eval_closed_form" in " ".join(
+        done.stderr.split()
+    )
     assert len(seeds.read_text().splitlines()) == 1

@@ -38,8 +38,11 @@ def test_a_code_agent_gold_record_is_a_smolagents_row_whose_step_reads_back(tmp_
 
 
 def test_the_release_smolagents_row_reads_at_its_cursor() -> None:
-    rows = [r for r in importers.get("whowhen-pro")(FIXTURES / "attribution" / "whowhen_pro")
-            if not isinstance(r, Exception) and r.framework == "smolagents"]
+    rows = [
+        r
+        for r in importers.get("whowhen-pro")(FIXTURES / "attribution" / "whowhen_pro")
+        if not isinstance(r, Exception) and r.framework == "smolagents"
+    ]
     assert rows
     row = rows[0]
     assert row.steps[row.gold.step].content.startswith("Thought: the sum is 10 over 5 values.")  # action step_number 2

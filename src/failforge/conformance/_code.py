@@ -75,9 +75,15 @@ def check_code_r3(original: str, injected: str, seed: Trajectory) -> Outcome:
                 return True, f"the number {x} of a_t's code is written rounded early, as {y}"
             return False, f"the number {x} became {y}, which is not {x} rounded to fewer decimals"
         if len(changed) > 1:
-            return False, f"{len(changed)} numbers of a_t's code changed ({', '.join(x for x, _ in changed)}): not one rounded early"
+            return (
+                False,
+                f"{len(changed)} numbers of a_t's code changed ({', '.join(x for x, _ in changed)}): "
+                "not one rounded early",
+            )
     kept_before, kept_after = ROUND.findall(original), ROUND.findall(injected)
-    if len(kept_before) == len(kept_after) and any(int(b) > int(a) for b, a in zip(kept_before, kept_after, strict=True)):
+    if len(kept_before) == len(kept_after) and any(
+        int(b) > int(a) for b, a in zip(kept_before, kept_after, strict=True)
+    ):
         return True, "a round(...) of a_t's code keeps fewer decimals in ã_t"
     if len(kept_after) > len(kept_before) and _same_but_rounding(original, injected):
         return True, "ã_t rounds an intermediate value a_t left unrounded"
@@ -95,7 +101,11 @@ def check_code_r2(original: str, injected: str, seed: Trajectory) -> Outcome:
         return False, "a_t's code computes no standard deviation or variance"
     if len(before) == len(after) and before != after:
         which = next(f"{x} -> {y}" for x, y in zip(before, after, strict=True) if x != y)
-        return True, f"the statistic's degrees of freedom change ({which}): a population statistic where a sample one was computed, or back"
+        return (
+            True,
+            f"the statistic's degrees of freedom change ({which}): "
+            "a population statistic where a sample one was computed, or back",
+        )
     return False, "ã_t computes the same standard deviations and variances as a_t"
 
 
@@ -126,8 +136,12 @@ def check_code_a4(original: str, injected: str, seed: Trajectory) -> Outcome:
     return False, "ã_t writes every required answer name as a_t does"
 
 
-CODE_CHECKS: dict[str, Callable[[str, str, Trajectory], Outcome]] = {"R.3": check_code_r3, "R.2": check_code_r2, "A.2": check_code_a2,
-                                                                     "A.4": check_code_a4}
+CODE_CHECKS: dict[str, Callable[[str, str, Trajectory], Outcome]] = {
+    "R.3": check_code_r3,
+    "R.2": check_code_r2,
+    "A.2": check_code_a2,
+    "A.4": check_code_a4,
+}
 
 
 def check_code_step(seed: Trajectory, injected: Step, t: int, mode: str) -> Outcome | None:
@@ -142,4 +156,12 @@ def check_code_step(seed: Trajectory, injected: Step, t: int, mode: str) -> Outc
     return CODE_CHECKS[mode](original, changed, seed)
 
 
-__all__ = ["CODE_CHECKS", "INTERPRETER_TOOL", "answer_names", "check_code_step", "code_of", "is_code_step", "statistic_calls"]
+__all__ = [
+    "CODE_CHECKS",
+    "INTERPRETER_TOOL",
+    "answer_names",
+    "check_code_step",
+    "code_of",
+    "is_code_step",
+    "statistic_calls",
+]

@@ -5,14 +5,16 @@ is not how an analyst's slip looks: the agent wrote what it meant and then did s
 localises at a glance (Who&When Pro's reproduction: 85.7% against 46.7% on the paper's own traces). So are words
 that name the change (``# deliberately rounded``, ``print("wrong column")``). This filter reads the annotations of
 the injected step ã_t (its code's comments and printed string literals; for a tool call, the comments in its
-string arguments, e.g. a file of code it writes) and rejects the candidate naming the offending line. A CodeAgent's ``Thought:`` is read the same way against the
+string arguments, e.g. a file of code it writes) and rejects the candidate naming the offending line. A
+CodeAgent's ``Thought:`` is read the same way against the
 whole code block it introduces.
 
 An annotation contradicts the line it annotates (an inline comment or a print: its own line; a comment on a line
 of its own: the next line of code) when it names one statistic and the line computes another (sum, mean,
 median, standard deviation, variance, minimum, maximum, count), names a sample statistic where the line sets
 ``ddof=0`` or a population one where it sets ``ddof=1``, gives a number of decimals the line's ``round`` does not
-keep (or its numbers do not have), or quotes a column the line does not read while it reads another. It names the change when it says
+keep (or its numbers do not have), or quotes a column the line does not read while it reads another. It
+names the change when it says
 deliberately, on purpose, intentionally, injected, wrong, incorrect, a mistake, a bug or "instead of".
 Runs in every environment; a step with no annotation passes.
 """
@@ -34,14 +36,20 @@ STATISTICS: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "sum": (re.compile(r"\b(sum|total)\b", re.I), re.compile(r"\.sum\(|\bsum\(")),
     "mean": (re.compile(r"\b(mean|average|avg)\b", re.I), re.compile(r"\.mean\(|\bmean\(|\baverage\(")),
     "median": (re.compile(r"\bmedian\b", re.I), re.compile(r"\.median\(|\bmedian\(")),
-    "standard deviation": (re.compile(r"\b(std|stdev|standard deviation)\b", re.I), re.compile(r"\.std\(|\bp?stdev\(|\bstd\(")),
+    "standard deviation": (
+        re.compile(r"\b(std|stdev|standard deviation)\b", re.I),
+        re.compile(r"\.std\(|\bp?stdev\(|\bstd\("),
+    ),
     "variance": (re.compile(r"\bvariance\b|\bvar\b", re.I), re.compile(r"\.var\(|\bp?variance\(|\bvar\(")),
     "minimum": (re.compile(r"\b(min|minimum|smallest|lowest)\b", re.I), re.compile(r"\.min\(|\bmin\(|idxmin\(")),
     "maximum": (re.compile(r"\b(max|maximum|largest|highest)\b", re.I), re.compile(r"\.max\(|\bmax\(|idxmax\(")),
     "count": (re.compile(r"\b(count|number of)\b", re.I), re.compile(r"\.count\(|\blen\(|\.size\b|value_counts\(")),
 }
-NAMES_CHANGE = re.compile(r"\b(deliberately|on purpose|intentional(?:ly)?|injected|wrong|incorrect(?:ly)?|mistaken(?:ly)?|mistake|bug|"
-                          r"instead of)\b", re.I)
+NAMES_CHANGE = re.compile(
+    r"\b(deliberately|on purpose|intentional(?:ly)?|injected|wrong|incorrect(?:ly)?|mistaken(?:ly)?|mistake|bug|"
+    r"instead of)\b",
+    re.I,
+)
 DECIMALS = re.compile(r"\b(\w+|\d+)\s+decimal", re.I)
 WORD_NUMBERS = {"zero": 0, "no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 QUOTED_COLUMN = re.compile(r"['\"]([^'\"]+)['\"]")
@@ -68,10 +76,17 @@ def annotations_of(code: str) -> list[tuple[int, str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             text = " ".join(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
-            text += " ".join(v.value for a in node.args if isinstance(a, ast.JoinedStr) for v in a.values
-                             if isinstance(v, ast.Constant) and isinstance(v.value, str))
+            text += " ".join(
+                v.value
+                for a in node.args
+                if isinstance(a, ast.JoinedStr)
+                for v in a.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )
             if text.strip():
-                found.append((node.lineno, text.strip(), ast.get_source_segment(code, node) or lines[node.lineno - 1].strip()))
+                found.append(
+                    (node.lineno, text.strip(), ast.get_source_segment(code, node) or lines[node.lineno - 1].strip())
+                )
     return sorted(found)
 
 
@@ -121,7 +136,7 @@ NAMED_COLUMN = re.compile(r"\b(?:the\s+)?['\"]?([A-Za-z_][\w.]*)['\"]?\s+column\
 
 
 def thought_contradiction(thought: str, code: str) -> str | None:
-    """Why a CodeAgent's ``Thought:`` contradicts the code block it introduces, or None (it annotates the whole block)."""
+    """Why a CodeAgent's ``Thought:`` contradicts the code block it introduces (all of it), or None."""
     said = [name for name, (words, _) in STATISTICS.items() if words.search(thought)]
     done = [name for name, (_, calls) in STATISTICS.items() if calls.search(code)]
     if said and done and not set(said) & set(done):
@@ -168,7 +183,9 @@ def check(ctx: FilterContext) -> FilterVerdict:
     found = find_tell(ctx.injected)
     if found is not None:
         return verdict(NAME, False, f"step {ctx.step} gives the change away: {found}")
-    return verdict(NAME, True, "no comment or printed text of the injected step contradicts its code or names the change")
+    return verdict(
+        NAME, True, "no comment or printed text of the injected step contradicts its code or names the change"
+    )
 
 
 __all__ = ["NAME", "annotations_of", "contradiction", "find_tell"]

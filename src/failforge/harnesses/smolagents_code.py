@@ -45,7 +45,7 @@ def _executor_class() -> type:
     from smolagents.local_python_executor import CodeOutput, PythonExecutor
 
     class BoundaryExecutor(PythonExecutor):
-        """A smolagents executor that runs each code block as one ``python_interpreter`` call through the tool boundary."""
+        """A smolagents executor: each code block is one ``python_interpreter`` call through the tool boundary."""
 
         def __init__(self, toolbox: Any) -> None:
             self.toolbox = toolbox
@@ -86,7 +86,7 @@ def _executor_class() -> type:
 
 @harnesses.register(
     NAME,
-    description="smolagents' CodeAgent (its prompts, parser and final_answer), code run in the environment's interpreter",
+    description="smolagents' CodeAgent (its prompts, parser, final_answer), code run in the environment's interpreter",
     requires=("smolagents",),
     environments=("dabench",),
 )

@@ -42,15 +42,22 @@ def _r3(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
         digits = len(m.group(0).split(".")[1]) - 1
         new = f"{round(float(m.group(0)), digits):.{digits}f}"
         if new != m.group(0):
-            changed = code[: m.start()] + new + code[m.end():]
+            changed = code[: m.start()] + new + code[m.end() :]
             return _note(f"Round {m.group(0)} to {digits} decimal place(s) at this point.", changed), {
-                "edit": "early rounding", "original": m.group(0), "value": new}
+                "edit": "early rounding",
+                "original": m.group(0),
+                "value": new,
+            }
     kept = list(ROUND.finditer(code))
     for m in kept:
         k = int(m.group(1))
         if k > 0:
-            changed = code[: m.start(1)] + str(k - 1) + code[m.end(1):]
-            return _note(f"Keep {k - 1} decimal place(s) in this rounding.", changed), {"edit": "early rounding", "original": k, "value": k - 1}
+            changed = code[: m.start(1)] + str(k - 1) + code[m.end(1) :]
+            return _note(f"Keep {k - 1} decimal place(s) in this rounding.", changed), {
+                "edit": "early rounding",
+                "original": k,
+                "value": k - 1,
+            }
     return "a_t's code has no decimal number and no round(...) to round earlier"
 
 
@@ -67,10 +74,14 @@ def _r2(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
             what = f"Use statistics.{swapped} here."
         else:
             ddof = re.search(r"ddof\s*=\s*(\d)", args)
-            numpy_call = code[max(0, start - 3): start] in ("np.",) or "numpy." in code[max(0, start - 6): start]
+            numpy_call = code[max(0, start - 3) : start] in ("np.",) or "numpy." in code[max(0, start - 6) : start]
             current = int(ddof.group(1)) if ddof else (0 if numpy_call else 1)
             other = 1 - current if current in (0, 1) else 0
-            new_args = re.sub(r"ddof\s*=\s*\d", f"ddof={other}", args) if ddof else (f"{args}, ddof={other}" if args.strip() else f"ddof={other}")
+            new_args = (
+                re.sub(r"ddof\s*=\s*\d", f"ddof={other}", args)
+                if ddof
+                else (f"{args}, ddof={other}" if args.strip() else f"ddof={other}")
+            )
             new = f"{name}({new_args})"
             what = f"Compute this {'standard deviation' if name == 'std' else 'variance'} with ddof={other}."
         changed = code[:start] + new + code[end:]
@@ -87,7 +98,9 @@ def _columns_seen(seed: Trajectory, t: int) -> list[str]:
         text = step.content or ""
         for listed in re.findall(r"\[((?:\\?'[^']*\\?',?\s*)+)\]", text):
             seen += re.findall(r"'([^'\\]+)'", listed)
-        seen += re.findall(r"(?m)^([A-Za-z_][\w .]*?)\s{2,}(?:int|float|object|bool|datetime)\d*\b", text.replace("\\n", "\n"))
+        seen += re.findall(
+            r"(?m)^([A-Za-z_][\w .]*?)\s{2,}(?:int|float|object|bool|datetime)\d*\b", text.replace("\\n", "\n")
+        )
     return list(dict.fromkeys(s.strip() for s in seen if s.strip()))
 
 
@@ -101,12 +114,18 @@ def _a2(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
     if not others:
         return f"the agent saw no other column than {m.group(2)!r} before this step"
     other = others[rng.randrange(len(others))]
-    changed = code[: m.start(2)] + other + code[m.end(2):]
-    return _note(f"Read the column {other!r} here.", changed), {"edit": "wrong column", "original": m.group(2), "value": other}
+    changed = code[: m.start(2)] + other + code[m.end(2) :]
+    return _note(f"Read the column {other!r} here.", changed), {
+        "edit": "wrong column",
+        "original": m.group(2),
+        "value": other,
+    }
 
 
 def _a4(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
-    written = {n: re.search(rf"(['\"]){re.escape(n)}\1|@{re.escape(n)}\[", code) for n in answer_names(seed) if "_" in n}
+    written = {
+        n: re.search(rf"(['\"]){re.escape(n)}\1|@{re.escape(n)}\[", code) for n in answer_names(seed) if "_" in n
+    }
     names = [n for n, m in written.items() if m is not None]
     if not names:
         return "a_t's code writes no required answer name (with an underscore to lose) as text"
@@ -114,15 +133,24 @@ def _a4(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
     spaced = name.replace("_", " ")
     m = written[name]
     assert m is not None
-    changed = code[: m.start()] + m.group(0).replace(name, spaced) + code[m.end():]
-    return _note(f"Write the answer name {name!r} as {spaced!r}.", changed), {"edit": "answer format", "original": name, "value": spaced}
+    changed = code[: m.start()] + m.group(0).replace(name, spaced) + code[m.end() :]
+    return _note(f"Write the answer name {name!r} as {spaced!r}.", changed), {
+        "edit": "answer format",
+        "original": name,
+        "value": spaced,
+    }
 
 
-CODE_RULES: dict[str, Callable[[Trajectory, int, str, random.Random], Made]] = {"R.3": _r3, "R.2": _r2, "A.2": _a2, "A.4": _a4}
+CODE_RULES: dict[str, Callable[[Trajectory, int, str, random.Random], Made]] = {
+    "R.3": _r3,
+    "R.2": _r2,
+    "A.2": _a2,
+    "A.4": _a4,
+}
 
 
 def code_rule(seed: Trajectory, t: int, mode: str, rng: random.Random) -> Made | None:
-    """The code rule's note for ``mode`` at a code step; None when ``t`` is no code step or the mode has no code rule."""
+    """The code rule's note for ``mode`` at a code step; None: ``t`` is no code step, or ``mode`` has no code rule."""
     if mode not in CODE_RULES or not is_code_step(seed, t):
         return None
     code = code_of(seed.steps[t])

@@ -92,8 +92,12 @@ def parse_run(raw: Any, where: str) -> SavedRun:
         if "task" in step:
             raise SeedFormatError(where, 0, f"steps[{number}]", "a second task; save one run per record")
         actions.append(SavedAction.model_validate(step))
-    return SavedRun(task=first["task"], actions=actions, model=str(raw.get("model") or "imported-smolagents-run"),
-                    source=str(raw.get("source") or ""))
+    return SavedRun(
+        task=first["task"],
+        actions=actions,
+        model=str(raw.get("model") or "imported-smolagents-run"),
+        source=str(raw.get("source") or ""),
+    )
 
 
 def read_runs(path: Path) -> list[tuple[str, SavedRun | SeedFormatError]]:
@@ -124,7 +128,11 @@ def _truncate(text: str) -> str:
     if len(text) <= MAX_OUTPUT:
         return text
     half = MAX_OUTPUT // 2
-    return text[:half] + f"\n..._This content has been truncated to stay below {MAX_OUTPUT} characters_...\n" + text[-half:]
+    return (
+        text[:half]
+        + f"\n..._This content has been truncated to stay below {MAX_OUTPUT} characters_...\n"
+        + text[-half:]
+    )
 
 
 def observation_text(step: Step) -> tuple[str | None, str | None]:
@@ -161,12 +169,16 @@ def match_question(task: str, data_dir: str | None) -> str:
     root = resolve_dir(data_dir)
     hits = [q for q in load_questions(root).values() if q.question.strip() in task and q.file_name in task]
     if not hits:
-        raise ConfigError(f"the run's task names no DA-Bench question of {root} (its question text and table file must both occur)")
+        raise ConfigError(
+            f"the run's task names no DA-Bench question of {root} (its question text and table file must both occur)"
+        )
     if len(hits) > 1:
         longest = max(len(q.question) for q in hits)
         hits = [q for q in hits if len(q.question) == longest]
         if len(hits) > 1:
-            raise ConfigError(f"the run's task matches several DA-Bench questions: {', '.join(task_id_of(q.id) for q in hits)}")
+            raise ConfigError(
+                f"the run's task matches several DA-Bench questions: {', '.join(task_id_of(q.id) for q in hits)}"
+            )
     return task_id_of(hits[0].id)
 
 
@@ -192,7 +204,9 @@ def import_run(run: SavedRun, where: str, *, data_dir: str | None = None, backen
         verdict.reasons.append("the run has no final answer (no step with is_final_answer)")
         return verdict
     if not result.correct:
-        wrong = ", ".join(f"{s.name}: found {s.found!r}, label {s.label!r}" for s in result.sub_answers if not s.correct)
+        wrong = ", ".join(
+            f"{s.name}: found {s.found!r}, label {s.label!r}" for s in result.sub_answers if not s.correct
+        )
         verdict.reasons.append(f"its final answer {answer!r} fails dabench.eval_closed_form ({wrong})")
         return verdict
     outputs = [a.model_output or "" for a in run.actions]
@@ -202,14 +216,27 @@ def import_run(run: SavedRun, where: str, *, data_dir: str | None = None, backen
 
     spec = env_spec(task_id, data_dir, backend)
     harness = harness_from_spec(ComponentSpec(name="smolagents.code", config={"max_steps": max(len(run.actions), 1)}))
-    seed = record(env_spec=spec, harness=harness, model=ComponentSpec(name=run.model), upstream=OracleResponder(script, name="smolagents-run"))
+    seed = record(
+        env_spec=spec,
+        harness=harness,
+        model=ComponentSpec(name=run.model),
+        upstream=OracleResponder(script, name="smolagents-run"),
+    )
     verdict.reasons.extend(_compare(run, seed))
     if not (seed.outcome and seed.outcome.success):
         verdict.reasons.append(f"re-executed, the run's answer fails the evaluator: {seed.outcome}")
     if verdict.reasons:
         return verdict
-    provenance = {**seed.provenance, "imported_from": {"format": FORMAT, "file": where, "source": run.source, "task_text": run.task,
-                                                       "actions": len(run.actions)}}
+    provenance = {
+        **seed.provenance,
+        "imported_from": {
+            "format": FORMAT,
+            "file": where,
+            "source": run.source,
+            "task_text": run.task,
+            "actions": len(run.actions),
+        },
+    }
     verdict.seed = seed.model_copy(update={"provenance": provenance})
     return verdict
 
@@ -225,8 +252,10 @@ def _compare(run: SavedRun, seed: Trajectory) -> list[str]:
         observations, error = observation_text(step)
         saved_error = (saved.error or {}).get("message") if saved.error else None
         if (saved.observations, saved_error) != (observations, error):
-            problems.append(f"step {step.index} (the run's step {saved.step_number}): the observation differs from the saved one:\n"
-                            + readable_diff(f"{saved.observations}\n{saved_error or ''}", f"{observations}\n{error or ''}"))
+            problems.append(
+                f"step {step.index} (the run's step {saved.step_number}): the observation differs from the saved one:\n"
+                + readable_diff(f"{saved.observations}\n{saved_error or ''}", f"{observations}\n{error or ''}")
+            )
     return problems
 
 
@@ -234,4 +263,13 @@ def _parse_error(action: SavedAction) -> bool:
     return bool(action.error and action.error.get("type") == "AgentParsingError")
 
 
-__all__ = ["FORMAT", "ImportVerdict", "SavedAction", "SavedRun", "import_run", "match_question", "parse_run", "read_runs"]
+__all__ = [
+    "FORMAT",
+    "ImportVerdict",
+    "SavedAction",
+    "SavedRun",
+    "import_run",
+    "match_question",
+    "parse_run",
+    "read_runs",
+]

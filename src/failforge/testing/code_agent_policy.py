@@ -46,8 +46,14 @@ def _annotated(original: str, changed: str) -> str:
 def code_agent_policy(seeds: list[Trajectory], *, annotate_every: int = 0) -> Policy:
     """``policy(body) -> (content, None)`` for :class:`~failforge.testing.LoopbackModelServer`, playing whichever
     of ``seeds`` has the task the request's first user message names."""
-    by_task = {seed.task.instruction: [s.model_call.response["choices"][0]["message"].get("content") or ""
-                                       for s in seed.agent_steps() if s.model_call is not None] for seed in seeds}
+    by_task = {
+        seed.task.instruction: [
+            s.model_call.response["choices"][0]["message"].get("content") or ""
+            for s in seed.agent_steps()
+            if s.model_call is not None
+        ]
+        for seed in seeds
+    }
 
     def policy(body: dict[str, Any]) -> tuple[Any, Any]:
         messages = body["messages"]
@@ -57,8 +63,14 @@ def code_agent_policy(seeds: list[Trajectory], *, annotate_every: int = 0) -> Po
             return "I cannot help with that.", None
         n = sum(1 for m in messages if m.get("role") == "assistant")
         reply = responses[min(n, len(responses) - 1)]
-        guidance = next((_text(m.get("content")) for m in messages if m.get("role") == "system" and "Private guidance" in _text(m.get("content"))),
-                        None)
+        guidance = next(
+            (
+                _text(m.get("content"))
+                for m in messages
+                if m.get("role") == "system" and "Private guidance" in _text(m.get("content"))
+            ),
+            None,
+        )
         if guidance is None:
             if "realistic mistakes" in _text(messages[0].get("content")):
                 return "Nothing can be changed here.", None
@@ -71,7 +83,7 @@ def code_agent_policy(seeds: list[Trajectory], *, annotate_every: int = 0) -> Po
         digest = int(hashlib.sha256(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()[:8], 16)
         if annotate_every and digest % annotate_every == 0:
             code = _annotated(original.group(1), code)
-        return reply[: original.start(1)] + code + reply[original.end(1):], None
+        return reply[: original.start(1)] + code + reply[original.end(1) :], None
 
     return policy
 

@@ -231,7 +231,8 @@ def open_episode(spec: ComponentSpec) -> DabenchEpisode:
         raise ConfigError(f"environment spec for dabench is invalid: {first['loc']}: {first['msg']}") from exc
     if cfg.interpreter != INTERPRETER_VERSION:
         raise ConfigError(
-            f"this DA-Bench seed ran on interpreter {cfg.interpreter!r}, this failforge has {INTERPRETER_VERSION!r}; re-record it"
+            f"this DA-Bench seed ran on interpreter {cfg.interpreter!r}, this failforge has {INTERPRETER_VERSION!r}; "
+            "re-record it"
         )
     return DabenchEpisode(cfg)
 
@@ -276,7 +277,7 @@ class DabenchEnvironment(Environment):
         return OracleResponder(script, name="dabench.scripted_analyst")
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
-        """smolagents' CodeAgent with room for the analyst's four steps and a retry; a code block is short (256 tokens)."""
+        """smolagents' CodeAgent with room for the analyst's four steps and a retry; a code block is short."""
         return ComponentSpec(name="smolagents.code", config={"max_steps": 5, "max_tokens": 256})
 
     def seed_name(self, spec: ComponentSpec) -> str:

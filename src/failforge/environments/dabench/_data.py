@@ -67,7 +67,7 @@ def tables_dir(root: Path) -> Path:
 
 @functools.lru_cache(maxsize=8)
 def load_questions(root: Path) -> dict[int, Question]:
-    """Every question of the folder with its label, by id (a question without a label is left out: it cannot be scored)."""
+    """Every question of the folder with its label, by id (one without a label is left out: it cannot be scored)."""
     labels: dict[int, list[tuple[str, str]]] = {}
     for item in read_jsonl(root / LABELS):
         if isinstance(item, Exception):
@@ -91,7 +91,8 @@ def question(root: Path, task_id: str) -> Question:
     found = load_questions(root).get(int(raw)) if raw.isdigit() else None
     if found is None:
         raise ConfigError(
-            f"DA-Bench has no question {task_id!r} in {root}; ids look like dabench-0 .. dabench-{max(load_questions(root))}"
+            f"DA-Bench has no question {task_id!r} in {root}; "
+            f"ids look like dabench-0 .. dabench-{max(load_questions(root))}"
         )
     return found
 

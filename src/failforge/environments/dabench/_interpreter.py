@@ -54,7 +54,8 @@ TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": TOOL_NAME,
-        "description": "Run Python code in this run's interpreter; variables persist between calls. The table is under ./data/. "
+        "description": "Run Python code in this run's interpreter; variables persist between calls. "
+        "The table is under ./data/. "
         "Returns the printed output and the last value. Call final_answer(answer) to finish.",
         "parameters": {
             "type": "object",
@@ -144,7 +145,7 @@ class InterpreterToolbox:
 
 
 def parse_observation(content: str | None) -> dict[str, Any]:
-    """A tool step's observation as (logs, output, is_final_answer); an observation that is not the interpreter's is logs."""
+    """A tool step's observation as (logs, output, is_final_answer); any other text is read as logs."""
     try:
         body = json.loads(content or "")
     except json.JSONDecodeError:

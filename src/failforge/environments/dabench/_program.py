@@ -1,7 +1,9 @@
-"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned PYTHONHASHSEED holds), never in failforge.
+"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned
+PYTHONHASHSEED holds), never in failforge.
 
 Standalone on purpose (standard library only, no failforge import): failforge sends its source on stdin
-followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier code blocks
+followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier
+code blocks
 (``history``), the new one (``code``), the import allow-list and the fingerprint budget. The program rebuilds
 the interpreter's state by running the history again with its output discarded, then runs the new block and
 prints one JSON result after :data:`RESULT_MARKER`: the printed text (``logs``), the last value (``output``,
@@ -134,7 +136,8 @@ def run_block(code, ns, allowed):
         return (
             "",
             "None",
-            f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}",
+            f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n"
+            f"{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}",
             False,
         )
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
