@@ -65,6 +65,13 @@ def test_extraction_is_non_greedy_and_a_repeated_name_keeps_its_last_value() -> 
     assert score("@a[2] @a[1]", [("a", "1")]).correct
 
 
+def test_a_name_the_label_repeats_is_checked_once_against_its_last_value() -> None:
+    label = [("r", "0.38"), ("sig", "significant"), ("sig", "non-significant"), ("r", "0.78"), ("r", "0.56")]  # as question 734
+    result = score("@r[0.56] @sig[non-significant]", label)
+    assert result.correct and [(s.name, s.label) for s in result.sub_answers] == [("r", "0.56"), ("sig", "non-significant")]
+    assert not score("@r[0.38] @sig[significant]", label).correct
+
+
 def test_no_answer_is_a_failure() -> None:
     assert not score(None, [("a", "1")]).correct
     assert not score("", [("a", "1")]).correct

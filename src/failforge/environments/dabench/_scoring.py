@@ -5,8 +5,9 @@ regular expression ``@(\\w+)\\[(.*?)\\]`` (non-greedy, so a value ends at its fi
 twice the later value wins (upstream builds a dict from the pairs). Each labelled sub-answer is correct when the
 response's value equals the label's as a string, or else when both read as floats (Python's ``float``: surrounding
 whitespace allowed, no thousands separators) within an absolute ``1e-6``; a sub-answer the response lacks is
-wrong. The question is correct only when every sub-answer is. Upstream leaves an empty response out of its
-accuracy; for one run failforge calls it a failure, since no answer was given.
+wrong. The question is correct only when every sub-answer is. The label is a dict too (upstream's
+``label_answers``): a name it repeats is checked once, against its last value. Upstream leaves an empty response
+out of its accuracy; for one run failforge calls it a failure, since no answer was given.
 """
 
 from __future__ import annotations
@@ -64,16 +65,19 @@ def is_equal(found: str | None, label: str) -> bool:
 
 
 def score(response: str | None, common_answers: list[tuple[str, str]]) -> Score:
-    """Score one response against a question's ``common_answers``."""
+    """Score one response against a question's ``common_answers``. Like upstream, the label is read as a dict: a
+    name the label repeats (question 734 lists ``correlation_coefficient`` five times) is checked once, against its
+    last value."""
     extracted = extract_answers(response or "")
+    labels = dict(common_answers)
     subs = [
         SubAnswer(
             name=name,
-            label=label,
+            label=value,
             found=extracted.get(name),
-            correct=bool(response) and is_equal(extracted.get(name), label),
+            correct=bool(response) and is_equal(extracted.get(name), value),
         )
-        for name, label in common_answers
+        for name, value in labels.items()
     ]
     return Score(sub_answers=subs, extracted=extracted)
 
