@@ -277,8 +277,11 @@ class DabenchEnvironment(Environment):
         return OracleResponder(script, name="dabench.scripted_analyst")
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
-        """smolagents' CodeAgent with room for the analyst's four steps and a retry; a code block is short."""
-        return ComponentSpec(name="smolagents.code", config={"max_steps": 5, "max_tokens": 256})
+        """smolagents' CodeAgent with room for the analyst's four steps and a retry (a code block is short), its messages
+        as plain strings so the embedded llama.cpp model can answer them."""
+        return ComponentSpec(
+            name="smolagents.code", config={"max_steps": 5, "max_tokens": 256, "flatten_messages": True}
+        )
 
     def seed_name(self, spec: ComponentSpec) -> str:
         return f"{spec.config['task_id']}-{spec.config['backend']}-oracle"
