@@ -10,11 +10,15 @@
 #   FAILFORGE_SANDBOX_IMAGE  image tag (default failforge-sandbox:bookworm)
 #   FAILFORGE_DEBIAN_MIRROR  mirror URL (default: the first Debian mirror in /etc/apt/sources.list*)
 #   FAILFORGE_SANDBOX_UIDS   BASE:COUNT of the reserved uid range (default 0x70000000:512, as in failforge)
+#   FAILFORGE_SANDBOX_EXTRA  comma-separated Debian packages added to python3 (the DA-Bench image:
+#                            FAILFORGE_SANDBOX_IMAGE=failforge-sandbox-data:bookworm with python3-pandas,... ;
+#                            scripts/install_sandbox.sh --data builds it)
 set -euo pipefail
 IMAGE="${FAILFORGE_SANDBOX_IMAGE:-failforge-sandbox:bookworm}"
 # Bump when the image contents change; the sandbox records it, so a seed says which image it ran on.
 IMAGE_VERSION=2
 UIDS="${FAILFORGE_SANDBOX_UIDS:-0x70000000:512}"
+EXTRA="${FAILFORGE_SANDBOX_EXTRA:-}"
 
 have="$(docker image inspect -f '{{ index .Config.Labels "failforge.sandbox.image-version" }}' "$IMAGE" 2>/dev/null || true)"
 if [ "${1:-}" != "--force" ] && [ "$have" = "$IMAGE_VERSION" ]; then
@@ -37,7 +41,7 @@ mirror="${mirror:-http://deb.debian.org/debian}"
 rootfs="$(mktemp -d /var/tmp/failforge-rootfs.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 echo "failforge: debootstrap bookworm (minbase + python3) from $mirror into $rootfs ..." >&2
-debootstrap --variant=minbase --include=python3 bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 \
+debootstrap --variant=minbase --include="python3${EXTRA:+,$EXTRA}" bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 \
   || { tail -n 30 "$rootfs.log" >&2; rm -f "$rootfs.log"; exit 1; }
 rm -f "$rootfs.log"
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log

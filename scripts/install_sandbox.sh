@@ -10,7 +10,9 @@
 #    engine already answers; waits for `docker info`.
 # 4. The image failforge-sandbox:bookworm via scripts/build_sandbox_image.sh, if absent (~1 minute once).
 # Then it prints sandbox_doctor()'s verdict per backend and fails if docker does not work.
-# With --system it does 1, 3 and 4 only (no Python): scripts/install.sh runs that while pip installs
+# 5. DA-Bench's data stack (Debian's python3-pandas, -scipy, -sklearn, -statsmodels): on the host's /usr for the
+#    local backend, and in a second image failforge-sandbox-data:bookworm for docker (~1 minute once).
+# With --system it does 1, 3, 4 and 5 only (no Python): scripts/install.sh runs that while pip installs
 # failforge, then runs this script again in full for the check.
 set -euo pipefail
 SYSTEM_ONLY=0
@@ -25,6 +27,8 @@ need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+DATA_PACKAGES=(python3-pandas python3-scipy python3-sklearn python3-statsmodels)
+/usr/bin/python3 -c "import pandas, scipy, sklearn, statsmodels" >/dev/null 2>&1 || need+=("${DATA_PACKAGES[@]}")
 for tool in setpriv; do
   command -v "$tool" >/dev/null 2>&1 || { need+=(util-linux); break; }
 done
@@ -75,6 +79,8 @@ if ! docker info >/dev/null 2>&1; then
 fi
 
 bash scripts/build_sandbox_image.sh
+FAILFORGE_SANDBOX_IMAGE=failforge-sandbox-data:bookworm FAILFORGE_SANDBOX_EXTRA="$(IFS=,; echo "${DATA_PACKAGES[*]}")" \
+  bash scripts/build_sandbox_image.sh
 [ "$SYSTEM_ONLY" = 0 ] || exit 0
 
 "$PY" - <<'PYEOF'

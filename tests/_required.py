@@ -106,6 +106,40 @@ def _tesseract() -> str | None:
     return None if found.returncode == 0 else f"tesseract --version exited {found.returncode}"
 
 
+def dabench_dir() -> str:
+    """The full DA-Bench dev set: $FAILFORGE_DABENCH_DIR, else ../shared/datasets/da_bench beside the checkout."""
+    from pathlib import Path
+
+    chosen = os.environ.get("FAILFORGE_DABENCH_DIR") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" / "da_bench")
+    return chosen
+
+
+def _dabench_full() -> str | None:
+    from pathlib import Path
+
+    root = Path(dabench_dir())
+    if not (root / "da-dev-questions.jsonl").is_file():
+        return f"no DA-Bench dev set at {root} (set FAILFORGE_DABENCH_DIR to a copy of InfiAgent's examples/DA-Agent/data)"
+    return None
+
+
+def _dabench_local() -> str | None:
+    problem = _sandbox("local")
+    if problem:
+        return problem
+    done = subprocess.run(["/usr/bin/python3", "-c", "import pandas, numpy, scipy"], capture_output=True, text=True, timeout=120)
+    return None if done.returncode == 0 else "the host's /usr/bin/python3 cannot import pandas, numpy, scipy (Debian python3-pandas ...)"
+
+
+def _dabench_docker() -> str | None:
+    problem = _sandbox("docker")
+    if problem:
+        return problem
+    from failforge.environments.dabench import DATA_IMAGE, data_image_present
+
+    return None if data_image_present() else f"the docker image {DATA_IMAGE} is missing"
+
+
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
     "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
@@ -129,6 +163,9 @@ CHECKS = {
     "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
     "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
     "venv_ag2": (lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"), "bash scripts/external/install_ag2.sh"),
+    "dabench_full": (_dabench_full, "copy InfiAgent's examples/DA-Agent/data and set FAILFORGE_DABENCH_DIR to it"),
+    "dabench_local": (_dabench_local, "bash scripts/install_sandbox.sh (python3-pandas, -scipy, -sklearn, -statsmodels)"),
+    "dabench_docker": (_dabench_docker, "bash scripts/install_sandbox.sh (builds failforge-sandbox-data:bookworm)"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
     "venv_phoenix": (lambda: external_venv("phoenix", "phoenix.server.main", "phoenix.client",
                                            "opentelemetry.proto.collector.trace.v1.trace_service_pb2"),

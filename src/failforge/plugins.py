@@ -203,7 +203,7 @@ environments: Registry[Any] = Registry(
     group="failforge.environments",
     builtin_modules=("failforge.environments.agentdojo", "failforge.environments.miniwob", "failforge.environments.humaneval",
                      "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2",
-                     "failforge.environments.bfcl"),
+                     "failforge.environments.bfcl", "failforge.environments.dabench"),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
@@ -217,6 +217,7 @@ harnesses: Registry[Any] = Registry(
         "failforge.harnesses.conversation",
         "failforge.harnesses.plan_execute_verify",
         "failforge.harnesses.smolagents_team",
+        "failforge.harnesses.smolagents_code",
         "failforge.harnesses.openai_agents_team",
         "failforge.harnesses.langgraph_team",
         "failforge.harnesses.autogen_team",
@@ -237,6 +238,7 @@ filters: Registry[Any] = Registry(
         "failforge.filters.differs",
         "failforge.filters.well_formed",
         "failforge.filters.mode_conformance",
+        "failforge.filters.tell",
         "failforge.filters.decisiveness",
         "failforge.environments.agentdojo.gold",
     ),

@@ -274,7 +274,7 @@ def test_a_sigkilled_failforge_leaves_no_agent_process_and_no_daemon(tmp_path):
 POOL_DRIVER = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
-    from failforge.campaign._workers import init_worker, process_pool
+    from failforge.jobs import init_worker, process_pool
 
     def stubborn(i):
         """A job that swallows every stop it is given (the worst a job can do)."""
@@ -432,8 +432,7 @@ def test_a_yaml_alias_bomb_as_methods_config_is_rc_2_and_one_line(tmp_path):
 def test_decide_against_a_dead_judge_never_prints_negative_counts_and_exits_1_after_skipping(tmp_path, bundled_seeds):
     import socket
 
-    from failforge.adjudication import adjudicate
-
+    from failforge.judgement import adjudicate
     from failforge.trajectory import Outcome
 
     seed = bundled_seeds[3]

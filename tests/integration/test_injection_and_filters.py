@@ -109,7 +109,7 @@ def test_filters_pass_a_clean_failed_branch(banking_seed):
     result, _ = _branch(banking_seed, t, "Say it is already settled", "Your friend's share is already settled; there is no difference to send back.")
     verdicts = run_filters(_ctx(banking_seed, result.trajectory, t, "A.5", "Say it is already settled"))
     assert all(v.passed for v in verdicts), verdicts
-    assert [v.name for v in verdicts] == ["evaluator_failure", "note_leak", "gold_exposure", "differs", "well_formed", "mode_conformance"]
+    assert [v.name for v in verdicts] == ["evaluator_failure", "note_leak", "gold_exposure", "differs", "well_formed", "tell", "mode_conformance"]
 
 
 def test_each_filter_can_reject(banking_seed):

@@ -36,13 +36,23 @@ def _records(path: Path, skipped: list[str] | None = None) -> list[Any]:
 @app.command("import")
 def import_(
     source: Annotated[Path, typer.Argument(help="the dataset: a Who&When folder, a Who&When Pro release folder, a TracerTraj .parquet/.jsonl, a failforge gold.jsonl")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj, trajectory-attribution or failforge")] = "whowhen",
-    output: Annotated[Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL)")] = Path("records.jsonl"),
+    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj, trajectory-attribution or failforge; "
+                                        "smolagents: saved CodeAgent runs become DA-Bench seeds")] = "whowhen",
+    output: Annotated[Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL); seeds for --format smolagents")] = Path("records.jsonl"),
     summary_json: Annotated[Optional[Path], typer.Option("--summary", help="also write the import summary as JSON")] = None,
+    data_dir: Annotated[Optional[str], typer.Option("--data-dir", help="--format smolagents: the DA-Bench data folder")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="--format smolagents: sandbox backend (auto, docker, local)")] = "auto",
 ) -> None:
-    """Read a public failure-attribution dataset into labelled-failure records; bad records are named and skipped."""
+    """Read a public failure-attribution dataset into labelled-failure records; bad records are named and skipped.
+    With ``--format smolagents``, saved smolagents CodeAgent runs on DA-Bench questions become seeds instead."""
     from failforge.attribution import summarise, write_records
     from failforge.plugins import importers
+
+    if format == "smolagents":
+        from failforge.cli._smolagents_import import import_smolagents
+
+        import_smolagents(source, output, data_dir=data_dir, backend=backend)
+        return
 
     reader = importers.get(format)
     if not source.exists():

@@ -129,6 +129,9 @@ class Environment(abc.ABC):
     #: Whether its runs get the five-outcome adjudication from its evaluator's evidence (utility, and a security or a
     #: policy check): AgentDojo and tau2 say; elsewhere a failed run is only a failure.
     adjudicates: ClassVar[bool] = False
+    #: Which agent steps a plan may take as decisive by default: ``all``, or ``paper`` (Who&When Pro's: never the first
+    #: agent step, never the final answer); a campaign's ``[plan] step_policy`` overrides it.
+    step_policy: ClassVar[str] = "all"
 
     def policy_evidence(self, trajectory: Trajectory) -> dict[str, Any] | None:
         """What the benchmark itself says about writes in one run with no injection (the writes its gold makes, those the

@@ -289,6 +289,38 @@ def _gui_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
     return out, gold
 
 
+#: failforge harnesses whose records are written in the release's smolagents convention (a CodeAgent's actions).
+SMOLAGENTS_HARNESSES = frozenset({"smolagents.code"})
+
+
+def _smolagents_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]:
+    """The release's smolagents entries (user, then one ``action`` per agent step with its code's observation) and
+    the gold action's ``step_number``: the cursor the release's reader and scorer use, starting at 1 (no planning)."""
+    from failforge.judgement import CODE_BLOCK
+    from failforge.seeds.smolagents_run import smolagents_observation
+
+    first_user = next((s for s in record.steps if s.kind == "user"), None)
+    if first_user is None:
+        raise NotExportable("smolagents needs a user (task) step")
+    out: list[dict[str, Any]] = [{"kind": "user", "content": first_user.content}]
+    gold: int | None = None
+    number = 0
+    for i, step in enumerate(record.steps):
+        if step.kind != "agent":
+            continue
+        number += 1
+        after = record.steps[i + 1] if i + 1 < len(record.steps) and record.steps[i + 1].kind == "tool" else None
+        blocks = [a or b for a, b in CODE_BLOCK.findall(step.content or "")]
+        observation, error, final = smolagents_observation(after.content if after is not None else None)
+        out.append({"kind": "action", "step_number": number, "reasoning": step.content, "code": blocks[-1] if blocks else None,
+                    "observation": observation, "observation_images": [], "error": error, "is_final_answer": final})
+        if step.index == record.gold.step:
+            gold = number
+    if gold is None:
+        raise NotExportable(f"the gold step {record.gold.step} is not an agent step")
+    return out, gold
+
+
 def _image_data(ref: Any) -> dict[str, Any]:
     """An image as the release's image rows embed it: ``{"__type__": "PIL.Image", "data": <base64>, "mime"}``
     (``whowhen_eval/render/base.py: pil_image_part``), read from failforge's image store."""
@@ -316,6 +348,8 @@ def convention(record: LabelledFailure) -> tuple[str, str]:
     as coact or agentoccam, other single-agent records in ``text`` as eva, multi-agent ones as magentic-one."""
     if record.modality == "image":
         return "image_gui", GUI_SINGLE if record.topology == "single" else GUI_MULTI
+    if record.framework in SMOLAGENTS_HARNESSES:
+        return "text", "smolagents"
     return "text", "eva" if record.topology == "single" else "magentic-one"
 
 
@@ -325,7 +359,10 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
     mode = _mode_code(record, codes)
     split, framework = convention(record)
     ground_truth: dict[str, Any]
-    if framework == "eva":
+    if framework == "smolagents":
+        trajectory, number = _smolagents_trajectory(record)
+        ground_truth = {"agent": None, "step": number, "mode": mode}
+    elif framework == "eva":
         trajectory, step = _eva_trajectory(record)
         ground_truth = {"agent": None, "step": step, "mode": mode}
     elif framework == "magentic-one":

@@ -80,6 +80,9 @@ class PlanConfig(_Section):
     samples: int = Field(default=1, ge=1)
     rng_seed: int = 0
     max_seeds: int | None = Field(default=None, ge=1)
+    step_policy: Literal["all", "paper"] | None = Field(
+        default=None, description="which agent steps may be decisive: all, or paper (never the first, never the final answer); None: "
+                                  "the environment's default (paper for DA-Bench, all elsewhere)")
     injections: InjectionsConfig | None = Field(default=None, description="environment-side injections (AgentDojo seeds); None: none")
 
     @field_validator("modes")
@@ -240,6 +243,8 @@ class CampaignConfig(_Section):
             data.pop("decision_judge", None)
         if data["plan"].get("injections") is None:  # likewise
             data["plan"].pop("injections", None)
+        if data["plan"].get("step_policy") is None:  # likewise
+            data["plan"].pop("step_policy", None)
         return canonical_hash(json.loads(redact(json.dumps(data))))[:16]
 
 

@@ -72,7 +72,7 @@ class ActionKind(GoldKind):
         return Planned(jobs=[
             (seed, spec) for seed in seeds
             for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples,
-                                      rng_seed=p.rng_seed)
+                                      rng_seed=p.rng_seed, step_policy=p.step_policy)
         ])
 
     def base(self, seed: Trajectory, spec: Any, ctx: JobContext) -> dict[str, Any]:

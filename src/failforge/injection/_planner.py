@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from failforge.clarification import withheld_at
 from failforge.gold import JobSpec
+from failforge.injection._step_policy import allowed_points
+from failforge.judgement import is_code_step
 from failforge.roster import COORDINATING_ROLES
 from failforge.taxonomy import StepContext, applicable_modes
 from failforge.trajectory import Step, Trajectory
@@ -44,9 +46,10 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         for m in request.get("messages", [])
         if isinstance(m, dict)
     )
+    code = is_code_step(seed, step.index)  # a code block run in the interpreter is the step's action (conformance/_code.py)
     return StepContext(
-        has_tool_call=bool(step.tool_calls),
-        tools_available=bool(request.get("tools")),
+        has_tool_call=bool(step.tool_calls) or code,
+        tools_available=bool(request.get("tools")) or code,
         has_image=has_image,
         n_agents=len(seed.agents),
         # Final = the author's last word. A message mid-conversation (to the user, to another agent) after
@@ -89,11 +92,14 @@ def plan_attempts(
     modes_per_step: int = 2,
     samples: int = 1,
     rng_seed: int = 0,
+    step_policy: str | None = None,
 ) -> list[AttemptSpec]:
     """Pick up to ``steps_per_seed`` decisive steps, and at each up to ``modes_per_step`` applicable modes.
-    Steps of a turn that withholds a detail or a function (:mod:`failforge.clarification`) are taken first."""
+    Steps of a turn that withholds a detail or a function (:mod:`failforge.clarification`) are taken first.
+    ``step_policy``: which steps may be decisive (``injection/_step_policy.py``; None: the environment's default)."""
     rng = random.Random(f"{rng_seed}:{seed.id}")
-    usable_at = {t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in candidate_points(seed)}
+    points_allowed = allowed_points(seed, candidate_points(seed), step_policy)
+    usable_at = {t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in points_allowed}
     points = [t for t, usable in usable_at.items() if usable]  # only steps where some requested mode applies
     rng.shuffle(points)
     points.sort(key=lambda t: withheld_at(seed, t) is None)  # a turn to ask at first: what a miss_* task is for

@@ -25,10 +25,11 @@ import re
 from typing import Any
 
 from failforge.clarification import held_out, next_turn, said, user_turns, withheld_at, withheld_details
+from failforge.injection._code_rules import CODE_RULE_MODES, code_rule
 from failforge.injection._injector import GuideResult
 from failforge.injection._perception import PERCEPTION_RULES
 from failforge.injection._user_rules import USER_RULES
-from failforge.judgement import HUMAN_HANDOFF, is_user_step
+from failforge.judgement import HUMAN_HANDOFF, is_code_step, is_user_step
 from failforge.judgement.text import numbers, offered_tools, step_text
 from failforge.plugins import environments
 from failforge.taxonomy import ErrorMode
@@ -426,7 +427,8 @@ def rules_note(seed: Trajectory, t: int, mode: ErrorMode, *, rng_seed: int = 0, 
     from); it is kept on the record as the guide request, with ``guide = "rules"``.
     """
     derivation: dict[str, Any] = {"guide": "rules", "name": RULES_GUIDE, "version": RULES_VERSION, "mode": mode.code, "seed_id": seed.id, "step": t, "sample": sample}
-    rule = _RULES.get(mode.code)
+    coded = code_rule(seed, t, mode.code, random.Random(f"{rng_seed}:{seed.id}:{t}:{mode.code}:{sample}"))  # injection/_code_rules.py
+    rule = _RULES.get(mode.code) if coded is None else (lambda *_: coded)
     if rule is None:
         reason = f"the rule-based guide has no rule for {mode.code} (a semantic mode); use guide_kind = 'model' or 'auto'"
         return GuideResult(None, False, derivation, "", reason, kind="rules")
@@ -451,5 +453,6 @@ def guide_kind_for(setting: str, mode: str, seed: Trajectory | None = None, t: i
         raise ValueError(f"unknown guide kind {setting!r}; choose one of {GUIDE_KINDS}")
     if setting == "auto":
         stepwise = mode in STEP_RULE_MODES and seed is not None and t is not None and _rule_applies(seed, t, mode)
-        return "rules" if mode in RULE_MODES or stepwise else "model"
+        coded = mode in CODE_RULE_MODES and seed is not None and t is not None and is_code_step(seed, t)
+        return "rules" if mode in RULE_MODES or stepwise or coded else "model"
     return setting

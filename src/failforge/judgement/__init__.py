@@ -25,6 +25,7 @@ from failforge.judgement._adjudication import (
     refusal_evidence,
 )
 from failforge.judgement._checks import HUMAN_HANDOFF, STRUCTURAL_CHECKS, STRUCTURAL_MODES, check_structural, deterministic_verdict, on_task
+from failforge.judgement._code import CODE_BLOCK, COLUMN, INTERPRETER_TOOL, NUMBER, ROUND, answer_names, check_code_step, code_of, is_code_step
 from failforge.judgement._components import Component, ComponentType, component_id, component_type, components_of
 from failforge.judgement._conformance import assess, is_structural
 from failforge.judgement._decide import decide_and_adjudicate
@@ -94,6 +95,7 @@ from failforge.judgement._verdict import ConformanceVerdict, JudgeRecord
 from failforge.judgement.text import action_signature
 
 __all__ = [
+    "CODE_BLOCK", "COLUMN", "INTERPRETER_TOOL", "NUMBER", "ROUND", "answer_names", "check_code_step", "code_of", "is_code_step",
     "HUMAN_HANDOFF", "clicked_box", "context_text", "is_user_step", "used_values",
     "ADJUDICATOR", "FALLBACK_STOP_RULE", "FEATURES", "JUDGE_SYSTEM", "PROVENANCE_KEY", "REFUSAL_PATTERNS", "SOURCE_BY_FAMILY",
     "SOURCE_BY_MODE", "STATES", "STRUCTURAL_CHECKS", "STRUCTURAL_MODES", "WRITE_PREFIXES",

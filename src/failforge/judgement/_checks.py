@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from failforge.clarification import unsaid_arguments, user_turns, withheld_at, withheld_details
+from failforge.judgement._code import check_code_step
 from failforge.judgement._perception import PERCEPTION_CHECKS
 from failforge.judgement._user import check_user_value
 from failforge.judgement._verdict import ConformanceVerdict
@@ -337,6 +338,9 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
     if mode in PERCEPTION_CHECKS:  # P.1 / P.2 on a screenshot agent's step: decided where the DOM gives the truth
         decided, why = PERCEPTION_CHECKS[mode](seed, injected, t)
         return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
+    coded = check_code_step(seed, injected, t, mode)  # a code action (DA-Bench's interpreter): conformance/_code.py
+    if coded is not None:
+        return ConformanceVerdict(mode=mode, exhibited=coded[0], method="deterministic", reason=coded[1])
     if mode in STRUCTURAL_CHECKS:
         return check_structural(seed, injected, t, mode)
     if mode in CLARIFICATION_CHECKS and withheld_at(seed, t) == CLARIFICATION_CHECKS[mode][0]:

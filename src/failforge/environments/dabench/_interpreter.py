@@ -1,0 +1,167 @@
+"""The stateful Python interpreter behind the tool boundary: one per run, on either sandbox backend.
+
+One tool, ``python_interpreter`` (argument ``code``), runs a code block in the run's interpreter. Its variables
+carry across steps: the sandbox runs :mod:`._program`, which rebuilds the namespace by running the run's earlier
+blocks again (output discarded) and then runs the new one, so the state after step *t* is a pure function of the
+blocks up to *t* (the same at record, replay and branch). A block that stopped the interpreter itself (a timeout,
+a kill) is left out of that history: the agent sees the error and the state it had before.
+
+The observation is JSON (``logs``: printed text, ``output``: ``str`` of the last value, ``is_final_answer``) and
+the step's ``error`` as smolagents words it (``Code execution failed at line '...' due to: ...``, the import
+allow-list sorted). The fingerprint after each call is the workspace's files (the table under ``data/``) plus one
+part per namespace name, ``ns:<name>`` = its type and a hash of its value (a DataFrame by pandas' row hashes,
+an array by its bytes, anything else by its repr; values past :data:`FINGERPRINT_BUDGET` bytes in all are named
+with their size instead), so a drift says which variable changed.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from failforge.canonical import canonical_hash
+from failforge.environments._base import Fingerprint, ToolResult, observe_tool_call, parse_tool_arguments
+from failforge.environments.sandbox import Sandbox
+from failforge.errors import SandboxDrift
+from failforge.runlog import RunLog
+
+TOOL_NAME = "python_interpreter"
+#: Bump when the program's semantics or the fingerprint change; recorded in every seed's spec.
+INTERPRETER_VERSION = "dabench-interpreter/1"
+#: Bytes of namespace values hashed per step; past it a value is recorded as its type and size.
+FINGERPRINT_BUDGET = 64 * 1024 * 1024
+RESULT_MARKER = "\n@@failforge-interpreter-result@@\n"
+
+#: smolagents' ``BASE_BUILTIN_MODULES`` (1.26) plus the data stack DA-Bench runs authorise.
+BASE_IMPORTS: tuple[str, ...] = (
+    "collections",
+    "datetime",
+    "itertools",
+    "math",
+    "queue",
+    "random",
+    "re",
+    "stat",
+    "statistics",
+    "time",
+    "unicodedata",
+)
+DATA_IMPORTS: tuple[str, ...] = ("numpy", "pandas", "scipy", "sklearn", "statsmodels", "json", "csv")
+
+TOOL_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": "Run Python code in this run's interpreter; variables persist between calls. "
+        "The table is under ./data/. "
+        "Returns the printed output and the last value. Call final_answer(answer) to finish.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the Python code to run"}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@cache
+def program_source() -> str:
+    return Path(__file__).with_name("_program.py").read_text(encoding="utf-8")
+
+
+def authorized_imports(extra: list[str] | tuple[str, ...] = DATA_IMPORTS) -> list[str]:
+    """The allow-list as the interpreter checks and shows it: smolagents' base modules plus ``extra``, sorted."""
+    return sorted(set(BASE_IMPORTS) | set(extra))
+
+
+class Interpreter:
+    """The interpreter state of one run: its code history and the namespace fingerprint of the last step."""
+
+    def __init__(self, sandbox: Sandbox, *, imports: list[str], step_timeout: float) -> None:
+        self.sandbox = sandbox
+        self.imports = imports
+        self.step_timeout = step_timeout
+        self.history: list[str] = []
+        self.namespace: dict[str, str] = {}
+
+    def run(self, code: str) -> ToolResult:
+        request = {"history": self.history, "code": code, "imports": self.imports, "budget": FINGERPRINT_BUDGET}
+        source = program_source() + f"\nmain({json.dumps(request)!r})\n"
+        result = self.sandbox.exec(["python3", "-s", "-"], timeout=self.step_timeout, stdin=source)
+        if RESULT_MARKER not in result.stdout:
+            why = f"timed out after {self.step_timeout:g}s" if result.timed_out else f"exit code {result.exit_code}"
+            last = [line for line in result.stderr.strip().splitlines() if line.strip()][-1:]
+            detail = f": {last[0]}" if last else ""
+            return ToolResult(
+                content=json.dumps({"is_final_answer": False, "logs": "", "output": "None"}, sort_keys=True),
+                error=f"Code execution failed: the interpreter stopped ({why}){detail}",
+            )
+        raw = json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1])
+        self.history.append(code)
+        self.namespace = dict(raw["namespace"])
+        body = {"is_final_answer": bool(raw["is_final_answer"]), "logs": raw["logs"], "output": raw["output"]}
+        return ToolResult(content=json.dumps(body, sort_keys=True), error=raw["error"])
+
+    def fingerprint(self) -> Fingerprint:
+        parts = {k: v for k, v in self.sandbox.fingerprint().parts.items() if not k.startswith("exec:")}
+        parts.update({f"ns:{name}": value for name, value in sorted(self.namespace.items())})
+        return Fingerprint(digest=canonical_hash({"interpreter": INTERPRETER_VERSION, "parts": parts}), parts=parts)
+
+
+class InterpreterToolbox:
+    """The run's one tool, through the stateful tool boundary (a drift is a :class:`SandboxDrift`)."""
+
+    def __init__(self, interpreter: Interpreter, log: RunLog) -> None:
+        self.interpreter = interpreter
+        self.log = log
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(TOOL_SCHEMA))]
+
+    def call(self, name: str, arguments: str, call_id: str | None) -> str:
+        parsed = parse_tool_arguments(arguments)
+
+        def run() -> ToolResult:
+            if name != TOOL_NAME:
+                return ToolResult(content="", error=f"ValueError: unknown tool {name!r}; the one tool is {TOOL_NAME}")
+            code = (parsed or {}).get("code")
+            if not isinstance(code, str):
+                return ToolResult(content="", error="ValueError: give the code to run as the string argument 'code'")
+            return self.interpreter.run(code)
+
+        step = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=parsed,
+            call_id=call_id,
+            run=run,
+            fingerprint=self.interpreter.fingerprint,
+            drift=SandboxDrift,
+        )
+        return (step.content or "") if step.error is None else f"Error: {step.error}"
+
+
+def parse_observation(content: str | None) -> dict[str, Any]:
+    """A tool step's observation as (logs, output, is_final_answer); any other text is read as logs."""
+    try:
+        body = json.loads(content or "")
+    except json.JSONDecodeError:
+        return {"logs": content or "", "output": "None", "is_final_answer": False}
+    return body if isinstance(body, dict) else {"logs": str(body), "output": "None", "is_final_answer": False}
+
+
+__all__ = [
+    "BASE_IMPORTS",
+    "DATA_IMPORTS",
+    "INTERPRETER_VERSION",
+    "TOOL_NAME",
+    "TOOL_SCHEMA",
+    "Interpreter",
+    "InterpreterToolbox",
+    "authorized_imports",
+    "parse_observation",
+    "program_source",
+]

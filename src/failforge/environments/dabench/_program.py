@@ -1,0 +1,278 @@
+"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned
+PYTHONHASHSEED holds), never in failforge.
+
+Standalone on purpose (standard library only, no failforge import): failforge sends its source on stdin
+followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier
+code blocks
+(``history``), the new one (``code``), the import allow-list and the fingerprint budget. The program rebuilds
+the interpreter's state by running the history again with its output discarded, then runs the new block and
+prints one JSON result after :data:`RESULT_MARKER`: the printed text (``logs``), the last value (``output``,
+as ``str``), the error as smolagents words it, whether ``final_answer`` was called, and the namespace
+fingerprint. Rebuilding from the history each step makes the state a pure function of the code the agent
+wrote: the same in record, replay and branch, on either backend.
+
+Deterministic by construction: the hash seed is pinned by the sandbox; ``random`` and numpy's global
+generator are seeded; ``time.time``/``time_ns``/``monotonic``/``perf_counter`` and ``datetime.now``/``today``
+read a fixed instant; the allow-list is shown sorted.
+"""
+
+import ast
+import builtins
+import contextlib
+import hashlib
+import io
+import json
+import os
+import random
+import sys
+import time
+import warnings
+
+RESULT_MARKER = "\n@@failforge-interpreter-result@@\n"
+FROZEN_EPOCH = 1700000000.0
+MAX_LOGS = 50000
+
+
+class FinalAnswer(BaseException):
+    def __init__(self, value):
+        super().__init__("final_answer")
+        self.value = value
+
+
+def final_answer(answer):
+    raise FinalAnswer(answer)
+
+
+def _freeze_clock():
+    counter = [0.0]
+
+    def tick():
+        counter[0] += 0.001
+        return counter[0]
+
+    time.time = lambda: FROZEN_EPOCH
+    time.time_ns = lambda: int(FROZEN_EPOCH * 1e9)
+    time.monotonic = tick
+    time.perf_counter = tick
+    import datetime as _datetime
+
+    class datetime(_datetime.datetime):  # noqa: N801 - stands in for the class of the same name
+        @classmethod
+        def now(cls, tz=None):
+            return cls.fromtimestamp(FROZEN_EPOCH, tz)
+
+        @classmethod
+        def utcnow(cls):
+            return cls.utcfromtimestamp(FROZEN_EPOCH)
+
+        @classmethod
+        def today(cls):
+            return cls.fromtimestamp(FROZEN_EPOCH)
+
+    class date(_datetime.date):  # noqa: N801
+        @classmethod
+        def today(cls):
+            return cls.fromtimestamp(FROZEN_EPOCH)
+
+    _datetime.datetime = datetime  # type: ignore[misc]
+    _datetime.date = date  # type: ignore[misc]
+
+
+def _preload():
+    """numpy and pandas imported before the clock is frozen (their own references stay real), their seeds set."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    warnings.simplefilter("ignore")
+    random.seed(0)
+    try:
+        import numpy
+
+        numpy.random.seed(0)
+    except ImportError:
+        pass
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
+
+
+def _authorized(name, allowed):
+    for entry in allowed:
+        if entry == "*" or name == entry or name.startswith(entry + "."):
+            return True
+        if entry.endswith(".*") and (name == entry[:-2] or name.startswith(entry[:-1])):
+            return True
+    return False
+
+
+class InterpreterError(Exception):
+    pass
+
+
+def _check_imports(tree, allowed):
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for name in names:
+            if not _authorized(name, allowed):
+                raise InterpreterError(
+                    f"Import of {name} is not allowed. Authorized imports are: {sorted(allowed)!s}", node
+                )
+
+
+def _segment(code, node):
+    return ast.get_source_segment(code, node) or ""
+
+
+def run_block(code, ns, allowed):
+    """Run one code block in ``ns``: (logs, output, error, is_final)."""
+    out, err = io.StringIO(), io.StringIO()
+    output, error, final = None, None, False
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return (
+            "",
+            "None",
+            f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n"
+            f"{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}",
+            False,
+        )
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            _check_imports(tree, allowed)
+        except InterpreterError as exc:
+            error = (
+                f"Code execution failed at line '{_segment(code, exc.args[1])}' due to: InterpreterError: {exc.args[0]}"
+            )
+        for stmt in [] if error else tree.body:
+            try:
+                if isinstance(stmt, ast.Expr):
+                    output = eval(compile(ast.Expression(stmt.value), "<code>", "eval"), ns)
+                else:
+                    exec(compile(ast.Module([stmt], type_ignores=[]), "<code>", "exec"), ns)
+                    output = _assigned(stmt, ns)
+            except FinalAnswer as done:
+                output, final = done.value, True
+                break
+            except Exception as exc:  # the agent's error, shown to it as smolagents words it
+                error = f"Code execution failed at line '{_segment(code, stmt)}' due to: {type(exc).__name__}: {exc}"
+                break
+    logs = out.getvalue()
+    if len(logs) > MAX_LOGS:
+        logs = logs[:MAX_LOGS] + f"\n_Print outputs have been truncated over the limit of {MAX_LOGS} characters._\n"
+    return logs, str(output), error, final
+
+
+def _assigned(stmt, ns):
+    target = None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        target = stmt.target
+    if isinstance(target, ast.Name):
+        return ns.get(target.id)
+    return None
+
+
+# -- the namespace fingerprint -----------------------------------------------------------------
+
+
+def _code_digest(code, h):
+    h.update(code.co_code)
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _code_digest(const, h)
+        else:
+            h.update(repr(const).encode())
+    h.update(repr(code.co_names).encode())
+
+
+def _digest(value, budget):
+    """(type name, hash or a note, bytes counted) of one namespace value."""
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    h = hashlib.sha256()
+    if type(value).__name__ == "module":
+        return kind, "module:" + getattr(value, "__name__", "?"), 0
+    if hasattr(value, "__code__"):
+        _code_digest(value.__code__, h)
+        return kind, h.hexdigest()[:16], 0
+    size = 0
+    try:
+        mod = type(value).__module__ or ""
+        if mod.startswith("pandas") and hasattr(value, "to_numpy"):
+            import pandas
+
+            size = int(value.memory_usage(deep=True).sum()) if hasattr(value, "memory_usage") else 0
+            if size > budget:
+                return kind, f"over budget ({size} bytes)", 0
+            h.update(repr(getattr(value, "shape", None)).encode())
+            h.update(repr([str(c) for c in getattr(value, "columns", [])]).encode())
+            h.update(
+                repr(
+                    [str(d) for d in getattr(value, "dtypes", [])] if hasattr(value, "columns") else str(value.dtype)
+                ).encode()
+            )
+            try:
+                h.update(pandas.util.hash_pandas_object(value, index=True).to_numpy().tobytes())
+            except TypeError:
+                h.update(value.to_csv().encode())
+            return kind, h.hexdigest()[:16], size
+        if mod.startswith("numpy") and hasattr(value, "tobytes"):
+            size = int(getattr(value, "nbytes", 0))
+            if size > budget:
+                return kind, f"over budget ({size} bytes)", 0
+            h.update(repr((getattr(value, "shape", None), str(getattr(value, "dtype", "")))).encode())
+            h.update(
+                value.tobytes()
+                if getattr(value, "dtype", None) is None or value.dtype.kind != "O"
+                else repr(value.tolist()).encode()
+            )
+            return kind, h.hexdigest()[:16], size
+        if isinstance(value, (set, frozenset)):
+            text = repr(sorted(repr(v) for v in value))
+        else:
+            text = repr(value)
+    except Exception as exc:  # a value whose repr fails is named, not hashed
+        return kind, f"unhashable ({type(exc).__name__})", 0
+    if " at 0x" in text:
+        return kind, "opaque (its repr holds an address)", 0
+    size = len(text)
+    if size > budget:
+        return kind, f"over budget ({size} bytes)", 0
+    h.update(text.encode("utf-8", "replace"))
+    return kind, h.hexdigest()[:16], size
+
+
+def namespace_fingerprint(ns, budget):
+    parts = {}
+    left = budget
+    for name in sorted(ns):
+        if name.startswith("__") or name == "final_answer":
+            continue
+        kind, digest, used = _digest(ns[name], left)
+        left -= used
+        parts[name] = f"{kind}|{digest}"
+    return parts
+
+
+def main(request_text):
+    request = json.loads(request_text)
+    _preload()
+    _freeze_clock()
+    allowed = list(request["imports"])
+    ns = {"__name__": "__main__", "__builtins__": builtins, "final_answer": final_answer}
+    for old in request["history"]:
+        run_block(old, ns, allowed)
+    logs, output, error, final = run_block(request["code"], ns, allowed)
+    result = {
+        "logs": logs,
+        "output": output,
+        "error": error,
+        "is_final_answer": final,
+        "namespace": namespace_fingerprint(ns, int(request["budget"])),
+    }
+    sys.stdout.write(RESULT_MARKER + json.dumps(result, sort_keys=True))
+    sys.stdout.flush()
