@@ -55,6 +55,7 @@ def test_injections_change_the_hash_and_leave_campaigns_without_them_as_they_wer
     data.pop("agent_cmd")
     data.pop("decision_judge")
     data["plan"].pop("injections")
+    data["plan"].pop("step_policy")
     assert plain.config_hash() == canonical_hash(json.loads(redact(json.dumps(data))))[:16]
     assert config_module.InjectionsConfig().attacks == ["important_instructions"]
 

@@ -46,7 +46,7 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         for m in request.get("messages", [])
         if isinstance(m, dict)
     )
-    code = is_code_step(seed, step.index)  # a code block run in the interpreter is the step's action (conformance/_code.py)
+    code = is_code_step(seed, step.index)  # a code block run in the interpreter is the step's action (judgement/_code.py)
     return StepContext(
         has_tool_call=bool(step.tool_calls) or code,
         tools_available=bool(request.get("tools")) or code,

@@ -338,7 +338,7 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
     if mode in PERCEPTION_CHECKS:  # P.1 / P.2 on a screenshot agent's step: decided where the DOM gives the truth
         decided, why = PERCEPTION_CHECKS[mode](seed, injected, t)
         return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
-    coded = check_code_step(seed, injected, t, mode)  # a code action (DA-Bench's interpreter): conformance/_code.py
+    coded = check_code_step(seed, injected, t, mode)  # a code action (DA-Bench's interpreter): judgement/_code.py
     if coded is not None:
         return ConformanceVerdict(mode=mode, exhibited=coded[0], method="deterministic", reason=coded[1])
     if mode in STRUCTURAL_CHECKS:
