@@ -384,6 +384,7 @@ class BoundedResponder:
         self.temperature = temperature
         self.seed = seed
         self.name = inner.name
+        self.base_url, self.model = inner.base_url, inner.model  # the endpoint it views (probed for structured output as that endpoint)
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
