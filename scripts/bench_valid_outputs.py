@@ -4,7 +4,7 @@
 No arguments; starts the embedded llama.cpp server (SmolLM2-135M) itself and runs, on a few records:
 
 - the attribution methods (all-at-once, step-by-step, binary-search, hybrid, rcta, auditor) on the shortest
-  Who&When Algorithm-Generated logs of the test fixtures: a record is *valid* when its prediction has an
+  Who&When Algorithm-Generated logs of the test fixtures (cut to short prompts): a record is *valid* when its prediction has an
   agent, a step and a mode (each read from the judge's reply, never guessed), and the scores of the valid
   ones are agent / step / mode accuracy against the gold;
 - the conformance judge and the decision judge on the bundled AgentDojo team seed: valid when the
@@ -14,7 +14,7 @@ No arguments; starts the embedded llama.cpp server (SmolLM2-135M) itself and run
 
 One line per method, ``METHOD ... valid K/N``, then the scores. Runs on the code it is imported from, so the
 same script measures another checkout: ``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``.
-About 5-8 minutes on 2 busy cores. Timings are printed as seconds, for comparison on one machine only.
+Under 10 minutes on 2 cores shared with other work. Timings are printed as seconds, for comparison on one machine only.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "attribution" / "who_and_when" / "Algorithm-Generated"
 TEAM_SEEDS = ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_multiagent_demo.jsonl"
 METHODS = ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta", "auditor")
-RECORDS = 4
+RECORDS = 2
+#: Short prompts: the shortest logs, cut to this many characters of trajectory (a loaded 2-core machine
+#: evaluates ~30-500 prompt tokens a second, so a full 9,000-character prompt costs up to two minutes).
+BUDGET_CHARS = 2400
+JUDGE_CALLS = 4
 
 
 def shortest_records(n: int) -> list[Any]:
@@ -44,6 +48,7 @@ def shortest_records(n: int) -> list[Any]:
 
 def attribution(endpoint: Any, work: Path) -> None:
     from failforge.attribution._predictions import load_predictions
+    from failforge.attribution._prompts import PromptConfig
     from failforge.attribution._protocols import normalise_agent
     from failforge.attribution._run import AttributeConfig, run_attribution
 
@@ -52,7 +57,8 @@ def attribution(endpoint: Any, work: Path) -> None:
     for method in METHODS:
         t0 = time.perf_counter()
         out = work / method
-        config = AttributeConfig(method=method, judge_model=endpoint.model, judge_base_url=endpoint.base_url, max_tokens=384)
+        config = AttributeConfig(method=method, judge_model=endpoint.model, judge_base_url=endpoint.base_url, max_tokens=256,
+                                 prompt=PromptConfig(budget_chars=BUDGET_CHARS, max_step_chars=300))
         summary = run_attribution(records, config, out, endpoint=endpoint)
         predictions, _ = load_predictions(out / "predictions.jsonl")
         valid = [p for p in predictions if p.agent and p.step is not None and p.mode]
@@ -78,14 +84,13 @@ def team_seed() -> Any:
 
 
 def judges(endpoint: Any) -> None:
-    from failforge.conformance import judge_request, run_judge
+    from failforge.conformance import judge_request, recorded_call, run_judge
     from failforge.decision_judge import decision_request, judged_decision
-    from failforge.conformance import recorded_call
     from failforge.taxonomy import get_mode
 
     seed = team_seed()
     upstream = endpoint.upstream()
-    agent_steps = [s for s in seed.steps if s.kind == "agent"][:6]
+    agent_steps = [s for s in seed.steps if s.kind == "agent"][:JUDGE_CALLS]
     try:
         t0 = time.perf_counter()
         verdicts = []
@@ -124,7 +129,7 @@ def guide(endpoint: Any) -> None:
     t0 = time.perf_counter()
     results = []
     try:
-        points = [s.index for s in seed.steps if s.kind == "agent"][:6]
+        points = [s.index for s in seed.steps if s.kind == "agent"][:JUDGE_CALLS]
         for i, t in enumerate(points):
             mode = get_mode(("A.2", "R.1", "PL.1", "A.5", "V.2", "R.4")[i % 6])
             results.append(write_steering_note(BoundedResponder(upstream), guide_request(seed, t, mode, model=endpoint.model, temperature=0.0, seed_value=i), mode))

@@ -49,13 +49,13 @@ task + steps + target fit the context window; the cut is recorded on the predict
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from failforge.attribution._components import ChainError, ComponentLabel, check_label
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._record import LabelledFailure
+from failforge.llm._local import default_threads
 
 #: tau of the chain rule (see the module docstring): a candidate joins a chain when its contribution is
 #: positive and at least ``CHAIN_TAU`` times the primary's.
@@ -81,7 +81,7 @@ class TokenScorer:
         self.n_ctx = n_ctx
         self.max_step_tokens = max_step_tokens
         self.max_target_tokens = max_target_tokens
-        threads = n_threads or max(1, os.cpu_count() or 1)
+        threads = n_threads or default_threads()  # half the cores: see failforge.llm._local.default_threads
         self.llm = llama_cpp.Llama(model_path=self.model_path, logits_all=True, n_ctx=n_ctx, n_threads=threads,
                                    n_threads_batch=threads, n_batch=512, verbose=False)
         self.tokens_evaluated = 0

@@ -178,8 +178,9 @@ def probe_structured(upstream: Responder, model: str, *, refresh: bool = False) 
     started = time.perf_counter()
     tried: list[str] = []
     found: Mechanism = "none"
+    once = _single_attempt(upstream)
     for mechanism in ("json_schema", "json_object"):
-        ok, detail = _try(upstream, model, mechanism)
+        ok, detail = _try(once, model, mechanism)
         tried.append(f"{mechanism}: {detail}")
         if ok:
             found = mechanism
@@ -189,6 +190,21 @@ def probe_structured(upstream: Responder, model: str, *, refresh: bool = False) 
     with _cache_lock:
         _cache[key] = support
     return support
+
+
+def _single_attempt(upstream: Any) -> Any:
+    """A view of ``upstream`` that does not retry: an endpoint that refuses a mechanism with HTTP 500
+    (llama-cpp-python does, for ``json_schema``) is asked once, not through the retries' back-off."""
+    if hasattr(upstream, "max_attempts"):
+        view = copy.copy(upstream)
+        view.max_attempts = 1
+        return view
+    inner = getattr(upstream, "inner", None)
+    if inner is not None and hasattr(inner, "max_attempts"):
+        view = copy.copy(upstream)
+        view.inner = _single_attempt(inner)
+        return view
+    return upstream
 
 
 def _try(upstream: Responder, model: str, mechanism: Mechanism) -> tuple[bool, str]:

@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from failforge.llm import chat_response
+from failforge.llm._stream import SSE_CONTENT_TYPE, sse_body, wants_usage
 from failforge.llm._structured import is_probe
 
 
@@ -124,12 +125,18 @@ class LoopbackModelServer:
                 if server.latency:
                     time.sleep(server.latency)
                 route = self.path.split("/agents/", 1)[1].split("/", 1)[0] if "/agents/" in self.path else None
-                self._send(200, server._answer(body, route or self.headers.get("X-Failforge-Agent")))
+                answer = server._answer(body, route or self.headers.get("X-Failforge-Agent"))
+                if body.get("stream") and server._proxy is None:  # a client that streams gets the same answer as server-sent events
+                    self._send_bytes(200, sse_body(answer, include_usage=wants_usage(body)), SSE_CONTENT_TYPE)
+                    return
+                self._send(200, answer)
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+            def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
