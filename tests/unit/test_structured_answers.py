@@ -167,3 +167,21 @@ def test_a_judge_session_asks_with_the_mechanism_renders_the_answer_and_replays_
     plain = JudgeSession("s2", "m", upstream=endpoint)
     assert plain.ask([{"role": "user", "content": "Is step 2 wrong?"}], schema=StepCheckAnswer).startswith("Hello")
     assert "response_format" not in endpoint.bodies[-1]
+
+
+def test_a_likelihood_prediction_never_names_a_tool_output() -> None:
+    from failforge.attribution._likelihood import _outcome
+
+    record = next(r for r in _all_records() if any(s.kind == "tool" for s in r.steps[:-1]))
+    candidates = [i for i in record.candidate_steps() if i != len(record.steps) - 1]
+    tool = next(i for i in candidates if record.steps[i].kind == "tool")
+    scores = [10.0 if i == tool else float(k) / 100 for k, i in enumerate(candidates)]  # the tool output scores highest
+    outcome = _outcome(record, candidates, scores)
+    assert outcome.step != tool and record.steps[outcome.step].kind != "tool" and outcome.agent != "Computer_terminal"
+    assert outcome.step_scores is not None and outcome.step_scores[tool] == 10.0  # still scored, only not nameable
+
+
+@functools.cache
+def _all_records() -> list[LabelledFailure]:
+    records, _ = summarise(importers.get("whowhen")(FIXTURES))
+    return records

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from failforge.campaign import CampaignConfig, CampaignSummary
-from failforge.cli._app import _endpoint, _progress, app, console, file_in_the_way, out
+from failforge.cli._app import ProgressLine, _endpoint, _progress, app, console, file_in_the_way, out
 from failforge.errors import ConfigError
 
 DEMO_SEED_TASKS = (
@@ -94,16 +94,28 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
             arms = [0]
+            line = ProgressLine(total=0, every=0 if console.is_terminal else 10.0)  # a log gets plain lines, a terminal the bar
 
             def on_progress(event: str, spec: object, summary: CampaignSummary) -> None:
                 if event == "plan":
                     progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                    line.total = summary.planned
+                    line.update(summary.skipped, 0)
+                    if line.every:
+                        console.print(f"{progress_label}: {summary.planned} planned, {summary.skipped} already done")
                     return
                 if event in ("arms", "arm"):  # the decisiveness check's original arms, before the attempts
                     arms[0] += event == "arm"
-                    progress.update(bar, status=f"original arms (the seeds' own steps continued live): {arms[0]} done")
+                    status = f"original arms (the seeds' own steps continued live): {arms[0]} done"
+                    progress.update(bar, status=status)
+                    if event == "arm" and line.due():
+                        console.print(f"{progress_label}: {status}")
                     return
-                progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
+                outcome = f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}"
+                progress.update(bar, advance=1, status=outcome)
+                status = line.update(summary.skipped, summary.kept + summary.rejected + summary.failed, outcome)
+                if line.due():
+                    console.print(f"{progress_label}: {status}")
 
             summary = run_campaign(config, resolved, on_progress=on_progress, force=force, retry_failed=retry_failed)
     except KeyboardInterrupt:

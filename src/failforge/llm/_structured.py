@@ -109,7 +109,7 @@ def read_structured(text: str | None, schema: type[BaseModel]) -> BaseModel | No
     candidates += [m.group(1) for m in reversed(list(re.finditer(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)))]
     for candidate in candidates:
         try:
-            return schema.model_validate(json.loads(candidate))
+            return schema.model_validate(json.loads(candidate, strict=False))  # a grammar may let raw newlines into a string
         except (ValueError, ValidationError):
             continue
     return None
