@@ -72,6 +72,29 @@ def _unverifiable_modes(config: CampaignConfig) -> list[str]:
     return [code for code in planned if code not in STRUCTURAL_MODES]
 
 
+#: An environment demo's size: seeds branched and each attempt's deadline (its original arm's too), so the
+#: whole demo ends within about five minutes on a loaded 2-core machine; an attempt past its deadline is
+#: failed (and named as such in the summary), never left running.
+ENV_DEMO_SEEDS = 2
+ENV_DEMO_ATTEMPT_SECONDS = 45.0
+
+
+def why_nothing_kept(summary: CampaignSummary) -> str:
+    """Where a campaign's attempts went, for a run that kept nothing: the stages and filters that rejected
+    them and the errors that failed them, most frequent first."""
+    if summary.planned == 0:
+        return "no attempt was planned (no seed has a step the planned modes apply to)"
+    parts = []
+    if summary.rejected:
+        parts.append(f"{summary.rejected} rejected (" + ", ".join(f"{k} {n}" for k, n in summary.rejected_by.most_common(4)) + ")")
+    if summary.failed:
+        parts.append(f"{summary.failed} failed (" + ", ".join(f"{k} {n}" for k, n in summary.failed_by.most_common(4)) + ")")
+    done = summary.kept + summary.rejected + summary.failed
+    if done < summary.planned - summary.skipped:
+        parts.append(f"{summary.planned - summary.skipped - done} not run")
+    return "; ".join(parts) or "no attempt finished"
+
+
 def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -335,8 +358,14 @@ def demo(
     from failforge.campaign._config import PlanConfig
     from failforge.conformance import STRUCTURAL_MODES
 
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
+    plan = PlanConfig(modes=list(STRUCTURAL_MODES))
+    deadline: dict[str, float] = {}
+    if env_name:  # another environment's demo: sized to end within about five minutes on two busy cores
+        plan = PlanConfig(modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2)
+        deadline = {"attempt_deadline": ENV_DEMO_ATTEMPT_SECONDS}
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=plan, **deadline)
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
-        console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")
+        console.print(f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or fails to follow notes "
+                      "often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]")
