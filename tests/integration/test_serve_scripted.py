@@ -14,6 +14,7 @@ import sys
 
 import openai
 import pytest
+
 from _required import require
 
 require("agentdojo")

@@ -75,8 +75,8 @@ def _unverifiable_modes(config: CampaignConfig) -> list[str]:
 #: An environment demo's size: seeds branched and each attempt's deadline (its original arm's too), so the
 #: whole demo ends within about five minutes on a loaded 2-core machine; an attempt past its deadline is
 #: failed (and named as such in the summary), never left running.
-ENV_DEMO_SEEDS = 2
-ENV_DEMO_ATTEMPT_SECONDS = 45.0
+ENV_DEMO_SEEDS = 1
+ENV_DEMO_ATTEMPT_SECONDS = 90.0
 
 
 def why_nothing_kept(summary: CampaignSummary) -> str:
@@ -358,12 +358,10 @@ def demo(
     from failforge.campaign._config import PlanConfig
     from failforge.conformance import STRUCTURAL_MODES
 
-    plan = PlanConfig(modes=list(STRUCTURAL_MODES))
-    deadline: dict[str, float] = {}
+    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
     if env_name:  # another environment's demo: sized to end within about five minutes on two busy cores
-        plan = PlanConfig(modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2)
-        deadline = {"attempt_deadline": ENV_DEMO_ATTEMPT_SECONDS}
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=plan, **deadline)
+        config.plan = PlanConfig(modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2)
+        config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:

@@ -118,7 +118,7 @@ def read_structured(text: str | None, schema: type[BaseModel]) -> BaseModel | No
 def render_fields(answer: BaseModel) -> str:
     """A structured answer as the ``Key: value`` lines the free-text parsers read, keys by field alias
     (``Agent Name``), values on one line each."""
-    lines = []
+    lines: list[str] = []
     for name, info in type(answer).model_fields.items():
         value = getattr(answer, name)
         if value is None:

@@ -27,6 +27,7 @@ import json
 import re
 from typing import Any
 
+from failforge.errors import ConfigError
 from failforge.harnesses._frameworks import LEAD_PROMPT, WORKER_PROMPT, Answer, FrameworkTeamConfig, TeamPolicy, function_call, text_of
 from failforge.harnesses._team import TeamMember
 from failforge.injection import NOTE_PREFIX
@@ -237,7 +238,10 @@ class TeamModel(ScriptedModel):
 
         self.policies: dict[str, TeamPolicy] = {}
         for task, roster in rosters.items():
-            calls, final = environment("agentdojo").ground_truth(env_spec("agentdojo", task))
+            truth = environment("agentdojo").ground_truth(env_spec("agentdojo", task))
+            if truth is None:
+                raise ConfigError(f"AgentDojo task {task} has no ground truth to script a team from")
+            calls, final = truth
             self.policies[task_instruction(task)] = policy_class(team_config(roster), calls, final)
         self.any = next(iter(self.policies.values()))
 
