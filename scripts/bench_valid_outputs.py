@@ -148,7 +148,8 @@ def main() -> int:
 
     print(f"failforge from {Path(inspect.getfile(failforge)).parent}; the embedded model {LOCAL_MODEL_NAME}", flush=True)
     started = time.perf_counter()
-    with LocalModelServer(n_ctx=8192) as server, tempfile.TemporaryDirectory(prefix="bench-valid-") as work:
+    # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine; see _local.default_threads)
+    with LocalModelServer(n_ctx=8192, n_threads=1) as server, tempfile.TemporaryDirectory(prefix="bench-valid-") as work:
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
         attribution(endpoint, Path(work))
         judges(endpoint)
