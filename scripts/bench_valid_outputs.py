@@ -19,6 +19,7 @@ Under 10 minutes on 2 cores shared with other work. Timings are printed as secon
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import sys
@@ -38,6 +39,12 @@ BUDGET_CHARS = 2400
 JUDGE_CALLS = 4
 
 
+def arguments() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=RECORDS, help="Who&When logs per attribution method (the shortest)")
+    return parser
+
+
 def shortest_records(n: int) -> list[Any]:
     from failforge.attribution import summarise
     from failforge.plugins import importers
@@ -46,13 +53,13 @@ def shortest_records(n: int) -> list[Any]:
     return sorted(records, key=lambda r: (len(r.candidate_steps()), r.id))[:n]
 
 
-def attribution(endpoint: Any, work: Path) -> None:
+def attribution(endpoint: Any, work: Path, n: int = RECORDS) -> None:
     from failforge.attribution._predictions import load_predictions
     from failforge.attribution._prompts import PromptConfig
     from failforge.attribution._protocols import normalise_agent
     from failforge.attribution._run import AttributeConfig, run_attribution
 
-    records = shortest_records(RECORDS)
+    records = shortest_records(n)
     gold = {r.id: r.gold for r in records}
     for method in METHODS:
         t0 = time.perf_counter()
@@ -143,6 +150,7 @@ def guide(endpoint: Any) -> None:
 
 
 def main() -> int:
+    args = arguments().parse_args()
     import failforge
     from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
 
@@ -151,7 +159,7 @@ def main() -> int:
     # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine; see _local.default_threads)
     with LocalModelServer(n_ctx=8192, n_threads=1) as server, tempfile.TemporaryDirectory(prefix="bench-valid-") as work:
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
-        attribution(endpoint, Path(work))
+        attribution(endpoint, Path(work), args.records)
         judges(endpoint)
         guide(endpoint)
     print(f"total {time.perf_counter() - started:.0f}s", flush=True)
