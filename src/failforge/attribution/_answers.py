@@ -107,14 +107,17 @@ def mode_answer(config: PromptConfig) -> type[BaseModel]:
 
 # --- RCTA-like -----------------------------------------------------------------------------------------------
 
-def rcta_segment_answer(steps: list[int]) -> type[BaseModel]:
-    """Summary and the proposed candidate steps (each a step of the segment, tagged)."""
+def rcta_segment_answer(steps: list[int], *, only_segment: bool = False) -> type[BaseModel]:
+    """Summary and the proposed candidate steps (each a step of the segment, tagged). The prompt allows
+    "none" for a segment with nothing relevant; the ``only_segment`` of a failed run holds the failure, so
+    there at least one step is proposed."""
     candidate = create_model("Candidate", __base__=_Answer, step=(_one_of(steps), Field(alias="Step")),  # type: ignore[call-overload]
                              tag=(Literal["root", "manifestation", "terminal", "other"], Field(alias="Tag")),
                              recovered=(bool, Field(alias="Recovered")))
     return create_model("SegmentAnswer", __base__=_SegmentBase,  # type: ignore[call-overload,no-any-return]
                         summary=(str, Field(alias="Summary", max_length=300)),
-                        candidates=(list[candidate], Field(alias="Candidates", max_length=8)))  # type: ignore[valid-type]
+                        candidates=(list[candidate], Field(alias="Candidates", min_length=1 if only_segment else 0,  # type: ignore[valid-type]
+                                                           max_length=8)))
 
 
 class OutlineAnswer(_Answer):

@@ -215,8 +215,10 @@ class Rcta:
         out = Outcome()
         summaries: list[tuple[Segment, str]] = []
         proposals: list[Candidate] = []
-        for segment in segments(record):
-            fields = reply_fields(judge.ask(segment_prompt(record, segment, config), schema=rcta_segment_answer(segment.steps)))
+        parts = segments(record)
+        for segment in parts:
+            answer = rcta_segment_answer(segment.steps, only_segment=len(parts) == 1)
+            fields = reply_fields(judge.ask(segment_prompt(record, segment, config), schema=answer))
             summaries.append((segment, fields.get("Summary") or "(no summary)"))
             found, outside = parse_candidates(fields.get("Candidates"), segment)
             proposals.extend(found)

@@ -171,7 +171,7 @@ def _context(upstream: HttpUpstream, model: str) -> Check:
     fits = 0
     detail = ""
     for tokens in CONTEXT_STEPS:
-        filler = " ".join(f"item{i}" for i in range(tokens // 2))  # about two tokens per "itemN"
+        filler = " apple" * tokens  # one token per word in the common tokenizers
         try:
             _ask(upstream, model, {"messages": [{"role": "user", "content": f"{filler}\nReply with the word: ok"}], "max_tokens": 4})
         except FailforgeError as exc:
