@@ -152,7 +152,7 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
                       "Fix the endpoint and rerun the same command: those attempts are retried.")
         raise typer.Exit(3)
     if summary.attempts and summary.failed == summary.attempts:
-        console.print(f"[red]every attempt of this run failed[/] ({summary.failed}); see {config.output}/failed.jsonl")
+        console.print(f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see {config.output}/failed.jsonl")
         raise typer.Exit(1)
     return summary
 
