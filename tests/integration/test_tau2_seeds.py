@@ -63,3 +63,16 @@ def test_bad_input_is_one_line():
         pkg.check_domain("airlne")
     with pytest.raises(ConfigError, match="no split 'basee'"):
         pkg.tasks("retail", "basee")
+
+
+def test_without_a_domain_the_tasks_are_every_domains_and_name_it() -> None:
+    from failforge.seeds import env_spec
+
+    tasks = environment("tau2").tasks(environment("tau2").Options())
+    domains = {t.split("/", 1)[0] for t in tasks}
+    assert domains == {"airline", "retail", "telecom"} and "airline/0" in tasks and len(tasks) > 200
+    spec = env_spec("tau2", "retail/0")
+    assert (spec.config["domain"], spec.config["task_id"]) == ("retail", "0")
+    assert env_spec("tau2", "0", {"domain": "airline"}).config["domain"] == "airline"  # with --domain, the bare id as before
+    with pytest.raises(ConfigError, match="names no domain"):
+        env_spec("tau2", "0")

@@ -15,6 +15,7 @@ import pytest
 from failforge.errors import PromptDrift
 from failforge.judgement import assess, judge_request, parse_judgement, replay_judge, run_judge
 from failforge.llm import HttpUpstream
+from failforge.llm._structured import is_probe
 from failforge.taxonomy import get_mode
 from failforge.testing import LoopbackModelServer
 from failforge.trajectory import Step, ToolCall, Trajectory, load_jsonl
@@ -73,7 +74,8 @@ def test_semantic_mode_is_judged_through_the_boundary_and_replays(seed):
         upstream = HttpUpstream(server.base_url, api_key_env=None)
         verdict = assess(seed, _step(None, ON_TASK), 1, get_mode("R.4"), judge=upstream, judge_model="judge-m", record_id="a1")
         upstream.close()
-        assert len(server.seen) == 1
+        judged = [body for body in server.seen if not is_probe(body)]  # the endpoint was probed once for structured output
+        assert len(judged) == 1 and "response_format" not in judged[0]  # a server that ignores the field is asked in free text
     assert verdict.exhibited is True and verdict.method == "judge" and "wrong day" in verdict.reason
     record = verdict.judge
     assert record is not None and record.model == "judge-m" and record.call["request_hash"] and record.call["response"]
@@ -90,7 +92,7 @@ def test_structural_and_off_task_candidates_never_reach_the_judge(seed):
         structural = assess(seed, _step(None, ON_TASK), 1, get_mode("A.2"), judge=upstream, judge_model="j")
         off_task = assess(seed, _step("I love poems about autumn leaves."), 1, get_mode("R.2"), judge=upstream, judge_model="j")
         upstream.close()
-        assert server.seen == []
+        assert [body for body in server.seen if not is_probe(body)] == []
     assert structural.method == "deterministic" and structural.exhibited is True
     assert off_task.method == "deterministic" and off_task.exhibited is False
 

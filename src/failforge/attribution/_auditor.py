@@ -32,6 +32,7 @@ from typing import Any, get_args
 
 import yaml
 
+from failforge.attribution._answers import auditor_answer
 from failforge.attribution._audit import Audit, AuditDecision, AuditState
 from failforge.attribution._fields import check_agent, check_mode, check_step, mode_parts, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
@@ -39,6 +40,7 @@ from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import Messages, PromptConfig, render_steps, step_body
 from failforge.attribution._record import LabelledFailure
 from failforge.judgement import ErrorSource, Impact, error_source
+from failforge.llm import last_complete_block
 
 STATES: tuple[str, ...] = get_args(AuditState)
 SOURCES: tuple[str, ...] = get_args(ErrorSource)
@@ -77,16 +79,16 @@ def audit_prompt(record: LabelledFailure, config: PromptConfig) -> Messages:
 
 
 def reply_fields(reply: str) -> tuple[dict[str, str], list[str]]:
-    """(the first value of every key but Decision, every Decision line's value in order)."""
-    found: dict[str, str] = {}
+    """(every key but Decision, from the last complete answer block, else its first value; every Decision line's value in order)."""
+    pairs: list[tuple[str, str]] = []
     lines: list[str] = []
     for match in _LINE.finditer(reply or ""):
         key, value = match.group(1).title(), match.group(2).strip()
         if key == "Decision":
             lines.append(value)
         else:
-            found.setdefault(key, value.strip("*`'\" ").strip())
-    return found, lines
+            pairs.append((key, value.strip("*`'\" ").strip()))
+    return last_complete_block(pairs, ("Agent", "Step")), lines
 
 
 def _flat(text: str) -> str:
@@ -198,12 +200,13 @@ class Auditor:
         assert ctx.judge is not None
         record, config, judge = ctx.record, ctx.prompt, ctx.judge
         messages = audit_prompt(record, config)
-        reply = judge.ask(messages)
+        schema = auditor_answer(record, config, decision_steps(record), STATES, SOURCES, IMPACTS)
+        reply = judge.ask(messages, schema=schema)
         valid, invalid, dropped = validate(record, reply, config)
         problems: list[str] = []
         if invalid:
             again = [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt(record, invalid, config)}]
-            reply = judge.ask(again)
+            reply = judge.ask(again, schema=schema)
             second, still, dropped_again = validate(record, reply, config)
             if "decisions" in second:
                 dropped = dropped_again

@@ -34,7 +34,7 @@ from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure
 from failforge.errors import ConfigError, FailforgeError, InfrastructureError
 from failforge.jobs import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
-from failforge.llm import ModelEndpoint, Responder
+from failforge.llm import Mechanism, ModelEndpoint, Responder
 from failforge.trajectory import Step
 
 Executor = Literal["thread", "process", "ray"]
@@ -61,6 +61,8 @@ class SessionEnv:
     calls: Path | None
     #: the judge endpoint a worker opens its own client to; None without a live judge.
     endpoint: ModelEndpoint | None = None
+    #: how the judge is asked for a structured answer (probed once per endpoint, or the recording's).
+    structured: Mechanism = "none"
 
 
 @dataclass
@@ -104,7 +106,8 @@ def run_session(worker: Worker, attempt: str, record: LabelledFailure, recorded:
     judge = None
     if worker.method.kind == "judge":
         judge = JudgeSession(attempt, env.judge_model, upstream=worker.upstream, recorded=recorded,
-                             on_call=worker.store.append if worker.store is not None else None, max_tokens=env.max_tokens, seed=env.seed)
+                             on_call=worker.store.append if worker.store is not None else None, max_tokens=env.max_tokens, seed=env.seed,
+                             structured=env.structured)
     try:
         outcome = worker.method.predict(MethodContext(record=record, prompt=env.prompt, seed=env.seed, judge=judge, dataset=env.facts, scorer=worker.scorer))
     except FailforgeError as exc:

@@ -12,6 +12,11 @@ That one mechanism gives three behaviours:
 - *auditing*: the recording holds every prompt and reply.
 
 Judge requests are deterministic (temperature 0, fixed seed) so a re-run asks the same questions.
+
+A call that declares its answer's schema (``ask(..., schema=Model)``) asks for it with the endpoint's
+mechanism (``structured``, probed once per endpoint: :mod:`failforge.llm._structured`); the structured reply
+is handed to the method as the ``Key: value`` lines its free-text parser reads, and a reply that does not
+validate is handed over as written.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from failforge.llm import Responder, surface_boundary_error
+from pydantic import BaseModel
+
+from failforge.llm import Mechanism, Responder, read_structured, render_fields, response_format, surface_boundary_error
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
 from failforge.runlog import addressed
@@ -30,11 +37,13 @@ OnCall = Callable[[str, Step], None]
 
 class JudgeSession:
     def __init__(self, session_id: str, model: str, *, upstream: Responder | None, recorded: Sequence[Step] = (),
-                 on_call: OnCall | None = None, max_tokens: int = 256, seed: int = 0) -> None:
+                 on_call: OnCall | None = None, max_tokens: int = 256, seed: int = 0, structured: Mechanism = "none") -> None:
         self.session_id = session_id
         self.model = model
         self.max_tokens = max_tokens
         self.seed = seed
+        self.structured = structured
+        self.valid_structured = 0
         # Resume: the recorded calls are served (hash-checked), then live; with no upstream a call past
         # the recording is RecordingExhausted, never a silent live call.
         self.session = Session(Plan.resume(len(recorded)), run_id=session_id, expected=addressed(recorded, session_id), upstream=upstream,
@@ -47,10 +56,14 @@ class JudgeSession:
         self.prompt_tokens = 0
         self.completion_tokens = 0
 
-    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None) -> str:
+    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: type[BaseModel] | None = None) -> str:
+        """The judge's reply; with ``schema`` (and an endpoint that constrains answers) its fields as ``Key: value`` lines."""
+        fmt = response_format(schema, self.structured) if schema is not None else None
+        extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
         try:
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, temperature=0, seed=self.seed, max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]
+                **extra,
             )
         except Exception as exc:
             raise surface_boundary_error(self.boundary, exc) from exc
@@ -62,6 +75,11 @@ class JudgeSession:
             if self.on_call is not None:
                 self.on_call(self.session_id, step)
         text = (response.choices[0].message.content or "") if response.choices else ""
+        answer = read_structured(text, schema) if fmt is not None and schema is not None else None
+        if answer is not None:
+            self.valid_structured += 1
+            render = getattr(answer, "render", None)
+            text = render() if callable(render) else render_fields(answer)
         self.replies.append(text)
         return text
 

@@ -9,8 +9,10 @@ with a language model's token log-probabilities:
 - leave-one-out: ``s_i = (1/|y|) [log p(y | task, c_all) - log p(y | task, c_all without c_i)]``, the
   mean per-token loss when step i is removed.
 
-The prediction is the argmax (earliest on ties) and its author; no mode. The gold step cannot be
-predicted when it *is* the last step; such records count as wrong for these methods.
+The prediction is the argmax (earliest on ties) and its author; no mode. A tool's output (a ``tool`` step,
+Who&When's ``Computer_terminal``) is scored as context but never predicted: it is what the agents react to,
+never the agent that erred (:func:`nameable`). The gold step cannot be predicted when it *is* the last step;
+such records count as wrong for these methods.
 
 Records with component gold (``record.components``: the trajectory-attribution release, failforge gold
 with a target component) are scored over components instead: the target ``y`` is the target
@@ -49,13 +51,13 @@ task + steps + target fit the context window; the cut is recorded on the predict
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from failforge.attribution._components import ChainError, ComponentLabel, check_label
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._record import LabelledFailure
+from failforge.llm import default_threads
 
 #: tau of the chain rule (see the module docstring): a candidate joins a chain when its contribution is
 #: positive and at least ``CHAIN_TAU`` times the primary's.
@@ -81,7 +83,7 @@ class TokenScorer:
         self.n_ctx = n_ctx
         self.max_step_tokens = max_step_tokens
         self.max_target_tokens = max_target_tokens
-        threads = n_threads or max(1, os.cpu_count() or 1)
+        threads = n_threads or default_threads()  # half the cores: see failforge.llm._local.default_threads
         self.llm = llama_cpp.Llama(model_path=self.model_path, logits_all=True, n_ctx=n_ctx, n_threads=threads,
                                    n_threads_batch=threads, n_batch=512, verbose=False)
         self.tokens_evaluated = 0
@@ -192,13 +194,21 @@ def derive_chains(ids: Sequence[str], scores: Sequence[float], tau: float = CHAI
     return ranking, [ids[k] for k in kept if k < top], [ids[k] for k in kept if k > top]
 
 
+def nameable(record: LabelledFailure, index: int) -> bool:
+    """Whether step ``index`` may be the prediction: a component of a component-gold record, else any step but a
+    tool's output (Who&When's ``Computer_terminal``), which is context the agents react to, never the agent
+    that erred. Tool outputs stay in the scored context; they only cannot be named."""
+    return record.components is not None or record.steps[index].kind != "tool"
+
+
 def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float], tau: float = CHAIN_TAU) -> Outcome:
     per_step: list[float | None] = [None] * len(record.steps)
     for i, s in zip(candidates, scores, strict=False):
         per_step[i] = s
-    if not candidates:
+    eligible = [k for k, i in enumerate(candidates) if nameable(record, i)]
+    if not eligible:
         return Outcome(problems=["no candidate step before the target"], step_scores=per_step)
-    best = max(range(len(scores)), key=lambda k: (scores[k], -k))
+    best = max(eligible, key=lambda k: (scores[k], -k))
     step = candidates[best]
     out = Outcome(agent=record.author(step), step=step, step_text=str(step), step_scores=per_step)
     if record.components is not None:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from failforge.attribution._codes import FAILFORGE_CODES
+from failforge.llm import last_complete_block
 
 _FIELDS = ("Agent Name", "Step Number", "Error Mode", "Error Description", "Reason for Mistake", "Reason")
 _LOOKAHEAD = "|".join(re.escape(f) for f in _FIELDS)
@@ -17,7 +18,7 @@ _FIELD = re.compile(
 )
 _CODE = re.compile(r"(?<![A-Za-z0-9])((?:PL|P|R|A|V|C)\.\d+)(?![0-9])", re.IGNORECASE)
 _INT = re.compile(r"-?\d+")
-_YES_NO = re.compile(r"^\W*(?:1\s*[.)]\s*)?\W*(yes|no)\b", re.IGNORECASE)
+_YES_NO = re.compile(r"^\W*(?:1\s*[.)]\s*|answer\s*:\s*)?\W*(yes|no)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -41,12 +42,12 @@ def _clean(value: str | None) -> str | None:
     return text or None
 
 
-def fields(reply: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for match in _FIELD.finditer(reply or ""):
-        key = match.group("key").title()
-        out.setdefault(key, match.group("val").strip())
-    return out
+def fields(reply: str, required: tuple[str, ...] = ("Agent Name", "Step Number")) -> dict[str, str]:
+    """The reply's fields, from its last complete answer block (a judge that answers, reconsiders and answers
+    again is read by its second answer, as Who&When Pro's harness reads it); without a complete block, each
+    field's first value."""
+    pairs = [(m.group("key").title(), m.group("val").strip()) for m in _FIELD.finditer(reply or "")]
+    return last_complete_block(pairs, required)
 
 
 def code_in(text: str | None) -> str | None:
@@ -89,7 +90,7 @@ def parse_all_at_once(reply: str, *, menu: bool) -> Fields:
 
 def parse_mode_reply(reply: str, *, menu: bool) -> tuple[str | None, str | None]:
     """(code, free-text description) from a mode question's reply."""
-    found = fields(reply)
+    found = fields(reply, ("Error Mode",) if menu else ("Error Description",))
     if menu:
         return code_in(found.get("Error Mode")) or code_in(reply), None
     text = (found.get("Error Description") or found.get("Error Mode") or reply or "").strip()

@@ -9,6 +9,7 @@ that agent's steps only. No step judged decisive means no prediction (scored as 
 
 from __future__ import annotations
 
+from failforge.attribution._answers import HalfAnswer, StepCheckAnswer, all_at_once_answer, mode_answer
 from failforge.attribution._freetext import map_to_mode
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._parse import half, parse_all_at_once, parse_mode_reply, yes_no
@@ -17,6 +18,14 @@ from failforge.attribution._record import LabelledFailure
 
 STEP_CHECK_TOKENS = 48
 """A step check's answer is read from its first words ("1. Yes"/"1. No"); the reason is not needed."""
+STRUCTURED_STEP_CHECK_TOKENS = 72
+"""As JSON the verdict comes with its (bounded) reason, which must end before the budget does."""
+HALF_TOKENS, STRUCTURED_HALF_TOKENS = 16, 24
+
+
+def _budget(ctx: MethodContext, free: int, structured: int) -> int:
+    assert ctx.judge is not None
+    return free if ctx.judge.structured == "none" else structured
 
 
 def normalise_agent(name: str | None) -> str:
@@ -27,7 +36,7 @@ def normalise_agent(name: str | None) -> str:
 
 def _mode(ctx: MethodContext, step: int, out: Outcome) -> None:
     assert ctx.judge is not None
-    reply = ctx.judge.ask(mode_question(ctx.record, step, ctx.prompt))
+    reply = ctx.judge.ask(mode_question(ctx.record, step, ctx.prompt), schema=mode_answer(ctx.prompt))
     code, description = parse_mode_reply(reply, menu=ctx.prompt.menu)
     out.description = description
     out.mode = code if ctx.prompt.menu else map_to_mode(description)
@@ -38,7 +47,8 @@ def _mode(ctx: MethodContext, step: int, out: Outcome) -> None:
 def _first_yes(ctx: MethodContext, indices: list[int], out: Outcome) -> int | None:
     assert ctx.judge is not None
     for index in indices:
-        reply = ctx.judge.ask(step_check(ctx.record, index, ctx.prompt), max_tokens=STEP_CHECK_TOKENS)
+        reply = ctx.judge.ask(step_check(ctx.record, index, ctx.prompt), max_tokens=_budget(ctx, STEP_CHECK_TOKENS, STRUCTURED_STEP_CHECK_TOKENS),
+                              schema=StepCheckAnswer)
         verdict = yes_no(reply)
         if verdict is None:
             out.problems.append(f"step {index}: reply is neither yes nor no")
@@ -54,7 +64,7 @@ class AllAtOnce:
 
     def predict(self, ctx: MethodContext) -> Outcome:
         assert ctx.judge is not None
-        reply = ctx.judge.ask(all_at_once(ctx.record, ctx.prompt))
+        reply = ctx.judge.ask(all_at_once(ctx.record, ctx.prompt), schema=all_at_once_answer(ctx.record, ctx.prompt))
         parsed = parse_all_at_once(reply, menu=ctx.prompt.menu)
         mode = parsed.mode if ctx.prompt.menu else map_to_mode(parsed.description)
         problems = list(parsed.problems)
@@ -92,7 +102,8 @@ class BinarySearch:
         while lo < hi:
             segment = indices[lo : hi + 1]
             mid = (hi - lo) // 2
-            reply = ctx.judge.ask(binary_half(ctx.record, segment, mid, ctx.prompt), max_tokens=16)
+            reply = ctx.judge.ask(binary_half(ctx.record, segment, mid, ctx.prompt), max_tokens=_budget(ctx, HALF_TOKENS, STRUCTURED_HALF_TOKENS),
+                                  schema=HalfAnswer)
             side = half(reply)
             if side is None:
                 side = "upper" if rng.randint(0, 1) == 0 else "lower"

@@ -38,10 +38,12 @@ from typing import Any
 
 import yaml
 
+from failforge.attribution._answers import OutlineAnswer, rcta_final_answer, rcta_segment_answer
 from failforge.attribution._fields import check_agent, check_mode, check_step, mode_parts, recorded_agents
 from failforge.attribution._methods import MethodContext, Outcome, methods
 from failforge.attribution._prompts import Messages, PromptConfig, render_step
 from failforge.attribution._record import LabelledFailure
+from failforge.llm import last_complete_block
 
 SEGMENT_STEPS = 40
 OVERLAP = 2
@@ -144,11 +146,13 @@ def final_prompt(record: LabelledFailure, outline: str, block: str, config: Prom
                                                candidates=block, mode_ask=mode_ask, mode_line=mode_line))
 
 
-def reply_fields(reply: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for match in _LINE.finditer(reply or ""):
-        found.setdefault(match.group(1).title(), match.group(2).strip().strip("*`'\" ").strip())
-    return found
+def reply_fields(reply: str, required: tuple[str, ...] = ()) -> dict[str, str]:
+    """The reply's fields; with ``required``, from its last complete answer block (a self-revising judge)."""
+    pairs = [(m.group(1).title(), m.group(2).strip().strip("*`'\" ").strip()) for m in _LINE.finditer(reply or "")]
+    return last_complete_block(pairs, required)
+
+
+FINAL_FIELDS = ("Role", "Step")
 
 
 @cache
@@ -211,26 +215,29 @@ class Rcta:
         out = Outcome()
         summaries: list[tuple[Segment, str]] = []
         proposals: list[Candidate] = []
-        for segment in segments(record):
-            fields = reply_fields(judge.ask(segment_prompt(record, segment, config)))
+        parts = segments(record)
+        for segment in parts:
+            answer = rcta_segment_answer(segment.steps, only_segment=len(parts) == 1)
+            fields = reply_fields(judge.ask(segment_prompt(record, segment, config), schema=answer))
             summaries.append((segment, fields.get("Summary") or "(no summary)"))
             found, outside = parse_candidates(fields.get("Candidates"), segment)
             proposals.extend(found)
             out.problems.extend(outside)
-        outline = reply_fields(judge.ask(outline_prompt(record, summaries, config))).get("Outline") or "(no outline)"
+        outline = reply_fields(judge.ask(outline_prompt(record, summaries, config), schema=OutlineAnswer)).get("Outline") or "(no outline)"
         candidates = pool(proposals)
         if not candidates:
             out.problems.append("no segment proposed a candidate step")
             return out
         block, shown = candidate_block(record, candidates, config)
-        reply = judge.ask(final_prompt(record, outline, block, config))
-        valid, problems = validate(record, reply_fields(reply), shown, config)
+        answer = rcta_final_answer(record, config, sorted(shown))
+        reply = judge.ask(final_prompt(record, outline, block, config), schema=answer)
+        valid, problems = validate(record, reply_fields(reply, FINAL_FIELDS), shown, config)
         if problems:
             _, mode_line = mode_parts(config)
             retry_prompt = prompts()["retry"].format(problems="; ".join(problems.values()), agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
             messages = [*final_prompt(record, outline, block, config), {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt}]
-            reply = judge.ask(messages)
-            again, still = validate(record, reply_fields(reply), shown, config)
+            reply = judge.ask(messages, schema=answer)
+            again, still = validate(record, reply_fields(reply, FINAL_FIELDS), shown, config)
             valid = {**valid, **again}
             out.problems.extend(f"after one retry: {message}" for field, message in still.items() if field not in valid)
         out.agent, out.step, out.step_text = valid.get("agent"), valid.get("step"), valid.get("step_text")

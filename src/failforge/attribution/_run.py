@@ -24,7 +24,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -38,7 +38,7 @@ from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.jobs import FolderLock, Ledger, attempt_ids_in, repair_jsonl
 from failforge.jsonl import read_json
-from failforge.llm import ModelEndpoint, Responder
+from failforge.llm import Mechanism, ModelEndpoint, Responder, StructuredSupport, mechanism_of_requests, probe_structured
 from failforge.secrets import redact_known, safe_url
 from failforge.trajectory import append_jsonl
 
@@ -57,6 +57,8 @@ class LikelihoodConfig(BaseModel):
 
 class AttributeConfig(BaseModel):
     method: str
+    structured_output: Literal["auto", "off"] = Field(
+        default="auto", description="ask for schema-constrained answers where the judge endpoint supports it (probed once), or never")
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     seed: int = 0
     judge_model: str | None = None
@@ -208,9 +210,10 @@ def run_attribution(
             summary.planned = len(by_attempt)
             summary.done_before = summary.planned - len(pending)
             recorded = CallStore.load((recording or output) / CALLS, summary.unread_lines) if kind == "judge" else {}
+            support = _structured(config, kind, live, upstream, endpoint, recorded)
             env = SessionEnv(method=config.method, key=key, prompt=config.prompt, seed=config.seed, judge_model=config.judge_model or "judge",
                              max_tokens=config.max_tokens, facts=DatasetFacts.of(records), calls=output / CALLS if live else None,
-                             endpoint=endpoint if live else None)
+                             endpoint=endpoint if live else None, structured=support.mechanism if support else "none")
             worker = Worker(env, upstream=upstream if live else None, scorer=_scorer(config) if kind == "likelihood" else None)
             jobs: list[Job] = [(a, by_attempt[a], recorded.get(a, [])) for a in pending]
             workers = 1 if kind == "likelihood" else config.concurrency
@@ -229,8 +232,29 @@ def run_attribution(
                 worker.close()
             ledger.close()
         summary.seconds = round(time.perf_counter() - started, 3)
-        _manifest(output, config, kind, summary, info, recording, provenance)
+        _manifest(output, config, kind, summary, info, recording, provenance, support)
     return summary
+
+
+def _structured(config: AttributeConfig, kind: str, live: bool, upstream: Responder | None, endpoint: ModelEndpoint | None,
+                recorded: dict[str, list[Any]]) -> StructuredSupport | None:
+    """How this run asks for structured answers: as its recording did (a replay asks exactly the recorded
+    requests); else as the judge endpoint honours (probed once per endpoint and model); never when off."""
+    if kind != "judge":
+        return None
+    requests = (s.model_call.request for steps in recorded.values() for s in steps if s.model_call is not None)
+    used: Mechanism | None = mechanism_of_requests(requests)
+    if used is not None or not live or config.structured_output == "off":
+        source = "the recorded calls" if used is not None or not live else "structured_output=off"
+        return StructuredSupport(mechanism=used or "none", endpoint=config.judge_model or "judge", detail=f"from {source}")
+    if upstream is None and endpoint is not None:  # process/Ray workers open their own clients: probe with one of ours
+        probe = endpoint.upstream()
+        try:
+            return probe_structured(probe, config.judge_model or endpoint.model)
+        finally:
+            probe.close()
+    assert upstream is not None
+    return probe_structured(upstream, config.judge_model or "judge")
 
 
 def _settle(output: Path, ledger: Ledger, summary: RunSummary, record: LabelledFailure, attempt: str, key: str, result: Prediction | dict[str, Any]) -> None:
@@ -274,7 +298,7 @@ def _scorer(config: AttributeConfig) -> Any:
 
 
 def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSummary, info: Any, recording: Path | None,
-              provenance: dict[str, Any] | None = None) -> None:
+              provenance: dict[str, Any] | None = None, structured: StructuredSupport | None = None) -> None:
     from failforge import __version__
 
     path = output / MANIFEST
@@ -301,6 +325,8 @@ def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSumm
         manifest["likelihood_model"] = file_identity(local_model_path())
     if provenance is not None:
         manifest["provenance"] = provenance
+    if structured is not None:
+        manifest["structured_output"] = structured.model_dump()
     # through the redactor, as every output: a run's errors may quote what an upstream echoed
     path.write_text(redact_known(json.dumps(manifest, indent=2)) + "\n", encoding="utf-8")
 

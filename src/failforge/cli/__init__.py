@@ -1,6 +1,6 @@
 """The ``failforge`` command: :data:`app` plus one module per command group, imported here."""
 
-from failforge.cli import _attribution, _decide, _fidelity, _generate, _info, _proxy, _report, _seeds  # noqa: F401 - register the commands on app
+from failforge.cli import _attribution, _decide, _fidelity, _generate, _info, _proxy, _report, _scripted, _seeds  # noqa: F401 - register the commands on app
 from failforge.cli._app import app, main
 
 __all__ = ["app", "main"]

@@ -138,6 +138,8 @@ def attribute(
     executor: Annotated[str, typer.Option(help="where sessions run: thread (in this process), process (worker processes) or ray")] = "thread",
     ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (default: a local Ray instance)")] = None,
     max_tokens: Annotated[int, typer.Option(help="judge reply budget")] = 256,
+    structured_output: Annotated[str, typer.Option(help="auto: ask for schema-constrained answers where the judge endpoint has a mechanism "
+                                                        "(probed once, recorded in the manifest); off: always free text")] = "auto",
     max_step_chars: Annotated[int, typer.Option(help="characters kept per step in judge prompts")] = 600,
     budget_chars: Annotated[int, typer.Option(help="characters of trajectory per judge prompt")] = 9000,
     n_ctx: Annotated[int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")] = 8192,
@@ -155,6 +157,8 @@ def attribute(
             raise ConfigError(f"--methods-config names each run's method and judge; it cannot be combined with {', '.join(given)}")
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor {executor}: unknown (known: {', '.join(EXECUTORS)})")
+    if structured_output not in ("auto", "off"):
+        raise ConfigError(f"--structured-output {structured_output}: choose auto or off")
     if paraphrased_menu and not menu:
         raise ConfigError("--paraphrased-menu rewords the menu; it cannot be combined with --free-text (no menu)")
     plan = _methods_plan(methods_config) if methods_config is not None else None
@@ -169,6 +173,7 @@ def attribute(
     def config_of(name: str, run_executor: str, workers: int) -> AttributeConfig:
         return AttributeConfig(
             method=name, seed=seed, max_tokens=max_tokens, concurrency=workers, executor=run_executor, ray_address=ray_address,  # type: ignore[arg-type]
+            structured_output=structured_output,  # type: ignore[arg-type]  # checked below
             prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
             likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
         )

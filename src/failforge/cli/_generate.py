@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from failforge.campaign import CampaignConfig, CampaignSummary
-from failforge.cli._app import _endpoint, _progress, app, console, file_in_the_way, out
+from failforge.cli._app import ProgressLine, _endpoint, _progress, app, console, file_in_the_way, out
 from failforge.errors import ConfigError
 
 DEMO_SEED_TASKS = (
@@ -72,6 +72,29 @@ def _unverifiable_modes(config: CampaignConfig) -> list[str]:
     return [code for code in planned if code not in STRUCTURAL_MODES]
 
 
+#: An environment demo's size: seeds branched and each attempt's deadline (its original arm's too), so the
+#: whole demo ends within about five minutes on a loaded 2-core machine; an attempt past its deadline is
+#: failed (and named as such in the summary), never left running.
+ENV_DEMO_SEEDS = 1
+ENV_DEMO_ATTEMPT_SECONDS = 90.0
+
+
+def why_nothing_kept(summary: CampaignSummary) -> str:
+    """Where a campaign's attempts went, for a run that kept nothing: the stages and filters that rejected
+    them and the errors that failed them, most frequent first."""
+    if summary.planned == 0:
+        return "no attempt was planned (no seed has a step the planned modes apply to)"
+    parts = []
+    if summary.rejected:
+        parts.append(f"{summary.rejected} rejected (" + ", ".join(f"{k} {n}" for k, n in summary.rejected_by.most_common(4)) + ")")
+    if summary.failed:
+        parts.append(f"{summary.failed} failed (" + ", ".join(f"{k} {n}" for k, n in summary.failed_by.most_common(4)) + ")")
+    done = summary.kept + summary.rejected + summary.failed
+    if done < summary.planned - summary.skipped:
+        parts.append(f"{summary.planned - summary.skipped - done} not run")
+    return "; ".join(parts) or "no attempt finished"
+
+
 def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -94,16 +117,28 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
             arms = [0]
+            line = ProgressLine(total=0, every=0 if console.is_terminal else 10.0)  # a log gets plain lines, a terminal the bar
 
             def on_progress(event: str, spec: object, summary: CampaignSummary) -> None:
                 if event == "plan":
                     progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                    line.total = summary.planned
+                    line.update(summary.skipped, 0)
+                    if line.every:
+                        console.print(f"{progress_label}: {summary.planned} planned, {summary.skipped} already done")
                     return
                 if event in ("arms", "arm"):  # the decisiveness check's original arms, before the attempts
                     arms[0] += event == "arm"
-                    progress.update(bar, status=f"original arms (the seeds' own steps continued live): {arms[0]} done")
+                    status = f"original arms (the seeds' own steps continued live): {arms[0]} done"
+                    progress.update(bar, status=status)
+                    if event == "arm" and line.due():
+                        console.print(f"{progress_label}: {status}")
                     return
-                progress.update(bar, advance=1, status=f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}")
+                outcome = f"kept {summary.kept} · rejected {summary.rejected} · failed {summary.failed}"
+                progress.update(bar, advance=1, status=outcome)
+                status = line.update(summary.skipped, summary.kept + summary.rejected + summary.failed, outcome)
+                if line.due():
+                    console.print(f"{progress_label}: {status}")
 
             summary = run_campaign(config, resolved, on_progress=on_progress, force=force, retry_failed=retry_failed)
     except KeyboardInterrupt:
@@ -117,7 +152,7 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
                       "Fix the endpoint and rerun the same command: those attempts are retried.")
         raise typer.Exit(3)
     if summary.attempts and summary.failed == summary.attempts:
-        console.print(f"[red]every attempt of this run failed[/] ({summary.failed}); see {config.output}/failed.jsonl")
+        console.print(f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see {config.output}/failed.jsonl")
         raise typer.Exit(1)
     return summary
 
@@ -324,7 +359,11 @@ def demo(
     from failforge.judgement import STRUCTURAL_MODES
 
     config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
+    if env_name:  # another environment's demo: sized to end within about five minutes on two busy cores
+        config.plan = PlanConfig(modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2)
+        config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
-        console.print("[yellow]no gold record this time: the 135M local model leaks or fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate`[/]")
+        console.print(f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or fails to follow notes "
+                      "often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
+import typer
 from rich.table import Table
 
 from failforge import __version__
@@ -40,8 +43,23 @@ def plugins() -> None:
 
 
 @app.command()
-def doctor() -> None:
-    """Which environments, sandbox backends and the model runtime work on this machine, and why not."""
+def doctor(
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="preflight this OpenAI-compatible endpoint instead (with --model)")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="the endpoint's model name (with --base-url)")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="variable holding the endpoint's key (never stored or shown)")] = "OPENAI_API_KEY",
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds one endpoint call may take")] = 180.0,
+    skip_context: Annotated[bool, typer.Option("--skip-context", help="skip the endpoint's context-length check (up to ~15k tokens)")] = False,
+) -> None:
+    """Which environments, sandbox backends and the model runtime work on this machine, and why not; with
+    --base-url and --model, a preflight of that endpoint (chat, tool calls, streaming, structured output,
+    repeatability, context, latency), exit 1 when a campaign cannot run on it."""
+    if base_url is not None or model is not None:
+        from failforge.cli._doctor import endpoint_doctor
+
+        if base_url is None or model is None:
+            raise typer.BadParameter("an endpoint preflight needs both --base-url and --model")
+        endpoint_doctor(base_url, model, api_key_env, timeout, skip_context)
+        return
     import importlib.util
 
     from failforge.plugins import REGISTRIES, environments

@@ -191,7 +191,8 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     kw = inspect.Parameter.KEYWORD_ONLY
     params = [
-        inspect.Parameter("task", kw, annotation=Annotated[list[str], typer.Option(help="task id(s) to record, several after one flag or one per flag")]),
+        inspect.Parameter("task", kw, default=None, annotation=Annotated[Optional[list[str]], typer.Option(
+            help="task id(s) to record, several after one flag or one per flag (default: every task the options select, e.g. a --suite)")]),
         inspect.Parameter("output", kw, default=Path("recorded_seeds.jsonl"), annotation=Annotated[Path, typer.Option("--output", "-o")]),
         inspect.Parameter("base_url", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")]),
         inspect.Parameter("model", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="model name at --base-url")]),

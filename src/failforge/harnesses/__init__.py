@@ -20,6 +20,8 @@ from pydantic import ValidationError
 
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
+from failforge.harnesses._frameworks import LEAD_PROMPT, WORKER_PROMPT, Answer, FrameworkTeamConfig, TeamPolicy, function_call, text_of
+from failforge.harnesses._team import TeamMember
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, check_roster
 from failforge.trajectory import ComponentSpec
@@ -70,5 +72,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(lazy[name]), name)
     raise AttributeError(f"module 'failforge.harnesses' has no attribute {name!r}")
 
-
-__all__ = ["Harness", "harness_from_spec", "harness_roster", "harness_spec"]
+__all__ = [
+    "LEAD_PROMPT", "WORKER_PROMPT", "Answer", "FrameworkTeamConfig", "Harness", "TeamMember", "TeamPolicy", "function_call", "harness_from_spec",
+    "harness_roster", "harness_spec", "text_of",
+]

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from failforge.injection._note_check import note_problem
 from failforge.injection._roster import render_message, roster_context
 from failforge.judgement import render_step as judged_step
-from failforge.llm import Responder
+from failforge.llm import Responder, read_structured, with_structured
 from failforge.taxonomy import ErrorMode
 from failforge.trajectory import Step, Trajectory
 
@@ -33,6 +35,13 @@ GUIDE_SYSTEM = (
 """The guide's system prompt. It carries no worked example on purpose: a weak guide copies an example's
 tool and values into its note (and the agent into its step), which makes a record about the prompt, not
 about the task. The note-leak filter also rejects any wording or value of this prompt found in a branch."""
+
+class GuideNote(BaseModel):
+    """The guide's answer as a schema: the one sentence (or NOT FEASIBLE)."""
+
+    model_config = ConfigDict(extra="forbid")
+    note: str = Field(max_length=240)
+
 
 
 
@@ -85,13 +94,16 @@ def write_steering_note(guide: Responder, request: dict[str, Any], mode: ErrorMo
     """Stage 1. An empty answer, NOT FEASIBLE, or (given the mode) a reply that is no note for it — a
     refusal, a restatement of the instructions, nothing of the task named — means no attempt is made
     (kept as a rejection, stage ``guide``)."""
+    request = with_structured(request, GuideNote, guide)  # the endpoint's own mechanism, where it has one
     response = guide(request)
     raw = str(((response.get("choices") or [{}])[0].get("message") or {}).get("content") or "").strip()
-    if not raw:
+    answer = read_structured(raw, GuideNote)
+    text = answer.note.strip() if isinstance(answer, GuideNote) else raw  # raw (kept) is the JSON when structured
+    if not text:
         return GuideResult(None, False, request, raw, "guide model returned an empty note")
-    if NOT_FEASIBLE.lower() in raw.lower()[: len(NOT_FEASIBLE) + 20]:
+    if NOT_FEASIBLE.lower() in text.lower()[: len(NOT_FEASIBLE) + 20]:
         return GuideResult(None, False, request, raw, "guide model judged the mode not feasible at this step")
-    note = clean_note(raw)
+    note = clean_note(text)
     if not note:
         return GuideResult(None, False, request, raw, "guide model wrote only a preamble, no usable note")
     if mode is not None:

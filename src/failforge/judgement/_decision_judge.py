@@ -28,15 +28,16 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.errors import PromptDrift
 from failforge.judgement._components import component_id
 from failforge.judgement._decisions import FALLBACK_STOP_RULE, Decision, DecisionJudgement, State, decide_step
 from failforge.judgement._mode_judge import recorded_call, render_step, replayed_call
-from failforge.llm import Responder
+from failforge.llm import Responder, as_fields, is_probe, with_structured
 from failforge.trajectory import ModelCallRef, Step, Trajectory
 
 STATES: tuple[State, ...] = ("act", "ask", "refuse", "stop", "confirm", "recover")
@@ -60,11 +61,21 @@ def decision_request(trajectory: Trajectory, step: Step, *, model: str, max_toke
             "temperature": 0.0, "max_tokens": max_tokens, "seed": 0}
 
 
+class DecisionAnswer(BaseModel):
+    """The judge's two lines as a schema (asked with the endpoint's structured-output mechanism)."""
+
+    model_config = ConfigDict(extra="forbid")
+    STATE: Literal["act", "ask", "refuse", "stop", "confirm", "recover"]
+    EVIDENCE: str = Field(max_length=200)
+
+
 def parse_decision(raw: str) -> tuple[State | None, str]:
-    """``(state, evidence quote)`` from the judge's answer; state None when none of the six is named."""
-    match = _STATE.search(raw)
+    """``(state, evidence quote)`` from the judge's answer (its last, if it reconsiders); state None when none of the six is named."""
+    raw = as_fields(raw, DecisionAnswer)
+    found = list(_STATE.finditer(raw))
+    match = found[-1] if found else None
     state: State | None = match.group(1).lower() if match else None  # type: ignore[assignment]
-    quote = _EVIDENCE.search(raw)
+    quote = _EVIDENCE.search(raw[match.start():] if match else raw)
     evidence = quote.group(1).strip().splitlines()[0].strip().strip('"“”\'').strip() if quote and quote.group(1).strip() else ""
     return state, evidence[:500]
 
@@ -147,7 +158,7 @@ def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *,
             if kept is not None:
                 decision = _kept_or_judged(decision, _replay(trajectory, step, kept))
             elif judge is not None:
-                request = decision_request(trajectory, step, model=model)
+                request = with_structured(decision_request(trajectory, step, model=model), DecisionAnswer, judge)
                 decision = _kept_or_judged(decision, judged_decision(step, recorded_call(judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}")))
         out.append(decision)
     return out
@@ -212,10 +223,11 @@ class Counting:
     def __init__(self, inner: Responder) -> None:
         self.inner = inner
         self.name = inner.name
+        self.base_url, self.model = getattr(inner, "base_url", None), getattr(inner, "model", None)  # probed as the endpoint it is
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.calls += 1
+        self.calls += 0 if is_probe(body) else 1
         return self.inner(body)
 
 

@@ -11,10 +11,12 @@ The judge does not see the steering note: it judges the step, not the intention 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.judgement._verdict import ConformanceVerdict, JudgeRecord
-from failforge.llm import AgentIdentity, Responder, agent_step_from_response
+from failforge.llm import AgentIdentity, Responder, agent_step_from_response, as_fields, asked_as_recorded, with_structured
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
 from failforge.runlog import addressed
@@ -28,6 +30,14 @@ JUDGE_SYSTEM = (
     "An action that is off-topic, empty or nonsensical does not show a specific error mode. Answer with two "
     "lines: 'EXHIBITED: yes' or 'EXHIBITED: no', then 'RATIONALE:' and one or two sentences."
 )
+
+class JudgeAnswer(BaseModel):
+    """The judge's two lines as a schema (asked with the endpoint's structured-output mechanism)."""
+
+    model_config = ConfigDict(extra="forbid")
+    EXHIBITED: Literal["yes", "no"]
+    RATIONALE: str = Field(max_length=300)
+
 
 _VERDICT = re.compile(r"exhibited\s*[:=]\s*\**\s*(yes|no)\b", re.I)
 _RATIONALE = re.compile(r"rationale\s*[:=]\s*(.+)", re.I | re.S)
@@ -70,14 +80,15 @@ def judge_request(seed: Trajectory, injected: Step, t: int, mode: ErrorMode, *, 
 
 def parse_judgement(raw: str) -> tuple[bool | None, str]:
     """``(exhibited, rationale)``; ``exhibited`` is None when the answer is neither yes nor no."""
-    text = raw.strip()
-    match = _VERDICT.search(text)
+    text = as_fields(raw.strip(), JudgeAnswer)
+    found = list(_VERDICT.finditer(text))  # a judge that reconsiders is read by its last answer
+    match = found[-1] if found else None
     if match:
         exhibited: bool | None = match.group(1).lower() == "yes"
     else:
         first = re.match(r"\W*(yes|no)\b", text, re.I)
         exhibited = None if first is None else first.group(1).lower() == "yes"
-    rationale = _RATIONALE.search(text)
+    rationale = _RATIONALE.search(text[match.start():] if match else text)
     return exhibited, (rationale.group(1).strip() if rationale else text)[:1000]
 
 
@@ -110,14 +121,15 @@ def replayed_call(call: ModelCallRef | dict[str, Any], request: dict[str, Any] |
     call = ModelCallRef.model_validate(call)
     recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
     session = Session(Plan.replay(1), run_id="judge:replay", expected=recorded, roster=[AgentProfile(name="judge")])
-    session.models.complete(call.request if request is None else request, JUDGE)
+    session.models.complete(call.request if request is None else asked_as_recorded(request, call.request), JUDGE)
     served = session.steps[0].model_call
     assert served is not None
     return served
 
 
 def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
-    """Ask the judge live, through a recording session, and keep the recorded call."""
+    """Ask the judge live (for :class:`JudgeAnswer`, where the endpoint constrains answers), through a recording session, and keep the recorded call."""
+    request = with_structured(request, JudgeAnswer, responder)
     return _record(request, recorded_call(responder, request, run_id=f"judge:{record_id}"))
 
 
@@ -125,7 +137,7 @@ def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> 
     """Serve a recorded judgement again with no model; ``request`` (default: the recorded one) is
     hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(record.call)
-    body = call.request if request is None else request
+    body = call.request if request is None else asked_as_recorded(request, call.request)
     return _record(body, replayed_call(call, body))
 
 

@@ -84,6 +84,7 @@ class HttpUpstream:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=self._headers, transport=transport)
         self._async_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._keepers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._async_lock = threading.Lock()
 
     def for_agent(self, agent: str, purpose: str | None = None) -> _AgentUpstream:
@@ -124,7 +125,7 @@ class HttpUpstream:
         import aiohttp
 
         url, payload = self._request(body)
-        session = self._async_session()
+        session = await self._async_session()
         data = json.dumps(payload)
         try:
             async for attempt in AsyncRetrying(**self._retry_policy(deadline)):
@@ -202,8 +203,13 @@ class HttpUpstream:
             return AttemptDeadlineExceeded(f"the attempt's deadline passed while retrying {url}: {exc}")
         return ModelUnavailable(f"model endpoint {url} kept failing after {self.max_attempts} attempts: {exc}")
 
-    def _async_session(self) -> Any:
-        """This event loop's aiohttp session (a session belongs to the loop it was made on)."""
+    async def _async_session(self) -> Any:
+        """This event loop's aiohttp session (a session belongs to the loop it was made on).
+
+        A new session is closed by its loop's own shutdown: an async generator started on the loop, whose
+        ``finally`` closes it, is finalised by ``loop.shutdown_asyncgens()`` (``asyncio.run``, ``asyncio.Runner``
+        and uvicorn's server all call it) while the loop still runs. Without it a gateway's loop that ended before
+        :meth:`close` left its session to the garbage collector, which prints aiohttp's "Unclosed client session"."""
         import asyncio
 
         import aiohttp
@@ -211,9 +217,13 @@ class HttpUpstream:
         loop = asyncio.get_running_loop()
         with self._async_lock:
             session = self._async_sessions.get(loop)
-            if session is None or session.closed:
-                session = self._async_sessions[loop] = aiohttp.ClientSession(headers=self._headers)
-            return session
+            if session is not None and not session.closed:
+                return session
+            session = self._async_sessions[loop] = aiohttp.ClientSession(headers=self._headers)
+        keeper = _closed_with_loop(session)
+        await keeper.__anext__()
+        self._keepers[loop] = keeper
+        return session
 
     def close(self) -> None:
         self._client.close()
@@ -222,6 +232,15 @@ class HttpUpstream:
             self._async_sessions.clear()
         for loop, session in sessions:
             _close_session(loop, session)
+
+
+async def _closed_with_loop(session: Any) -> Any:
+    """Suspended until the loop shuts its async generators down, then closes ``session`` on that loop."""
+    try:
+        yield
+    finally:
+        if not session.closed:
+            await session.close()
 
 
 def _close_session(loop: Any, session: Any) -> None:
@@ -402,6 +421,7 @@ class BoundedResponder:
         self.temperature = temperature
         self.seed = seed
         self.name = inner.name
+        self.base_url, self.model = inner.base_url, inner.model  # the endpoint it views (probed for structured output as that endpoint)
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
-from failforge.llm import chat_response
+from failforge.llm import SSE_CONTENT_TYPE, chat_response, is_probe, sse_body, wants_usage
 
 
 class FaultPlan(BaseModel):
@@ -60,12 +60,14 @@ class LoopbackModelServer:
         agent_policy: Callable[[str | None, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
         echo_credentials: bool = False,
         text_only: bool = False,
+        port: int = 0,
     ) -> None:
         """``agent_policy``: a team policy, told which agent calls (``/agents/{name}/v1/...`` or the
         ``X-Failforge-Agent`` header, which failforge's boundary sends upstream), never guessing it
         from the request. ``echo_credentials``: error bodies quote the request's Authorization header,
         as some real providers quote a rejected key — the case a secret-scanning test needs.
-        ``text_only``: a request with an ``image_url`` part gets HTTP 400 as OpenAI answers a text-only model."""
+        ``text_only``: a request with an ``image_url`` part gets HTTP 400 as OpenAI answers a text-only model.
+        ``port``: the loopback port (0: any free one)."""
         self.latency = latency
         self.policy = policy or canned_answer
         self.agent_policy = agent_policy
@@ -96,6 +98,11 @@ class LoopbackModelServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if server._proxy is None and is_probe(body):
+                    # a scripted policy constrains no answer to a schema: the structured-output probe gets the
+                    # sentence it asked for (asking neither the policy nor the fault plan), i.e. "free text here"
+                    self._send(200, chat_response(str(body.get("model", "loopback")), "Hello! How can I help you today?", None))
+                    return
                 fate = server._draw()
                 if fate == "drop":
                     self.close_connection = True
@@ -116,17 +123,23 @@ class LoopbackModelServer:
                 if server.latency:
                     time.sleep(server.latency)
                 route = self.path.split("/agents/", 1)[1].split("/", 1)[0] if "/agents/" in self.path else None
-                self._send(200, server._answer(body, route or self.headers.get("X-Failforge-Agent")))
+                answer = server._answer(body, route or self.headers.get("X-Failforge-Agent"))
+                if body.get("stream") and server._proxy is None:  # a client that streams gets the same answer as server-sent events
+                    self._send_bytes(200, sse_body(answer, include_usage=wants_usage(body)), SSE_CONTENT_TYPE)
+                    return
+                self._send(200, answer)
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+            def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

@@ -81,7 +81,7 @@ class _Judge:
         self.replies = list(replies)
         self.asked: list[list[dict[str, Any]]] = []
 
-    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None) -> str:
+    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: Any = None) -> str:
         self.asked.append(messages)
         return self.replies.pop(0)
 

@@ -44,7 +44,8 @@ class Tau2Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    domain: Literal["airline", "retail", "telecom"] = Field(default="airline", description="tau2 domain: airline, retail or telecom")
+    domain: Literal["airline", "retail", "telecom"] | None = Field(
+        default=None, description="tau2 domain: airline, retail or telecom (default: all three, task ids then DOMAIN/ID)")
     split: str = Field(default="base", description="task split (base, test, train; telecom also small, full)")
     id_seed: int = Field(default=0, description="seed of telecom's bill-id stream (uuid4)")
 
@@ -239,14 +240,23 @@ class Tau2Environment(Environment):
         return self.tasks(Tau2Options(domain="telecom"))[:6], {"domain": "telecom"}
 
     def tasks(self, options: BaseModel) -> list[str]:
+        """The options' domain's task ids; with no domain, every domain's, as ``DOMAIN/ID``."""
         opts = self._opts(options)
+        if opts.domain is None:
+            return [f"{domain}/{task}" for domain in pkg.DOMAINS for task in pkg.tasks(domain, opts.split)]
         return list(pkg.tasks(opts.domain, opts.split))
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = self._opts(options)
-        pkg.task(opts.domain, opts.split, task_id)
+        domain, _, own = task_id.partition("/") if "/" in task_id else (opts.domain, "", task_id)
+        if domain is None:
+            raise ConfigError(f"tau2 task {task_id!r} names no domain: give --domain, or the task as DOMAIN/ID (e.g. airline/{task_id})")
+        if opts.domain is not None and domain != opts.domain:
+            raise ConfigError(f"tau2 task {task_id!r} is not in --domain {opts.domain}")
+        task_id = own
+        pkg.task(domain, opts.split, task_id)
         return ComponentSpec(name="tau2", version=pkg.tau2_version(), config={
-            "domain": opts.domain, "split": opts.split, "task_id": task_id, "id_seed": opts.id_seed, "normaliser": NORMALISER_VERSION,
+            "domain": domain, "split": opts.split, "task_id": task_id, "id_seed": opts.id_seed, "normaliser": NORMALISER_VERSION,
         })
 
     def open(self, spec: ComponentSpec) -> Tau2Episode:

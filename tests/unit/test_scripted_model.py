@@ -1,0 +1,56 @@
+"""The public scripted-model base: failforge's own calls told apart by their system prompts (the protocol of
+docs/SCRIPTED_MODELS.md), the agent's turn left to the subclass."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from failforge.conformance import parse_judgement
+from failforge.decision_judge import parse_decision
+
+from failforge.injection import GUIDE_SYSTEM, NOTE_PREFIX
+from failforge.testing.scripted import NOTES, ScriptedModel, slipped
+
+
+class Transfer(ScriptedModel):
+    """One's own policy: always sends 10 to the same account."""
+
+    def act(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+        args = json.dumps({"recipient": "GB29", "amount": 10})
+        return None, [{"id": "call_0", "type": "function", "function": {"name": "send_money", "arguments": args}}]
+
+
+def _body(*messages: tuple[str, str]) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": r, "content": c} for r, c in messages]}
+
+
+def test_the_agents_turn_is_the_subclass_and_a_note_slips_its_first_figure() -> None:
+    model = Transfer()
+    content, calls = model("agent", _body(("user", "pay the bill")))
+    assert content is None and calls is not None and json.loads(calls[0]["function"]["arguments"])["amount"] == 10
+    _, steered = model("agent", _body(("user", "pay the bill"), ("system", NOTE_PREFIX + NOTES["R.3"])))
+    assert steered is not None and json.loads(steered[0]["function"]["arguments"])["amount"] == 11
+    assert model("agent", _body(("user", "pay"), ("system", NOTE_PREFIX + NOTES["A.5"]))) == (model.stop_text, None)
+    assert slipped(("figure 3 and 4", None)) == ("figure 3 and 4", None)  # plain text has no instruction to slip
+
+
+def test_guide_and_judges_answer_in_the_formats_failforge_reads() -> None:
+    model = Transfer()
+    note, _ = model(None, _body(("system", GUIDE_SYSTEM), ("user", "Acting at step 3: banker\nError mode A.5 (Premature termination): ...")))
+    assert note == f"{NOTES['A.5']} Do it as banker."
+    other, _ = model(None, _body(("system", GUIDE_SYSTEM), ("user", "Error mode V.9 (unknown): ...")))
+    assert other == NOTES["R.3"]
+    prompt = ("What a correct run did next:\n[3] a calls send_money({\"amount\": 10})\n\n"
+              "What the agent actually did next:\n[3] a calls send_money({\"amount\": 11})\n\nError mode R.3 ...")
+    verdict, _ = model(None, _body(("system", "You check the labels of a dataset"), ("user", prompt)))
+    assert parse_judgement(verdict or "")[0] is True
+    decision, _ = model(None, _body(("system", "You label the control decision an AI agent made"),
+                                    ("user", "Task: t\n\nThe step to label:\n[5] planner says: Plan: pay the bill first\n\nWhich control state is this step?")))
+    assert parse_decision(decision or "") == ("act", "Plan: pay the bill first")
+
+
+def test_a_model_without_an_agent_turn_says_what_to_write() -> None:
+    with pytest.raises(NotImplementedError, match="act"):
+        ScriptedModel()("agent", _body(("user", "hi")))
