@@ -48,11 +48,30 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-ENVIRONMENTS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local", "textworld", "scienceworld", "bfcl", "tau2")
+ENVIRONMENTS = (
+    "agentdojo",
+    "miniwob",
+    "humaneval-docker",
+    "humaneval-local",
+    "textworld",
+    "scienceworld",
+    "bfcl",
+    "tau2",
+)
 #: Measured when --envs is not given; textworld, scienceworld, bfcl and tau2 only on request (``--envs textworld``), so a
 #: ``--before`` revision that predates them still records every default seed (and no JVM is needed by default).
 DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
-METRICS = ("open", "close", "per replayed step", "evaluator", "own evaluator", "filters", "attempt", "attempt cpu", "attempts/min")
+METRICS = (
+    "open",
+    "close",
+    "per replayed step",
+    "evaluator",
+    "own evaluator",
+    "filters",
+    "attempt",
+    "attempt cpu",
+    "attempts/min",
+)
 
 
 # -- the measuring half (runs inside one tree's process) ---------------------------------------------
@@ -101,7 +120,9 @@ class _TimedEpisode:
             seconds, reward = tau2_own_evaluation(self._inner, list(args[1]))
             self._timings.add("own evaluator", seconds)
             if reward != outcome.score:
-                raise SystemExit(f"tau2: failforge's evaluator gave {outcome.score}, tau2's own evaluate_simulation {reward}")
+                raise SystemExit(
+                    f"tau2: failforge's evaluator gave {outcome.score}, tau2's own evaluate_simulation {reward}"
+                )
         return outcome
 
     def __getattr__(self, name: str) -> Any:
@@ -173,7 +194,9 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
                 if result.status == "failed":
                     raise SystemExit(f"{env}: the attempt failed: {getattr(result.record, 'reasons', '')}")
             attempt_samples = dict(timings.samples)
-            if env == "tau2":  # the loopback model does not play a conversation to its end: time the seed's own evaluation
+            if (
+                env == "tau2"
+            ):  # the loopback model does not play a conversation to its end: time the seed's own evaluation
                 attempt_samples.update(_seed_evaluations(seed, attempts, timings))
             timings.samples.clear()
             for _ in range(attempts):
@@ -181,7 +204,12 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
                 report = replay(seed, until=spec.step)
                 timings.add("prefix", time.perf_counter() - started)
                 assert report.identical, report.to_dict()
-            prefix = [p - o - c for p, o, c in zip(timings.samples["prefix"], timings.samples["open"], timings.samples["close"], strict=True)]
+            prefix = [
+                p - o - c
+                for p, o, c in zip(
+                    timings.samples["prefix"], timings.samples["open"], timings.samples["close"], strict=True
+                )
+            ]
             steps = max(1, spec.step - 1)  # steps 1..t-1 are replayed (step 0 is the task)
             row = {name: statistics.median(values) for name, values in attempt_samples.items()}
             row["per replayed step"] = statistics.median(prefix) / steps
@@ -230,7 +258,9 @@ def record_seeds(directory: Path, envs: list[str]) -> None:
             print(f"{env}: skipped, the {options['backend']} sandbox does not work here", file=sys.stderr)
             continue
         if name == "bfcl" and not _bfcl_works():
-            print(f"{env}: skipped, bfcl-eval is not installed (bash scripts/benchmarks/install_bfcl.sh)", file=sys.stderr)
+            print(
+                f"{env}: skipped, bfcl-eval is not installed (bash scripts/benchmarks/install_bfcl.sh)", file=sys.stderr
+            )
             continue
         seed = oracle_seed(name, task, options)
         if not (seed.outcome and seed.outcome.success):
@@ -248,7 +278,12 @@ def _bfcl_works() -> bool:
 
 
 def _tree_env(src: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""), "FAILFORGE_NO_REEXEC": "1", "PYTHONHASHSEED": "0"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "FAILFORGE_NO_REEXEC": "1",
+        "PYTHONHASHSEED": "0",
+    }
 
 
 def _record_in_tree(src: Path, seeds: Path, envs: list[str]) -> None:
@@ -260,7 +295,16 @@ def _record_in_tree(src: Path, seeds: Path, envs: list[str]) -> None:
 
 
 def _measure_tree(src: Path, seeds: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--measure", str(seeds), "--attempts", str(args.attempts), "--envs", *args.envs]
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--measure",
+        str(seeds),
+        "--attempts",
+        str(args.attempts),
+        "--envs",
+        *args.envs,
+    ]
     done = subprocess.run(argv, env=_tree_env(src), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"measuring {src} failed:\n{done.stderr[-3000:]}")
@@ -272,10 +316,18 @@ def _source_of(before: str, stack: list[Callable[[], None]]) -> Path:
     if path.is_dir():
         return path / "src" if (path / "src" / "failforge").is_dir() else path
     tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-before-"))
-    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before],
+        check=True,
+        capture_output=True,
+    )
 
     def remove() -> None:
-        subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], check=False, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(tmp, ignore_errors=True)
 
     stack.append(remove)
@@ -291,9 +343,13 @@ def arguments() -> argparse.ArgumentParser:
     """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=list(DEFAULT_ENVS), choices=ENVIRONMENTS)
-    parser.add_argument("--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round")
+    parser.add_argument(
+        "--attempts", type=int, default=10, help="attempts (and prefix replays) per environment per round"
+    )
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
-    parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds"
+    )
     parser.add_argument("--measure", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
     parser.add_argument("--record", metavar="SEEDS_DIR", help=argparse.SUPPRESS)
     return parser
@@ -325,10 +381,16 @@ def main(argv: list[str] | None = None) -> int:
         for cleanup in reversed(cleanups):
             cleanup()
     results = {
-        name: {env: {m: statistics.median(run[env].get(m, float("nan")) for run in tree_runs) for m in METRICS} for env in tree_runs[0]}
+        name: {
+            env: {m: statistics.median(run[env].get(m, float("nan")) for run in tree_runs) for m in METRICS}
+            for env in tree_runs[0]
+        }
         for name, tree_runs in runs.items()
     }
-    print(f"median ms over {args.attempts} attempts x {args.rounds} round(s); load average {load_start} at start, {_load()} at end ({os.cpu_count()} CPUs)")
+    print(
+        f"median ms over {args.attempts} attempts x {args.rounds} round(s); load average {load_start} at start,"
+        f" {_load()} at end ({os.cpu_count()} CPUs)"
+    )
     for env in results["after"]:
         print(f"\n{env}")
         after = results["after"][env]

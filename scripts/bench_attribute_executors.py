@@ -43,8 +43,12 @@ def judge(body: dict[str, Any]) -> tuple[str, None]:
 
 
 def records(dataset: Path, n: int) -> list[Any]:
-    found = [r for folder in ("Algorithm-Generated", "Hand-Crafted") if (dataset / folder).exists()
-             for r in summarise(importers.get("whowhen")(dataset / folder))[0]]
+    found = [
+        r
+        for folder in ("Algorithm-Generated", "Hand-Crafted")
+        if (dataset / folder).exists()
+        for r in summarise(importers.get("whowhen")(dataset / folder))[0]
+    ]
     if not found:
         sys.exit(f"no Who&When logs under {dataset}")
     out = []
@@ -59,8 +63,12 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds the loopback judge takes per call")
     parser.add_argument("--method", default="step-by-step")
-    parser.add_argument("--dataset", type=Path, default=ROOT / "tests" / "fixtures" / "attribution" / "who_and_when",
-                        help="a Who&When folder (the public release's, for the full 184 logs); its records repeat up to --records")
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=ROOT / "tests" / "fixtures" / "attribution" / "who_and_when",
+        help="a Who&When folder (the public release's, for the full 184 logs); its records repeat up to --records",
+    )
     return parser
 
 
@@ -72,20 +80,35 @@ def main() -> None:
     with LoopbackModelServer(policy=judge, latency=args.latency) as server, tempfile.TemporaryDirectory() as tmp:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
         for executor in ("thread", "process"):
-            config = AttributeConfig(method=args.method, judge_model="loopback", concurrency=args.workers, executor=executor)
+            config = AttributeConfig(
+                method=args.method, judge_model="loopback", concurrency=args.workers, executor=executor
+            )
             t0 = time.perf_counter()
             summary = run_attribution(chosen, config, Path(tmp) / executor, endpoint=endpoint)
             seconds = time.perf_counter() - t0
-            results[executor] = {"seconds": seconds, "sessions/s": summary.predicted / seconds, "calls/s": summary.calls / seconds, "failed": summary.failed}
-            predictions[executor] = {json.dumps({k: v for k, v in json.loads(line).items() if k != "seconds"}, sort_keys=True)
-                                     for line in (Path(tmp) / executor / "predictions.jsonl").read_text().splitlines()}
+            results[executor] = {
+                "seconds": seconds,
+                "sessions/s": summary.predicted / seconds,
+                "calls/s": summary.calls / seconds,
+                "failed": summary.failed,
+            }
+            predictions[executor] = {
+                json.dumps({k: v for k, v in json.loads(line).items() if k != "seconds"}, sort_keys=True)
+                for line in (Path(tmp) / executor / "predictions.jsonl").read_text().splitlines()
+            }
     if predictions["thread"] != predictions["process"]:
         sys.exit("the two executors gave different predictions")
-    print(f"{args.records} records, {args.method}, {args.workers} workers, judge latency {args.latency}s (same predictions: yes)")
+    print(
+        f"{args.records} records, {args.method}, {args.workers} workers, judge latency {args.latency}s (same"
+        " predictions: yes)"
+    )
     for executor, row in results.items():
         print(f"  {executor:8s} " + "  ".join(f"{k} {v:.2f}" for k, v in row.items()))
     t, p = results["thread"], results["process"]
-    print(f"  process/thread: seconds {p['seconds'] / t['seconds']:.2f}  sessions/s {p['sessions/s'] / t['sessions/s']:.2f}")
+    print(
+        f"  process/thread: seconds {p['seconds'] / t['seconds']:.2f}  sessions/s"
+        f" {p['sessions/s'] / t['sessions/s']:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -49,10 +49,9 @@ OPTIONS: dict[str, Any] = {
     "accept_downloads": False,
 }
 PAGE = (
-    "<html><body><div id=task>click the button</div><button id=b>ok</button><script>"
-    "window.atLoad = {now: Date.now(), perf: performance.now(), random: [Math.random(), Math.random()], history: history.length,"
-    " local: localStorage.length, session: sessionStorage.length, cookie: document.cookie};"
-    "</script></body></html>"
+    "<html><body><div id=task>click the button</div><button id=b>ok</button><script>window.atLoad = {now: Date.now(),"
+    " perf: performance.now(), random: [Math.random(), Math.random()], history: history.length, local:"
+    " localStorage.length, session: sessionStorage.length, cookie: document.cookie};</script></body></html>"
 )
 PROBE = """async () => ({
   atLoad: window.atLoad, now: Date.now(), history: history.length,
@@ -86,7 +85,14 @@ class Bench:
 
     def fresh(self, label: str) -> tuple[Any, Any]:
         context = self.timed(f"{label}: new_context", lambda: self.browser.new_context(**OPTIONS))
-        self.timed(f"{label}: clock + init script", lambda: (context.clock.install(time=INSTANT), context.clock.pause_at(INSTANT), context.add_init_script(_SEEDED_RANDOM_JS % 1)))
+        self.timed(
+            f"{label}: clock + init script",
+            lambda: (
+                context.clock.install(time=INSTANT),
+                context.clock.pause_at(INSTANT),
+                context.add_init_script(_SEEDED_RANDOM_JS % 1),
+            ),
+        )
         page = self.timed(f"{label}: new_page", context.new_page)
         return context, page
 
@@ -171,12 +177,17 @@ def main(argv: list[str] | None = None) -> int:
             bench.episode("reset (internal)", context, page)
             bench.dirty(context, page)
             page.unroute_all()
-            context = bench.timed("reset (internal): newContextForReuse", lambda: mapping.from_impl(browser._sync(impl._new_context_for_reuse(dict(OPTIONS)))))
+            context = bench.timed(
+                "reset (internal): newContextForReuse",
+                lambda: mapping.from_impl(browser._sync(impl._new_context_for_reuse(dict(OPTIONS)))),
+            )
             try:
                 context.clock.install(time=INSTANT)
                 context.clock.pause_at(INSTANT)
                 page = context.pages[0] if context.pages else context.new_page()
-                diffs.setdefault("reset (internal)", {}).update(_diff(reference, bench.episode("reset (internal)", context, page)))
+                diffs.setdefault("reset (internal)", {}).update(
+                    _diff(reference, bench.episode("reset (internal)", context, page))
+                )
             except Exception as exc:  # noqa: BLE001 - a reset that cannot even run an episode is a finding
                 diffs.setdefault("reset (internal)", {})["error"] = (None, str(exc).splitlines()[0])
             browser._sync(impl._disconnect_from_reused_context("bench"))
@@ -187,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, samples in bench.ms.items():
         print(f"  {name:<44} {statistics.median(samples):>8.1f}")
     noise = set(diffs.get("fresh vs fresh", {}))
-    print("\nwhat a new episode's page sees that a fresh page's does not (vs a fresh page; * = differs between two fresh pages too):")
+    print(
+        "\nwhat a new episode's page sees that a fresh page's does not (vs a fresh page; * = differs between two fresh"
+        " pages too):"
+    )
     for name, diff in diffs.items():
         if name == "fresh vs fresh":
             continue
@@ -195,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}: " + ("identical" if not shown else ""))
         for key, (want, got) in shown.items():
             mark = "*" if key in noise else " "
-            print(f"    {mark} {key}: fresh {json.dumps(want, default=str)[:90]} / here {json.dumps(got, default=str)[:90]}")
+            print(
+                f"    {mark} {key}: fresh {json.dumps(want, default=str)[:90]} / here"
+                f" {json.dumps(got, default=str)[:90]}"
+            )
     print(f"  (between two fresh pages: {', '.join(sorted(noise)) or 'nothing'})")
     return 0
 

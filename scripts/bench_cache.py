@@ -32,7 +32,17 @@ def main() -> None:
     opts = arguments().parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cache = ToolCache(tmp, mode="record")
-        calls = [("http", {"method": "GET", "url": f"http://127.0.0.1:8000/page/{i}?q={i % 7}", "headers": {"accept": "text/html"}}) for i in range(opts.n)]
+        calls = [
+            (
+                "http",
+                {
+                    "method": "GET",
+                    "url": f"http://127.0.0.1:8000/page/{i}?q={i % 7}",
+                    "headers": {"accept": "text/html"},
+                },
+            )
+            for i in range(opts.n)
+        ]
         keys: list[str] = []
         for tool, args in calls:
             _, key, _ = cache.call(tool, args, lambda i=len(keys): {"status": 200, "body": f"<html>{i}</html>" * 20})

@@ -50,13 +50,29 @@ def main() -> None:
     adapter = harness_for("smolagents", spec)
     policy = adapter.scripted_policy(calls, final)  # type: ignore[attr-defined]
     roster = adapter.roster()  # type: ignore[attr-defined]
-    external = ExternalAgent.for_command([sys.executable, str(HERE / "examples" / "external" / "smolagents_team.py")], framework="smolagents", roster=roster)
-    rows: dict[str, dict[str, list[float]]] = {"in-process": {"replay": [], "branch": []}, "external": {"replay": [], "branch": [], "start": [], "exit": [], "replay without exit": [], "branch without exit": []}}
+    external = ExternalAgent.for_command(
+        [sys.executable, str(HERE / "examples" / "external" / "smolagents_team.py")],
+        framework="smolagents",
+        roster=roster,
+    )
+    rows: dict[str, dict[str, list[float]]] = {
+        "in-process": {"replay": [], "branch": []},
+        "external": {
+            "replay": [],
+            "branch": [],
+            "start": [],
+            "exit": [],
+            "replay without exit": [],
+            "branch without exit": [],
+        },
+    }
     with LoopbackModelServer(agent_policy=lambda agent, body: policy.respond(agent or "", body)) as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1)
         model = ComponentSpec(name="loopback", config={"role": "agent"})
-        seeds = {"in-process": record(env_spec=spec, harness=adapter, model=model, upstream=upstream),
-                 "external": record(env_spec=spec, harness=external, model=model, upstream=upstream)}
+        seeds = {
+            "in-process": record(env_spec=spec, harness=adapter, model=model, upstream=upstream),
+            "external": record(env_spec=spec, harness=external, model=model, upstream=upstream),
+        }
         for door, seed in seeds.items():
             assert seed.outcome is not None and seed.outcome.success, (door, seed.outcome)
         for _ in range(args.rounds):
@@ -71,7 +87,9 @@ def main() -> None:
                         stats = report.harness_stats or {}
                     else:
                         response = seed.steps[t].model_call.response  # type: ignore[union-attr]
-                        made = branch(seed, t, response=response, agent=upstream, agent_model=model, branch_id=f"bench-{door}")
+                        made = branch(
+                            seed, t, response=response, agent=upstream, agent_model=model, branch_id=f"bench-{door}"
+                        )
                         assert made.trajectory.outcome is not None
                         stats = made.trajectory.provenance.get("harness_stats") or {}
                     took = time.perf_counter() - started
@@ -90,12 +108,23 @@ def main() -> None:
         return statistics.median(values) if values else float("nan")
 
     print(f"task {args.task}, {args.rounds} rounds, zero-latency loopback team model, smolagents both ways")
-    print(f"external command: process start {med(rows['external']['start']):.2f} s (always subtracted), "
-          f"its own shutdown after its last answer {med(rows['external']['exit']):.2f} s")
-    print(f"{'run':<8} {'in-process s':>13} {'external s':>11} {'ratio':>6} {'external without shutdown s':>28} {'ratio':>6}")
+    print(
+        f"external command: process start {med(rows['external']['start']):.2f} s (always subtracted), "
+        f"its own shutdown after its last answer {med(rows['external']['exit']):.2f} s"
+    )
+    print(
+        f"{'run':<8} {'in-process s':>13} {'external s':>11} {'ratio':>6} {'external without shutdown s':>28}"
+        f" {'ratio':>6}"
+    )
     for what in ("replay", "branch"):
-        inside, outside, bare = med(rows["in-process"][what]), med(rows["external"][what]), med(rows["external"][f"{what} without exit"])
-        print(f"{what:<8} {inside:>13.3f} {outside:>11.3f} {outside / inside:>6.2f} {bare:>28.3f} {bare / inside:>6.2f}")
+        inside, outside, bare = (
+            med(rows["in-process"][what]),
+            med(rows["external"][what]),
+            med(rows["external"][f"{what} without exit"]),
+        )
+        print(
+            f"{what:<8} {inside:>13.3f} {outside:>11.3f} {outside / inside:>6.2f} {bare:>28.3f} {bare / inside:>6.2f}"
+        )
     print("target: <= 1.2x (the run's own cost, the command's process start reported separately)")
 
 

@@ -57,7 +57,13 @@ def bench(task: str, repeat: int, cache_dir: str) -> dict[str, float]:
             if result.error:
                 raise SystemExit(f"{task}: the benchmark click failed: {result.error}")
         fp_ms, act_ms = _ms(fp_times), _ms(action_times)
-        return {"fingerprint_ms": fp_ms, "action_ms": act_ms, "ratio": fp_ms / act_ms, "nodes": float(snapshot_parts), "settle_ms": float(episode.config.settle_ms)}
+        return {
+            "fingerprint_ms": fp_ms,
+            "action_ms": act_ms,
+            "ratio": fp_ms / act_ms,
+            "nodes": float(snapshot_parts),
+            "settle_ms": float(episode.config.settle_ms),
+        }
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -78,11 +84,21 @@ def main() -> None:
         for task in args.tasks:
             row = bench(task, args.repeat, cache_dir)
             rows.append(row)
-            print(f"{task:22s} parts={int(row['nodes']):4d}  fingerprint {row['fingerprint_ms']:6.2f} ms   action {row['action_ms']:7.2f} ms   ratio {row['ratio']:.3f}", flush=True)
+            print(
+                f"{task:22s} parts={int(row['nodes']):4d}  fingerprint {row['fingerprint_ms']:6.2f} ms   action"
+                f" {row['action_ms']:7.2f} ms   ratio {row['ratio']:.3f}",
+                flush=True,
+            )
     fp = statistics.median(r["fingerprint_ms"] for r in rows)
     act = statistics.median(r["action_ms"] for r in rows)
-    print(f"median over tasks: fingerprint {fp:.2f} ms, action {act:.2f} ms (settle {rows[0]['settle_ms']:.0f} virtual ms), ratio {fp / act:.3f}")
-    print("target: fingerprint <= 30 ms and small next to the action:", "MET" if fp <= 30 and fp / act <= 0.5 else "NOT MET")
+    print(
+        f"median over tasks: fingerprint {fp:.2f} ms, action {act:.2f} ms (settle {rows[0]['settle_ms']:.0f} virtual"
+        f" ms), ratio {fp / act:.3f}"
+    )
+    print(
+        "target: fingerprint <= 30 ms and small next to the action:",
+        "MET" if fp <= 30 and fp / act <= 0.5 else "NOT MET",
+    )
 
 
 if __name__ == "__main__":

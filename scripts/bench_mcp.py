@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-CLIENT = r'''
+CLIENT = r"""
 import asyncio, json, sys, time
 import httpx
 url, calls = sys.argv[1], int(sys.argv[2])
@@ -49,7 +49,7 @@ async def sdk():
 
 out["MCP SDK client"] = asyncio.run(sdk())
 print(json.dumps(out))
-'''
+"""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -88,7 +88,9 @@ def main() -> None:
         owner = OwnerThread()
         with Gateway() as gateway:
             urls = gateway.add(ServedRun(session.id, session.models, tools, owner=owner))
-            client = subprocess.Popen([sys.executable, "-c", CLIENT, urls.mcp, str(args.calls)], stdout=subprocess.PIPE, text=True)
+            client = subprocess.Popen(
+                [sys.executable, "-c", CLIENT, urls.mcp, str(args.calls)], stdout=subprocess.PIPE, text=True
+            )
             done = threading.Event()
 
             def finished() -> None:
@@ -97,7 +99,9 @@ def main() -> None:
                 owner.wake()
 
             threading.Thread(target=finished, daemon=True).start()
-            while not done.is_set():  # this thread owns the run: it executes the MCP calls, as the external harness does
+            while (
+                not done.is_set()
+            ):  # this thread owns the run: it executes the MCP calls, as the external harness does
                 owner.pump(0.5)
             served = json.loads(client.stdout.read() if client.stdout else "{}")
     base50, base99 = percentile(inside, 0.5), percentile(inside, 0.99)

@@ -34,7 +34,13 @@ from typing import Any
 import httpx
 
 HERE = Path(__file__).resolve().parents[1]
-BODY = {"model": "m", "messages": [{"role": "system", "content": "You are a helpful agent."}, {"role": "user", "content": "What is the weather in Paris?"}]}
+BODY = {
+    "model": "m",
+    "messages": [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+    ],
+}
 MODEL_SERVER = (
     "import sys, time\n"
     "from failforge.testing import LoopbackModelServer\n"
@@ -59,7 +65,15 @@ def cpu_seconds(pid: int) -> float:
 def process(args: list[str], src: Path, marker: str, pids: list[int] | None = None) -> Iterator[str]:
     """A child process whose first line of output (after ``marker``) is its base URL; stopped on exit."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=src.parent)
+    child = subprocess.Popen(
+        args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=src.parent,
+    )
     if pids is not None:
         pids.append(child.pid)
     assert child.stdout is not None
@@ -96,7 +110,9 @@ def direct(model: str, calls: int) -> Callable[[], list[float]]:
     return run
 
 
-def through_proxy(proxy: str, calls: int, mode: str, seed: dict[str, Any] | None, finished: list[dict[str, Any]]) -> Callable[[], list[float]]:
+def through_proxy(
+    proxy: str, calls: int, mode: str, seed: dict[str, Any] | None, finished: list[dict[str, Any]]
+) -> Callable[[], list[float]]:
     def run() -> list[float]:
         with httpx.Client(base_url=proxy, timeout=60) as http:
             opened = http.post("/runs", json={"mode": mode, "task": "bench", **({"seed": seed} if seed else {})})
@@ -134,19 +150,37 @@ def concurrently(make: Callable[[], list[float]], threads: int) -> list[float]:
     return [x for r in results for x in r]
 
 
-def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[tuple[str, str], tuple[float, float, float]], bool]:
+def measure(
+    src: Path, model: str, calls: int, concurrency: int
+) -> tuple[dict[tuple[str, str], tuple[float, float, float]], bool]:
     """(load, path) -> (p50, p99, proxy CPU per call) in ms, for the proxy of the tree at ``src``; and
     whether every replay was identical."""
     finished: list[dict[str, Any]] = []
     rows: dict[tuple[str, str], tuple[float, float, float]] = {}
-    args = [sys.executable, "-m", "failforge", "proxy", "--port", "0", "--upstream", model, "--api-key-env", "NO_SUCH_KEY"]
+    args = [
+        sys.executable,
+        "-m",
+        "failforge",
+        "proxy",
+        "--port",
+        "0",
+        "--upstream",
+        model,
+        "--api-key-env",
+        "NO_SUCH_KEY",
+    ]
     pids: list[int] = []
     with process(args, src / "src", "failforge proxy on ", pids) as proxy:
-        through_proxy(proxy, calls, "record", None, finished)()  # one recording of `calls` calls, replayed by every replay client
+        through_proxy(
+            proxy, calls, "record", None, finished
+        )()  # one recording of `calls` calls, replayed by every replay client
         seed = finished[-1]["trajectory"]
         for label, threads in (("sequential", 1), (f"concurrency {concurrency}", concurrency)):
-            for name, make in (("direct", direct(model, calls)), ("record", through_proxy(proxy, calls, "record", None, finished)),
-                               ("replay", through_proxy(proxy, calls, "replay", seed, finished))):
+            for name, make in (
+                ("direct", direct(model, calls)),
+                ("record", through_proxy(proxy, calls, "record", None, finished)),
+                ("replay", through_proxy(proxy, calls, "replay", seed, finished)),
+            ):
                 before = cpu_seconds(pids[0])
                 values = concurrently(make, threads)
                 cpu = (cpu_seconds(pids[0]) - before) * 1000 / len(values)
@@ -157,8 +191,16 @@ def measure(src: Path, model: str, calls: int, concurrency: int) -> tuple[dict[t
 
 def _worktree(revision: str, cleanups: list[Callable[[], object]]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-proxy-"))
-    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), revision], check=True, capture_output=True)
-    cleanups.append(lambda: subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], capture_output=True))
+    subprocess.run(
+        ["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), revision],
+        check=True,
+        capture_output=True,
+    )
+    cleanups.append(
+        lambda: subprocess.run(
+            ["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], capture_output=True
+        )
+    )
     return tmp / "tree"
 
 
@@ -184,8 +226,14 @@ def main() -> None:
         for cleanup in cleanups:
             cleanup()
     now, identical = results["now"]
-    print(f"{'load':<16} {'path':<7} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'proxy cpu':>10}"
-          + (f" {'before +p50':>12} {'before +p99':>12} {'before cpu':>11} {'ratio p50':>10}" if "before" in results else ""))
+    print(
+        f"{'load':<16} {'path':<7} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'proxy cpu':>10}"
+        + (
+            f" {'before +p50':>12} {'before +p99':>12} {'before cpu':>11} {'ratio p50':>10}"
+            if "before" in results
+            else ""
+        )
+    )
     for (label, name), (p50, p99, cpu) in now.items():
         b50, b99, _ = now[(label, "direct")]
         line = f"{label:<16} {name:<7} {p50:>8.3f} {p99:>8.3f}"
@@ -196,13 +244,22 @@ def main() -> None:
                 o50, o99, ocpu = old[(label, name)]
                 d50, d99, _ = old[(label, "direct")]
                 added_before = o50 - d50
-                line += f" {added_before:>+12.3f} {o99 - d99:>+12.3f} {ocpu:>11.3f} {((p50 - b50) / added_before) if added_before > 0 else float('nan'):>10.2f}"
+                line += (
+                    f" {added_before:>+12.3f} {o99 - d99:>+12.3f} {ocpu:>11.3f}"
+                    f" {((p50 - b50) / added_before) if added_before > 0 else float('nan'):>10.2f}"
+                )
         print(line)
     print(f"replay runs identical to the recording: {identical}")
-    print("proxy cpu: the proxy process's CPU time per call (ms, all its threads); on 2 cores at concurrency 16 it turns into queueing")
+    print(
+        "proxy cpu: the proxy process's CPU time per call (ms, all its threads); on 2 cores at concurrency 16 it turns"
+        " into queueing"
+    )
     seq = now[("sequential", "replay")][0] - now[("sequential", "direct")][0]
     conc = now[(f"concurrency {args.concurrency}", "record")][0] - now[(f"concurrency {args.concurrency}", "direct")][0]
-    print(f"target: sequential replay <= 2 ms added at p50 -> {seq:+.3f} ms; record at concurrency {args.concurrency} <= 5 ms added at p50 -> {conc:+.3f} ms")
+    print(
+        f"target: sequential replay <= 2 ms added at p50 -> {seq:+.3f} ms; record at concurrency {args.concurrency} <="
+        f" 5 ms added at p50 -> {conc:+.3f} ms"
+    )
 
 
 if __name__ == "__main__":

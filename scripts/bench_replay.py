@@ -142,10 +142,16 @@ class Arrivals:
 
 
 def _tokens(steps: list[Any]) -> int:
-    return sum(int((s.model_call.response.get("usage") or {}).get("total_tokens") or 0) for s in steps if s.model_call is not None)
+    return sum(
+        int((s.model_call.response.get("usage") or {}).get("total_tokens") or 0)
+        for s in steps
+        if s.model_call is not None
+    )
 
 
-def record_live(harness_name: str, endpoint: ModelEndpoint, model: str, suite: str, task: str) -> tuple[Trajectory, Timed]:
+def record_live(
+    harness_name: str, endpoint: ModelEndpoint, model: str, suite: str, task: str
+) -> tuple[Trajectory, Timed]:
     """One live recording of the task through the harness, its model calls timed."""
     harness = harness_for(harness_name, env_spec(suite, task))  # a team harness needs the environment's tool split
     timed = Timed(endpoint.upstream())
@@ -163,7 +169,10 @@ def record_loopback(harness_name: str, suite: str, task: str, latency: float) ->
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOOPBACK_MODEL, api_key_env=None)
         seed, timed = record_live(harness_name, endpoint, LOOPBACK_MODEL, suite, task)
     if policy.misses:
-        raise SystemExit(f"{harness_name}: {policy.misses} request(s) of the live run differ from the ground-truth run's; the loopback policy cannot play this harness")
+        raise SystemExit(
+            f"{harness_name}: {policy.misses} request(s) of the live run differ from the ground-truth run's; the"
+            " loopback policy cannot play this harness"
+        )
     return seed, timed
 
 
@@ -200,10 +209,19 @@ def bench_harness(harness_name: str, seed: Trajectory, timed: Timed, repeats: in
         requests.append(arrivals.count[target])
     prefix = statistics.median(prefix_times)
     row = {
-        "seed_steps": len(seed.steps), "model_calls": len(agent_steps), "t": t, "prefix_calls": len(in_prefix),
-        "live": live, "live_tokens": _tokens(in_prefix), "replay": prefix, "replay_whole": statistics.median(whole_times),
-        "ratio": prefix / live, "ratio_whole": statistics.median(whole_times) / live,
-        "drift_surface": statistics.median(surface), "drift_surface_max": max(surface), "drift_requests": max(requests),
+        "seed_steps": len(seed.steps),
+        "model_calls": len(agent_steps),
+        "t": t,
+        "prefix_calls": len(in_prefix),
+        "live": live,
+        "live_tokens": _tokens(in_prefix),
+        "replay": prefix,
+        "replay_whole": statistics.median(whole_times),
+        "ratio": prefix / live,
+        "ratio_whole": statistics.median(whole_times) / live,
+        "drift_surface": statistics.median(surface),
+        "drift_surface_max": max(surface),
+        "drift_requests": max(requests),
     }
     return row
 
@@ -215,10 +233,18 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--suite", default="banking")
     parser.add_argument("--task", default="user_task_3")
     parser.add_argument("--harnesses", nargs="+", default=["failforge.tool_calling", "agentdojo.pipeline"])
-    parser.add_argument("--live", choices=["auto", "local", "loopback"], default="auto",
-                        help="who plays the model in the live run: the embedded model, the ground-truth loopback policy, "
-                             "or the embedded model with the loopback policy when its run has fewer than 2 model calls (default)")
-    parser.add_argument("--latency", type=float, default=1.0, help="seconds the loopback policy takes per model call (default 1.0)")
+    parser.add_argument(
+        "--live",
+        choices=["auto", "local", "loopback"],
+        default="auto",
+        help=(
+            "who plays the model in the live run: the embedded model, the ground-truth loopback policy, "
+            "or the embedded model with the loopback policy when its run has fewer than 2 model calls (default)"
+        ),
+    )
+    parser.add_argument(
+        "--latency", type=float, default=1.0, help="seconds the loopback policy takes per model call (default 1.0)"
+    )
     return parser
 
 
@@ -238,8 +264,13 @@ def main() -> None:
                 played_by[name] = f"the embedded model ({LOCAL_MODEL_NAME})"
                 if calls < 2:
                     if opts.live == "local":
-                        raise SystemExit(f"{name}: the embedded model's run has only {calls} model call(s); try another --task, or --live loopback")
-                    played_by[name] = f"{loopback}; the embedded model's run had {calls} model call(s), too few for a prefix"
+                        raise SystemExit(
+                            f"{name}: the embedded model's run has only {calls} model call(s); try another --task, or"
+                            " --live loopback"
+                        )
+                    played_by[name] = (
+                        f"{loopback}; the embedded model's run had {calls} model call(s), too few for a prefix"
+                    )
                     seed = None
             if seed is None:
                 seed, timed = record_loopback(name, opts.suite, opts.task, opts.latency)
@@ -250,15 +281,30 @@ def main() -> None:
         load = " ".join(handle.read().split()[:3])
     print(f"{opts.suite}/{opts.task}, {opts.repeats} repeats (medians); load average {load}")
     for name, r in rows.items():
-        print(f"\n{name}: seed of {r['seed_steps']} steps, {r['model_calls']} model calls; prefix = steps 0..{r['t'] - 1} ({r['prefix_calls']} model calls)")
+        print(
+            f"\n{name}: seed of {r['seed_steps']} steps, {r['model_calls']} model calls; prefix = steps 0..{r['t'] - 1}"
+            f" ({r['prefix_calls']} model calls)"
+        )
         print(f"  live side: {played_by[name]}")
-        tokens = f"{r['live_tokens']} tokens" if name not in loopback_played else "tokens not counted (the loopback policy reports none)"
+        tokens = (
+            f"{r['live_tokens']} tokens"
+            if name not in loopback_played
+            else "tokens not counted (the loopback policy reports none)"
+        )
         print(f"  live time of the prefix (recording):          {r['live']:8.3f} s, {tokens}")
-        print(f"  replay of the prefix, to the branch request:  {r['replay']:8.3f} s   ratio replay/live {r['ratio']:.4f}  (target <= 0.01: {'met' if r['ratio'] <= 0.01 else 'NOT met'})")
-        print(f"  the whole replay call, stop and close incl.:  {r['replay_whole']:8.3f} s   ratio {r['ratio_whole']:.4f}")
+        print(
+            f"  replay of the prefix, to the branch request:  {r['replay']:8.3f} s   ratio replay/live {r['ratio']:.4f}"
+            f"  (target <= 0.01: {'met' if r['ratio'] <= 0.01 else 'NOT met'})"
+        )
+        print(
+            f"  the whole replay call, stop and close incl.:  {r['replay_whole']:8.3f} s   ratio {r['ratio_whole']:.4f}"
+        )
         print("  model calls / tokens spent on the prefix during replay: 0 / 0  (a replay has no model at all)")
-        print(f"  drift: surfaced {r['drift_surface'] * 1000:.1f} ms after the drifting request (max {r['drift_surface_max'] * 1000:.1f} ms; target < 500 ms); "
-              f"requests for the drifting step: {r['drift_requests']} (target 1)")
+        print(
+            f"  drift: surfaced {r['drift_surface'] * 1000:.1f} ms after the drifting request (max"
+            f" {r['drift_surface_max'] * 1000:.1f} ms; target < 500 ms); requests for the drifting step:"
+            f" {r['drift_requests']} (target 1)"
+        )
 
 
 if __name__ == "__main__":

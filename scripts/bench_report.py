@@ -53,16 +53,28 @@ def synthesise(target: Path, n: int, source: Path | None) -> Path:
         if i % 3 == 2:
             label = copy.label
             copy.label = None
-            rejected.append(Rejection(
-                attempt_id=copy.provenance["attempt_id"], seed_id=label.seed_id, step=label.decisive_step, mode=label.mode_code, sample=i,
-                status="rejected", stage="filters", reasons=["note_leak: synthesised rejection"], verdicts=label.filter_verdicts,
-                note=label.steering_note, trajectory=copy,
-            ))
+            rejected.append(
+                Rejection(
+                    attempt_id=copy.provenance["attempt_id"],
+                    seed_id=label.seed_id,
+                    step=label.decisive_step,
+                    mode=label.mode_code,
+                    sample=i,
+                    status="rejected",
+                    stage="filters",
+                    reasons=["note_leak: synthesised rejection"],
+                    verdicts=label.filter_verdicts,
+                    note=label.steering_note,
+                    trajectory=copy,
+                )
+            )
         else:
             gold.append(copy)
     append_jsonl(target / "gold.jsonl", gold)
     append_jsonl(target / "rejected.jsonl", rejected)
-    (target / "manifest.json").write_text(json.dumps({"config_hash": "bench", "planned_attempts": n, "config": {"seeds": seeds}}))
+    (target / "manifest.json").write_text(
+        json.dumps({"config_hash": "bench", "planned_attempts": n, "config": {"seeds": seeds}})
+    )
     return target
 
 
@@ -70,7 +82,9 @@ def arguments() -> argparse.ArgumentParser:
     """The options; every one has a default, so the bench runs with none (tests/unit/test_benches.py)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
-    parser.add_argument("--source", type=Path, default=None, help="a campaign output folder whose gold records are copied")
+    parser.add_argument(
+        "--source", type=Path, default=None, help="a campaign output folder whose gold records are copied"
+    )
     parser.add_argument("--repeat", type=int, default=5)
     return parser
 
@@ -100,16 +114,25 @@ def main() -> None:
             for k in range(args.repeat):
                 t0 = time.perf_counter()
                 rows.nth(k * 7).click()
-                page.wait_for_function("id => document.querySelector('#rv-title') && document.querySelector('#rv-title').textContent.startsWith(id)",
-                                       arg=rows.nth(k * 7).get_attribute("data-id"))
+                page.wait_for_function(
+                    "id => document.querySelector('#rv-title') &&"
+                    " document.querySelector('#rv-title').textContent.startsWith(id)",
+                    arg=rows.nth(k * 7).get_attribute("data-id"),
+                )
                 opens.append(time.perf_counter() - t0)
             browser.close()
     n = len(ds.records)
     load, opened = statistics.median(loads), statistics.median(opens)
-    print(f"records: {n} ({sum(r.status == 'gold' for r in ds.records)} gold, {sum(r.status == 'rejected' for r in ds.records)} rejected)")
+    print(
+        f"records: {n} ({sum(r.status == 'gold' for r in ds.records)} gold,"
+        f" {sum(r.status == 'rejected' for r in ds.records)} rejected)"
+    )
     print(f"build (read + summary + HTML): {build:.2f} s = {build / n * 1000:.2f} ms per record")
     print(f"size: {size / 1024 / 1024:.2f} MiB = {size / n / 1024:.1f} KiB per record")
-    print(f"load in headless Chromium (median of {args.repeat}): {load * 1000:.0f} ms = {load / n * 1000:.2f} ms per record")
+    print(
+        f"load in headless Chromium (median of {args.repeat}): {load * 1000:.0f} ms = {load / n * 1000:.2f} ms per"
+        " record"
+    )
     print(f"open one record (median of {args.repeat}): {opened * 1000:.0f} ms; open / load = {opened / load:.2f}")
 
 

@@ -62,10 +62,14 @@ def bench(backend: str, repeat: int, files: int) -> dict[str, float]:
             box.fingerprint()
 
         row["tool call (exec python3 + fingerprint)"] = _median_ms(tool_call, repeat)
-        row["write_file + fingerprint"] = _median_ms(lambda: (box.write_file("notes.txt", "x" * 1000), box.fingerprint()), repeat)
+        row["write_file + fingerprint"] = _median_ms(
+            lambda: (box.write_file("notes.txt", "x" * 1000), box.fingerprint()), repeat
+        )
         row["fingerprint, 2 files"] = _median_ms(lambda: compose_fingerprint(box.listing(), box.last_exec), repeat)
         box.exec(f"mkdir -p many && for i in $(seq 1 {files}); do head -c 4096 /dev/zero > many/f$i.bin; done")
-        row[f"fingerprint, {files + 3} files"] = _median_ms(lambda: compose_fingerprint(box.listing(), box.last_exec), repeat)
+        row[f"fingerprint, {files + 3} files"] = _median_ms(
+            lambda: compose_fingerprint(box.listing(), box.last_exec), repeat
+        )
     return row
 
 
@@ -83,8 +87,22 @@ def _measure_here(backends: list[str], repeat: int, files: int) -> dict[str, dic
 
 def _measure_tree(src: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Run this script's measuring half in a fresh process against the failforge under ``src``."""
-    env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""), "FAILFORGE_NO_REEXEC": "1"}
-    argv = [sys.executable, str(Path(__file__).resolve()), "--measure", "--repeat", str(args.repeat), "--files", str(args.files), "--backends", *args.backends]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "FAILFORGE_NO_REEXEC": "1",
+    }
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--measure",
+        "--repeat",
+        str(args.repeat),
+        "--files",
+        str(args.files),
+        "--backends",
+        *args.backends,
+    ]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"measuring {src} failed:\n{done.stderr[-2000:]}")
@@ -97,9 +115,18 @@ def _source_of(before: str, stack: list[Callable[[], None]]) -> Path:
     if path.is_dir():
         return path / "src" if (path / "src" / "failforge").is_dir() else path
     tmp = Path(tempfile.mkdtemp(prefix="failforge-bench-before-"))
-    subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp / "tree"), before],
+        check=True,
+        capture_output=True,
+    )
+
     def remove() -> None:
-        subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")], check=False, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp / "tree")],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(tmp, ignore_errors=True)
 
     stack.append(remove)
@@ -120,7 +147,9 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--before", help="git revision or source tree to compare against (default: no comparison)")
-    parser.add_argument("--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="alternate the trees this many times; medians over rounds"
+    )
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     return parser
 

@@ -47,7 +47,9 @@ def main() -> None:
             for level in opts.levels:
                 # Enough seeds for the attempt budget: one attempt per seed (1 step x 1 mode).
                 config = CampaignConfig(
-                    seeds=[str(seeds_path)], output=str(Path(tmp) / f"out-{level}"), concurrency=level,
+                    seeds=[str(seeds_path)],
+                    output=str(Path(tmp) / f"out-{level}"),
+                    concurrency=level,
                     plan={"steps_per_seed": 1, "modes_per_step": 1, "max_seeds": opts.attempts},
                 )
                 start = time.perf_counter()
@@ -55,7 +57,10 @@ def main() -> None:
                 elapsed = time.perf_counter() - start
                 done = summary.kept + summary.rejected + summary.failed
                 rates[level] = done / elapsed * 60
-                print(f"concurrency {level:>3}: {done} attempts in {elapsed:6.1f}s = {rates[level]:7.1f} attempts/min (failed {summary.failed})")
+                print(
+                    f"concurrency {level:>3}: {done} attempts in {elapsed:6.1f}s = {rates[level]:7.1f} attempts/min"
+                    f" (failed {summary.failed})"
+                )
         base = rates[opts.levels[0]]
         for level in opts.levels:
             print(f"ratio concurrency {level} / {opts.levels[0]}: {rates[level] / base:.1f}x")

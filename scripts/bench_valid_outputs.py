@@ -41,7 +41,9 @@ JUDGE_CALLS = 4
 
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=RECORDS, help="Who&When logs per attribution method (the shortest)")
+    parser.add_argument(
+        "--records", type=int, default=RECORDS, help="Who&When logs per attribution method (the shortest)"
+    )
     return parser
 
 
@@ -64,8 +66,13 @@ def attribution(endpoint: Any, work: Path, n: int = RECORDS) -> None:
     for method in METHODS:
         t0 = time.perf_counter()
         out = work / method
-        config = AttributeConfig(method=method, judge_model=endpoint.model, judge_base_url=endpoint.base_url, max_tokens=256,
-                                 prompt=PromptConfig(budget_chars=BUDGET_CHARS, max_step_chars=300))
+        config = AttributeConfig(
+            method=method,
+            judge_model=endpoint.model,
+            judge_base_url=endpoint.base_url,
+            max_tokens=256,
+            prompt=PromptConfig(budget_chars=BUDGET_CHARS, max_step_chars=300),
+        )
         summary = run_attribution(records, config, out, endpoint=endpoint)
         predictions, _ = load_predictions(out / "predictions.jsonl")
         valid = [p for p in predictions if p.agent and p.step is not None and p.mode]
@@ -74,10 +81,17 @@ def attribution(endpoint: Any, work: Path, n: int = RECORDS) -> None:
         mode = sum(p.mode == gold[p.record_id].mode for p in valid)
         manifest = json.loads((out / "manifest.json").read_text())
         how = (manifest.get("structured_output") or {}).get("mechanism", "free text (no probe)")
-        print(f"{method:<15} valid {len(valid)}/{len(records)}  calls {summary.calls}  failed {summary.failed}  asked as: {how}  "
-              f"{time.perf_counter() - t0:.0f}s", flush=True)
+        print(
+            f"{method:<15} valid {len(valid)}/{len(records)}  calls {summary.calls}  failed {summary.failed}  asked as:"
+            f" {how}  {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
         if valid:
-            print(f"{'':<15} scores of the valid ones: agent {agent}/{len(valid)}  step {step}/{len(valid)}  mode {mode}/{len(valid)}", flush=True)
+            print(
+                f"{'':<15} scores of the valid ones: agent {agent}/{len(valid)}  step {step}/{len(valid)}  mode"
+                f" {mode}/{len(valid)}",
+                flush=True,
+            )
         for p in predictions:
             if p not in valid:
                 print(f"{'':<15} {p.record_id}: {'; '.join(p.problems)[:160] or 'no field'}", flush=True)
@@ -104,9 +118,17 @@ def judges(endpoint: Any) -> None:
         verdicts = []
         for i, step in enumerate(agent_steps):
             mode = get_mode(("R.1", "R.4", "V.2", "PL.1", "C.2", "R.2")[i % 6])
-            verdicts.append(run_judge(upstream, judge_request(seed, step, step.index, mode, model=endpoint.model), record_id=f"bench-{i}"))
+            verdicts.append(
+                run_judge(
+                    upstream, judge_request(seed, step, step.index, mode, model=endpoint.model), record_id=f"bench-{i}"
+                )
+            )
         ok = [v for v in verdicts if v.exhibited is not None]
-        print(f"{'conformance':<15} valid {len(ok)}/{len(verdicts)}  (yes {sum(bool(v.exhibited) for v in ok)})  {time.perf_counter() - t0:.0f}s", flush=True)
+        print(
+            f"{'conformance':<15} valid {len(ok)}/{len(verdicts)}  (yes {sum(bool(v.exhibited) for v in ok)}) "
+            f" {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
         t0 = time.perf_counter()
         decided = []
         for step in agent_steps:
@@ -119,11 +141,16 @@ def judges(endpoint: Any) -> None:
                 request = with_structured(request, DecisionAnswer, upstream)
             except ImportError:  # a checkout without structured answers asks in free text
                 pass
-            decided.append(judged_decision(step, recorded_call(upstream, request, run_id=f"bench-decision-{step.index}")))
+            decided.append(
+                judged_decision(step, recorded_call(upstream, request, run_id=f"bench-decision-{step.index}"))
+            )
         named = [d for d in decided if d.judge is not None and d.judge.state is not None]
         accepted = [d for d in decided if d.state != "undecided"]
-        print(f"{'decision-judge':<15} valid {len(named)}/{len(decided)}  (accepted with a quote found in the step: {len(accepted)})  "
-              f"{time.perf_counter() - t0:.0f}s", flush=True)
+        print(
+            f"{'decision-judge':<15} valid {len(named)}/{len(decided)}  (accepted with a quote found in the step:"
+            f" {len(accepted)})  {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
     finally:
         upstream.close()
 
@@ -141,12 +168,21 @@ def guide(endpoint: Any) -> None:
         points = [s.index for s in seed.steps if s.kind == "agent"][:JUDGE_CALLS]
         for i, t in enumerate(points):
             mode = get_mode(("A.2", "R.1", "PL.1", "A.5", "V.2", "R.4")[i % 6])
-            results.append(write_steering_note(BoundedResponder(upstream), guide_request(seed, t, mode, model=endpoint.model, temperature=0.0, seed_value=i), mode))
+            results.append(
+                write_steering_note(
+                    BoundedResponder(upstream),
+                    guide_request(seed, t, mode, model=endpoint.model, temperature=0.0, seed_value=i),
+                    mode,
+                )
+            )
     finally:
         upstream.close()
     read = [g for g in results if g.feasible or g.reason != "guide model returned an empty note"]
-    print(f"{'guide-note':<15} valid {len(read)}/{len(results)}  (notes kept by the note checks: {sum(g.feasible for g in results)})  "
-          f"{time.perf_counter() - t0:.0f}s", flush=True)
+    print(
+        f"{'guide-note':<15} valid {len(read)}/{len(results)}  (notes kept by the note checks:"
+        f" {sum(g.feasible for g in results)})  {time.perf_counter() - t0:.0f}s",
+        flush=True,
+    )
     for g in results:
         print(f"{'':<15} {'kept' if g.feasible else 'rejected'}: {(g.note or g.reason)[:110]!r}", flush=True)
 
@@ -156,10 +192,15 @@ def main() -> int:
     import failforge
     from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
 
-    print(f"failforge from {Path(inspect.getfile(failforge)).parent}; the embedded model {LOCAL_MODEL_NAME}", flush=True)
+    print(
+        f"failforge from {Path(inspect.getfile(failforge)).parent}; the embedded model {LOCAL_MODEL_NAME}", flush=True
+    )
     started = time.perf_counter()
     # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine; see _local.default_threads)
-    with LocalModelServer(n_ctx=8192, n_threads=1) as server, tempfile.TemporaryDirectory(prefix="bench-valid-") as work:
+    with (
+        LocalModelServer(n_ctx=8192, n_threads=1) as server,
+        tempfile.TemporaryDirectory(prefix="bench-valid-") as work,
+    ):
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
         attribution(endpoint, Path(work), args.records)
         judges(endpoint)

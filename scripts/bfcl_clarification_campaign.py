@@ -47,18 +47,34 @@ def run(category: str, n: int, out: Path) -> dict[str, int]:
     folder.mkdir(parents=True, exist_ok=True)
     write_jsonl(folder / "seeds.jsonl", passing)
     with LoopbackModelServer(policy=BfclPolicies(tasks)) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback-bfcl-policy", api_key_env=None, timeout=60.0, max_attempts=1)
-        config = CampaignConfig(seeds=[str(folder / "seeds.jsonl")], output=str(folder / "out"), concurrency=1, guide_kind="rules",
-                                plan={"modes": [MODES[category]], "steps_per_seed": 1, "modes_per_step": 1})
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback-bfcl-policy", api_key_env=None, timeout=60.0, max_attempts=1
+        )
+        config = CampaignConfig(
+            seeds=[str(folder / "seeds.jsonl")],
+            output=str(folder / "out"),
+            concurrency=1,
+            guide_kind="rules",
+            plan={"modes": [MODES[category]], "steps_per_seed": 1, "modes_per_step": 1},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     gold, _ = load_jsonl(folder / "out" / "gold.jsonl") if (folder / "out" / "gold.jsonl").exists() else ([], [])
-    rejected = [json.loads(line) for line in (folder / "out" / "rejected.jsonl").read_text().splitlines()] if (folder / "out" / "rejected.jsonl").exists() else []
-    failed = (folder / "out" / "failed.jsonl").read_text().splitlines() if (folder / "out" / "failed.jsonl").exists() else []
+    rejected = (
+        [json.loads(line) for line in (folder / "out" / "rejected.jsonl").read_text().splitlines()]
+        if (folder / "out" / "rejected.jsonl").exists()
+        else []
+    )
+    failed = (
+        (folder / "out" / "failed.jsonl").read_text().splitlines() if (folder / "out" / "failed.jsonl").exists() else []
+    )
     print(f"attempts: gold {len(gold)}, rejected {len(rejected)}, failed {len(failed)} (summary: {summary})")
     print("rejected by first reason:")
     for reason, k in Counter(_reason((r.get("reasons") or ["?"])[0]) for r in rejected).most_common():
         print(f"  {k:3d}  {reason}")
-    print("gold by control decision (expected -> found):", dict(Counter(f"{g.label.expected_decision}->{g.label.found_decision}" for g in gold)))
+    print(
+        "gold by control decision (expected -> found):",
+        dict(Counter(f"{g.label.expected_decision}->{g.label.found_decision}" for g in gold)),
+    )
     errors = Counter(str(g.outcome.details.get("error_type")) for g in gold if g.outcome)
     print("gold by checker error_type:", dict(errors))
     for g in gold[:1]:
@@ -66,7 +82,10 @@ def run(category: str, n: int, out: Path) -> dict[str, int]:
         step = g.steps[t]
         print(f"example {g.id} (seed {g.label.seed_id}) step {t}: note {g.label.steering_note!r}")
         print(f"  seed's step: {g.label.original_step.content!r}")
-        print(f"  changed step: {[(c.name, c.parsed_arguments()) for c in step.tool_calls]}; observation: {(g.steps[t + 1].content or '')[:160]!r}")
+        print(
+            f"  changed step: {[(c.name, c.parsed_arguments()) for c in step.tool_calls]}; observation:"
+            f" {(g.steps[t + 1].content or '')[:160]!r}"
+        )
         print(f"  checker: {json.dumps(g.outcome.details)[:300] if g.outcome else None}")
     return {"gold": len(gold), "rejected": len(rejected), "failed": len(failed)}
 

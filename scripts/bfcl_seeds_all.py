@@ -47,14 +47,22 @@ def main() -> int:
                 failed.append(f"{task}: checker said {seed.outcome.details if seed.outcome else None}")
     record_s = time.monotonic() - start
     report = audit(seeds)
-    identical = collections.Counter(category_of(str(row["trajectory_id"]).removeprefix("bfcl-").removesuffix("-oracle"))
-                                    for row in report.seeds if row.get("identical"))
+    identical = collections.Counter(
+        category_of(str(row["trajectory_id"]).removeprefix("bfcl-").removesuffix("-oracle"))
+        for row in report.seeds
+        if row.get("identical")
+    )
     total_identical = sum(e.identical for e in report.environments)
     for cat in CATEGORIES if args.category == "all" else (args.category,):
         n = sum(1 for t in tasks if category_of(t) == cat)
-        print(f"{cat}: tasks {n}, excluded {sum(1 for t in excluded if category_of(t) == cat)}, seeds passing multi_turn_checker {passed[cat]}, audit identical {identical[cat]}")
-    print(f"all: tasks {len(tasks)}, seeds {sum(passed.values())}, audit identical {total_identical}/{len(seeds)}, record {record_s:.1f} s, "
-          f"audit {sum(e.seconds for e in report.environments):.1f} s, written {path}")
+        print(
+            f"{cat}: tasks {n}, excluded {sum(1 for t in excluded if category_of(t) == cat)}, seeds passing"
+            f" multi_turn_checker {passed[cat]}, audit identical {identical[cat]}"
+        )
+    print(
+        f"all: tasks {len(tasks)}, seeds {sum(passed.values())}, audit identical {total_identical}/{len(seeds)}, record"
+        f" {record_s:.1f} s, audit {sum(e.seconds for e in report.environments):.1f} s, written {path}"
+    )
     for task, reason in excluded.items():
         print(f"excluded {task}: {reason}")
     for line in failed:

@@ -28,18 +28,34 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLED = [ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl",
-           ROOT / "tests" / "fixtures" / "labels" / "demo_gold_agentdojo.jsonl",
-           ROOT / "tests" / "fixtures" / "labels" / "demo_gold_miniwob.jsonl"]
+BUNDLED = [
+    ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl",
+    ROOT / "tests" / "fixtures" / "labels" / "demo_gold_agentdojo.jsonl",
+    ROOT / "tests" / "fixtures" / "labels" / "demo_gold_miniwob.jsonl",
+]
 SEEDS = sorted((ROOT / "src" / "failforge" / "data" / "seeds").glob("*.jsonl"))
 
 
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gold", type=Path, action="append", help="failforge gold trajectories (JSONL; repeatable; default: the bundled gold)")
-    parser.add_argument("--seeds", type=Path, action="append", help="seed trajectories (JSONL, no gold label; repeatable; default: the bundled seeds)")
+    parser.add_argument(
+        "--gold",
+        type=Path,
+        action="append",
+        help="failforge gold trajectories (JSONL; repeatable; default: the bundled gold)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=Path,
+        action="append",
+        help="seed trajectories (JSONL, no gold label; repeatable; default: the bundled seeds)",
+    )
     parser.add_argument("--no-seeds", action="store_true", help="only the gold")
-    parser.add_argument("--audited", type=Path, help="records with attached audits (`failforge attach-audit`); default: run the loopback auditor")
+    parser.add_argument(
+        "--audited",
+        type=Path,
+        help="records with attached audits (`failforge attach-audit`); default: run the loopback auditor",
+    )
     parser.add_argument("--json", type=Path, help="write the report as JSON")
     return parser
 
@@ -63,9 +79,18 @@ def placeholder_labelled(seeds: list[Any], template: Any) -> list[Any]:
     out = []
     for t in seeds:
         last = max(s.index for s in t.steps if s.kind == "agent")
-        label = template.model_copy(update={"decisive_step": last, "decisive_agent": t.steps[last].agent, "seed_id": t.id,
-                                            "branch_step": last, "target_component": None, "primary_component": None,
-                                            "attack_chain": [], "execution_chain": []})
+        label = template.model_copy(
+            update={
+                "decisive_step": last,
+                "decisive_agent": t.steps[last].agent,
+                "seed_id": t.id,
+                "branch_step": last,
+                "target_component": None,
+                "primary_component": None,
+                "attack_chain": [],
+                "execution_chain": [],
+            }
+        )
         out.append(t.model_copy(update={"label": label}))
     return out
 
@@ -80,7 +105,12 @@ def loopback_audits(records: list[Any]) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp, LoopbackModelServer(policy=auditor_judge(records)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="auditor-judge", api_key_env=None)
-        summary = run_attribution(records, AttributeConfig(method="auditor", judge_model="auditor-judge"), Path(tmp) / "run", endpoint=endpoint)
+        summary = run_attribution(
+            records,
+            AttributeConfig(method="auditor", judge_model="auditor-judge"),
+            Path(tmp) / "run",
+            endpoint=endpoint,
+        )
         if summary.failed:
             raise SystemExit(f"{summary.failed} auditor session(s) failed: see the run's failed.jsonl")
         predictions, _ = load_predictions(Path(tmp) / "run" / "predictions.jsonl")
@@ -103,14 +133,22 @@ def measure(name: str, trajectories: list[Any], audits: dict[str, Any] | None, j
 
     if audits is None:
         audits = loopback_audits([from_trajectory(t) for t in trajectories])
-    report = compare_decisions((decisions(t), audits[t.id].decisions if audits.get(t.id) else None) for t in trajectories)
+    report = compare_decisions(
+        (decisions(t), audits[t.id].decisions if audits.get(t.id) else None) for t in trajectories
+    )
     print(f"== {name}: {report.records} trajectories, {report.steps} agent steps; {judge}")
     print(f"both decided {report.both_decided}: agreement {report.agreement}, Cohen's kappa {report.kappa}")
-    print(f"rules undecided {report.rules_undecided} (auditor said {report.auditor_on_undecided}); auditor missing {report.auditor_missing}")
+    print(
+        f"rules undecided {report.rules_undecided} (auditor said {report.auditor_on_undecided}); auditor missing"
+        f" {report.auditor_missing}"
+    )
     print("state      rules  auditor  both  specific  auditor|rules")
     for state in STATES:
         s = report.per_state[state]
-        print(f"{state:<10} {s.rules:>5} {s.auditor:>8} {s.both:>5} {s.specific_agreement!s:>9} {s.auditor_given_rules!s:>14}")
+        print(
+            f"{state:<10} {s.rules:>5} {s.auditor:>8} {s.both:>5} {s.specific_agreement!s:>9}"
+            f" {s.auditor_given_rules!s:>14}"
+        )
     print("confusion (rules -> auditor): " + json.dumps(report.confusion))
     return report.model_dump()
 
@@ -124,7 +162,9 @@ def main() -> None:
     if not args.no_seeds and not args.audited:
         seeds = trajectories(args.seeds or SEEDS, labelled=False)
         if seeds:
-            out["seeds"] = measure("seeds (placeholder labels)", placeholder_labelled(seeds, gold[0].label), None, judge)
+            out["seeds"] = measure(
+                "seeds (placeholder labels)", placeholder_labelled(seeds, gold[0].label), None, judge
+            )
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         print(f"report: {args.json}")

@@ -26,11 +26,15 @@ from failforge.testing.model_servers import LoopbackModelServer
 QUESTION = "dabench-0"
 MODEL = "loopback-analyst"
 STEPS = [
-    "Thought: I load the table and look at its columns.\n<code>\nimport pandas as pd\n"
-    "df = pd.read_csv('data/test_ave.csv')\n"
-    "print(df.shape)\nprint(df.columns.tolist())\n</code>",
-    "Thought: The mean of the Fare column, rounded to two decimals.\n<code>\nmean_fare = round(df['Fare'].mean(), 2)\n"
-    "print(mean_fare)\n</code>",
+    (
+        "Thought: I load the table and look at its columns.\n<code>\nimport pandas as pd\n"
+        "df = pd.read_csv('data/test_ave.csv')\n"
+        "print(df.shape)\nprint(df.columns.tolist())\n</code>"
+    ),
+    (
+        "Thought: The mean of the Fare column, rounded to two decimals.\n<code>\nmean_fare = round(df['Fare'].mean(),"
+        " 2)\nprint(mean_fare)\n</code>"
+    ),
     "Thought: I answer in the required format.\n<code>\nfinal_answer(f'@mean_fare[{mean_fare}]')\n</code>",
 ]
 

@@ -27,8 +27,13 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--modes", nargs="+", default=list(STRUCTURAL_MODES))
     parser.add_argument("--max-seeds", type=int, default=None)
     parser.add_argument("--steps-per-seed", type=int, default=2)
-    parser.add_argument("--runs", nargs="+", choices=("off", "on"), default=["off", "on"],
-                        help="which runs to make (a run already in OUT/decisiveness-NAME is resumed, so a finished one costs nothing)")
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        choices=("off", "on"),
+        default=["off", "on"],
+        help="which runs to make (a run already in OUT/decisiveness-NAME is resumed, so a finished one costs nothing)",
+    )
     return parser.parse_args(argv)
 
 
@@ -51,7 +56,9 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             out = args.out / f"decisiveness-{name}"
             config = CampaignConfig(
-                seeds=[str(seeds)], output=str(out), plan={"modes": args.modes, "steps_per_seed": args.steps_per_seed, "max_seeds": args.max_seeds},
+                seeds=[str(seeds)],
+                output=str(out),
+                plan={"modes": args.modes, "steps_per_seed": args.steps_per_seed, "max_seeds": args.max_seeds},
                 filters={"decisiveness": {"enabled": enabled}},
             )
             started = time.perf_counter()
@@ -60,18 +67,27 @@ def main(argv: list[str] | None = None) -> None:
             gold, rejected = _rows(out / "gold.jsonl"), _rows(out / "rejected.jsonl")
             results[name] = (summary, gold, rejected, seconds)
             by = Counter(r["stage"] if r["stage"] != "filters" else r["reasons"][0].split(":")[0] for r in rejected)
-            print(f"decisiveness {name}: planned {summary.planned}, kept {summary.kept}, rejected {summary.rejected} {dict(by)}, failed {summary.failed}, {seconds:.0f} s")
+            print(
+                f"decisiveness {name}: planned {summary.planned}, kept {summary.kept}, rejected {summary.rejected}"
+                f" {dict(by)}, failed {summary.failed}, {seconds:.0f} s"
+            )
             if summary.arms:
                 a = summary.arms
-                print(f"  original arms: {a['points']} point(s), {a['run_now']} run, {a['live_calls']} live model calls ({a['seconds']} s); "
-                      f"one arm per attempt: {a['live_calls_one_per_attempt']} calls; {a['failed_points']} point(s) where the seed's own step also failed")
+                print(
+                    f"  original arms: {a['points']} point(s), {a['run_now']} run, {a['live_calls']} live model calls"
+                    f" ({a['seconds']} s); one arm per attempt: {a['live_calls_one_per_attempt']} calls;"
+                    f" {a['failed_points']} point(s) where the seed's own step also failed"
+                )
     gold_off = _rows(args.out / "decisiveness-off" / "gold.jsonl")
     rejected_on = _rows(args.out / "decisiveness-on" / "rejected.jsonl")
     not_decisive = {(r["seed_id"], r["step"]) for r in rejected_on if r["stage"] == "decisiveness"}
     fake = [g for g in gold_off if (g["label"]["seed_id"], g["label"]["decisive_step"]) in not_decisive]
     print(f"kept with the check off whose point's original arm failed: {len(fake)} of {len(gold_off)}")
     for g in fake:
-        print(f"  {g['label']['mode_code']} at step {g['label']['decisive_step']} of {g['label']['seed_id']} (agent {g['label']['decisive_agent']})")
+        print(
+            f"  {g['label']['mode_code']} at step {g['label']['decisive_step']} of {g['label']['seed_id']} (agent"
+            f" {g['label']['decisive_agent']})"
+        )
 
 
 if __name__ == "__main__":

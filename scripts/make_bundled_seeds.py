@@ -29,7 +29,14 @@ from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "failforge" / "data" / "seeds"
-SINGLE_AGENT = ("workspace/user_task_0", "travel/user_task_0", "banking/user_task_1", "banking/user_task_3", "slack/user_task_0", "slack/user_task_2")
+SINGLE_AGENT = (
+    "workspace/user_task_0",
+    "travel/user_task_0",
+    "banking/user_task_1",
+    "banking/user_task_3",
+    "slack/user_task_0",
+    "slack/user_task_2",
+)
 MULTI_AGENT = (("orchestrator-workers", "banking/user_task_0"), ("plan-execute-verify", "slack/user_task_3"))
 
 
@@ -80,7 +87,9 @@ def main() -> int:
         raise SystemExit("run with PYTHONHASHSEED=0 (AgentDojo orders calendar participants by set iteration)")
     single = [checked(oracle_seed("agentdojo", task)) for task in SINGLE_AGENT]
     multi = [
-        checked(oracle_seed("agentdojo", task, harness=harness_for(name, env_spec("agentdojo", task), **tight(name, task))))
+        checked(
+            oracle_seed("agentdojo", task, harness=harness_for(name, env_spec("agentdojo", task), **tight(name, task)))
+        )
         for name, task in MULTI_AGENT
     ]
     ok = _write_or_check(DATA / "agentdojo_demo.jsonl", single, opts.check)

@@ -29,7 +29,13 @@ from failforge.trajectory import Trajectory, load_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "failforge" / "data" / "seeds"
-TASKS = ("banking/user_task_3", "banking/user_task_1", "slack/user_task_0", "slack/user_task_2", "workspace/user_task_0")
+TASKS = (
+    "banking/user_task_3",
+    "banking/user_task_1",
+    "slack/user_task_0",
+    "slack/user_task_2",
+    "workspace/user_task_0",
+)
 FILES = {"magentic-one": "magentic_one_seeds.jsonl", "agent-framework": "maf_seeds.jsonl"}
 
 
@@ -66,7 +72,10 @@ def main() -> int:
             same = same and ok
         else:
             write_jsonl(path, seeds)
-            print(f"wrote {len(seeds)} seeds to {path.relative_to(ROOT)} ({sum(len(s.agent_steps()) for s in seeds)} model calls)")
+            print(
+                f"wrote {len(seeds)} seeds to {path.relative_to(ROOT)} ({sum(len(s.agent_steps()) for s in seeds)}"
+                " model calls)"
+            )
     return 0 if same else 1
 
 

@@ -89,136 +89,563 @@ def _m(name: str, file: str, function: str, old: str, new: str, tests: tuple[str
 NL = "filters/note_leak.py"
 MUTANTS: tuple[Mutant, ...] = (
     # --- the leak filter -------------------------------------------------------------------------
-    _m("leak.meta_phrase.off", NL, "meta_phrase",
-       'return f"step {step.index} contains the meta phrase {phrase!r}"', "continue", FILTER_TESTS),
-    _m("leak.meta_phrase.no_context_exemption", NL, "meta_phrase",
-       "if phrase in lowered and phrase not in scan.seen_lower:", "if phrase in lowered:", FILTER_TESTS),
-    _m("leak.third_person.off", NL, "third_person",
-       "if match and match.group(0).lower() not in scan.seen_lower:\n            return f\"step {step.index} speaks",
-       "if False:\n            return f\"step {step.index} speaks", FILTER_TESTS),
-    _m("leak.bracket_hint.off", NL, "bracket_hint",
-       "if match and match.group(0).lower() not in scan.seen_lower:\n            return f\"step {step.index} carries",
-       "if False:\n            return f\"step {step.index} carries", FILTER_TESTS),
-    _m("leak.html_entity.off", NL, "html_entity", "        if shared:\n            return f\"step {step.index} contains the HTML entity",
-       "        if False:\n            return f\"step {step.index} contains the HTML entity", FILTER_TESTS),
-    _m("leak.html_entity.no_reescape", NL, "html_entity",
-       "shared = (entities(text) | entities(html.unescape(text))) & only_note", "shared = entities(text) & only_note", FILTER_TESTS),
-    _m("leak.html_entity.no_context_exemption", NL, "html_entity",
-       "only_note = entities(scan.ctx.note) - entities(scan.seen)", "only_note = entities(scan.ctx.note)", FILTER_TESTS),
-    _m("leak.guide_wording.off", NL, "guide_wording", "return f\"step {step.index} copies the guide's prompt", "continue  # ", FILTER_TESTS),
-    _m("leak.guide_values.off", NL, "guide_values", "return f\"step {step.index} uses the value", "continue  # ", FILTER_TESTS),
-    _m("leak.verbatim.off", NL, "verbatim (n-gram check)", "return f\"step {step.index} repeats the note verbatim", "continue  # ", FILTER_TESTS),
-    _m("leak.verbatim.no_context_exemption", NL, "verbatim (n-gram check)",
-       'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM) - scan.seen_grams',
-       'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM)', FILTER_TESTS),
-    _m("leak.verbatim.quotes_count", NL, "verbatim (n-gram check)",
-       'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM) - scan.seen_grams',
-       "leaked = ngrams(words(scan.ctx.note), NGRAM) - scan.seen_grams", FILTER_TESTS),
-    _m("leak.verbatim.reads_calls", NL, "verbatim (n-gram check)",
-       'shared = leaked & ngrams(words(step.content or ""), NGRAM)', "shared = leaked & ngrams(words(step_text(step)), NGRAM)", FILTER_TESTS),
+    _m(
+        "leak.meta_phrase.off",
+        NL,
+        "meta_phrase",
+        'return f"step {step.index} contains the meta phrase {phrase!r}"',
+        "continue",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.meta_phrase.no_context_exemption",
+        NL,
+        "meta_phrase",
+        "if phrase in lowered and phrase not in scan.seen_lower:",
+        "if phrase in lowered:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.third_person.off",
+        NL,
+        "third_person",
+        'if match and match.group(0).lower() not in scan.seen_lower:\n            return f"step {step.index} speaks',
+        'if False:\n            return f"step {step.index} speaks',
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.bracket_hint.off",
+        NL,
+        "bracket_hint",
+        'if match and match.group(0).lower() not in scan.seen_lower:\n            return f"step {step.index} carries',
+        'if False:\n            return f"step {step.index} carries',
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.html_entity.off",
+        NL,
+        "html_entity",
+        '        if shared:\n            return f"step {step.index} contains the HTML entity',
+        '        if False:\n            return f"step {step.index} contains the HTML entity',
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.html_entity.no_reescape",
+        NL,
+        "html_entity",
+        "shared = (entities(text) | entities(html.unescape(text))) & only_note",
+        "shared = entities(text) & only_note",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.html_entity.no_context_exemption",
+        NL,
+        "html_entity",
+        "only_note = entities(scan.ctx.note) - entities(scan.seen)",
+        "only_note = entities(scan.ctx.note)",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.guide_wording.off",
+        NL,
+        "guide_wording",
+        "return f\"step {step.index} copies the guide's prompt",
+        "continue  # ",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.guide_values.off",
+        NL,
+        "guide_values",
+        'return f"step {step.index} uses the value',
+        "continue  # ",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.verbatim.off",
+        NL,
+        "verbatim (n-gram check)",
+        'return f"step {step.index} repeats the note verbatim',
+        "continue  # ",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.verbatim.no_context_exemption",
+        NL,
+        "verbatim (n-gram check)",
+        'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM) - scan.seen_grams',
+        'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM)',
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.verbatim.quotes_count",
+        NL,
+        "verbatim (n-gram check)",
+        'leaked = ngrams(words(_QUOTED.sub(" | ", scan.ctx.note)), NGRAM) - scan.seen_grams',
+        "leaked = ngrams(words(scan.ctx.note), NGRAM) - scan.seen_grams",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.verbatim.reads_calls",
+        NL,
+        "verbatim (n-gram check)",
+        'shared = leaked & ngrams(words(step.content or ""), NGRAM)',
+        "shared = leaked & ngrams(words(step_text(step)), NGRAM)",
+        FILTER_TESTS,
+    ),
     _m("leak.paraphrase.off", NL, "paraphrase", "        if enough:\n", "        if False:\n", FILTER_TESTS),
-    _m("leak.paraphrase.no_context_exemption", NL, "paraphrase",
-       'novel = content_lemmas(_QUOTED.sub(" ", scan.ctx.note)) - scan.seen_lemmas', 'novel = content_lemmas(_QUOTED.sub(" ", scan.ctx.note))', FILTER_TESTS),
-    _m("leak.paraphrase.numbers_count_as_words", NL, "paraphrase",
-       "len(words_shared) >= PARAPHRASE_MIN_WORDS", "len(shared) >= PARAPHRASE_MIN_WORDS", FILTER_TESTS),
-    _m("leak.paraphrase.min_shared_flipped", NL, "paraphrase",
-       "len(shared) >= PARAPHRASE_MIN_SHARED and", "len(shared) > PARAPHRASE_MIN_SHARED and", FILTER_TESTS),
-    _m("leak.paraphrase.always_flipped", NL, "paraphrase",
-       "enough = len(shared) >= PARAPHRASE_ALWAYS or (", "enough = len(shared) > PARAPHRASE_ALWAYS + 100 or (", FILTER_TESTS),
-    _m("leak.only_step_t", "gold/_filtering.py", "FilterContext.agent_steps_from_t (leaks after t)",
-       "self.branch.steps[self.step :] if s.kind", "self.branch.steps[self.step : self.step + 1] if s.kind", FILTER_TESTS),
-    _m("leak.first_reason_only", NL, "check",
-       'return verdict(NAME, False, "; ".join(found))', "return verdict(NAME, False, found[0])", FILTER_TESTS),
+    _m(
+        "leak.paraphrase.no_context_exemption",
+        NL,
+        "paraphrase",
+        'novel = content_lemmas(_QUOTED.sub(" ", scan.ctx.note)) - scan.seen_lemmas',
+        'novel = content_lemmas(_QUOTED.sub(" ", scan.ctx.note))',
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.paraphrase.numbers_count_as_words",
+        NL,
+        "paraphrase",
+        "len(words_shared) >= PARAPHRASE_MIN_WORDS",
+        "len(shared) >= PARAPHRASE_MIN_WORDS",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.paraphrase.min_shared_flipped",
+        NL,
+        "paraphrase",
+        "len(shared) >= PARAPHRASE_MIN_SHARED and",
+        "len(shared) > PARAPHRASE_MIN_SHARED and",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.paraphrase.always_flipped",
+        NL,
+        "paraphrase",
+        "enough = len(shared) >= PARAPHRASE_ALWAYS or (",
+        "enough = len(shared) > PARAPHRASE_ALWAYS + 100 or (",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.only_step_t",
+        "gold/_filtering.py",
+        "FilterContext.agent_steps_from_t (leaks after t)",
+        "self.branch.steps[self.step :] if s.kind",
+        "self.branch.steps[self.step : self.step + 1] if s.kind",
+        FILTER_TESTS,
+    ),
+    _m(
+        "leak.first_reason_only",
+        NL,
+        "check",
+        'return verdict(NAME, False, "; ".join(found))',
+        "return verdict(NAME, False, found[0])",
+        FILTER_TESTS,
+    ),
     # --- well_formed -----------------------------------------------------------------------------
-    _m("wf.format_error_exemption.off", "filters/well_formed.py", "check", "if ctx.mode.format_error:", "if False:", FILTER_TESTS),
-    _m("wf.empty_step.off", "filters/well_formed.py", "check",
-       'if not (step.content or "").strip() and not step.tool_calls:', "if False:", FILTER_TESTS),
-    _m("wf.empty_step.whitespace_is_content", "filters/well_formed.py", "check",
-       'if not (step.content or "").strip() and not step.tool_calls:', "if not step.content and not step.tool_calls:", FILTER_TESTS),
-    _m("wf.missing_name.off", "filters/well_formed.py", "check", "if not call.name.strip():", "if False:", FILTER_TESTS),
-    _m("wf.bad_arguments.off", "filters/well_formed.py", "check", "if call.parsed_arguments() is None:", "if False:", FILTER_TESTS),
+    _m(
+        "wf.format_error_exemption.off",
+        "filters/well_formed.py",
+        "check",
+        "if ctx.mode.format_error:",
+        "if False:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "wf.empty_step.off",
+        "filters/well_formed.py",
+        "check",
+        'if not (step.content or "").strip() and not step.tool_calls:',
+        "if False:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "wf.empty_step.whitespace_is_content",
+        "filters/well_formed.py",
+        "check",
+        'if not (step.content or "").strip() and not step.tool_calls:',
+        "if not step.content and not step.tool_calls:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "wf.missing_name.off", "filters/well_formed.py", "check", "if not call.name.strip():", "if False:", FILTER_TESTS
+    ),
+    _m(
+        "wf.bad_arguments.off",
+        "filters/well_formed.py",
+        "check",
+        "if call.parsed_arguments() is None:",
+        "if False:",
+        FILTER_TESTS,
+    ),
     # --- evaluator_failure -----------------------------------------------------------------------
-    _m("ef.no_verdict.off", "filters/evaluator_failure.py", "check",
-       "if outcome is None or outcome.success is None:", "if outcome is None:", FILTER_TESTS),
-    _m("ef.success.off", "filters/evaluator_failure.py", "check", "    if outcome.success:\n", "    if False:\n", FILTER_TESTS),
+    _m(
+        "ef.no_verdict.off",
+        "filters/evaluator_failure.py",
+        "check",
+        "if outcome is None or outcome.success is None:",
+        "if outcome is None:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "ef.success.off",
+        "filters/evaluator_failure.py",
+        "check",
+        "    if outcome.success:\n",
+        "    if False:\n",
+        FILTER_TESTS,
+    ),
     # --- differs and gold_exposure ---------------------------------------------------------------
-    _m("differs.flipped", "filters/differs.py", "check",
-       "if action_signature(ctx.original) == action_signature(ctx.injected):", "if action_signature(ctx.original) != action_signature(ctx.injected):", FILTER_TESTS),
-    _m("ge.off", "filters/gold_exposure.py", "check", 'if step.kind == "agent" and needle in', 'if False and needle in', FILTER_TESTS),
-    _m("ge.looks_after_t", "filters/gold_exposure.py", "check", "for step in ctx.branch.steps[1 : ctx.step]:", "for step in ctx.branch.steps[1:]:", FILTER_TESTS),
-    _m("ge.short_gold_searched", "filters/gold_exposure.py", "check", "if len(gold) < MIN_LENGTH:", "if not gold:", FILTER_TESTS),
+    _m(
+        "differs.flipped",
+        "filters/differs.py",
+        "check",
+        "if action_signature(ctx.original) == action_signature(ctx.injected):",
+        "if action_signature(ctx.original) != action_signature(ctx.injected):",
+        FILTER_TESTS,
+    ),
+    _m(
+        "ge.off",
+        "filters/gold_exposure.py",
+        "check",
+        'if step.kind == "agent" and needle in',
+        "if False and needle in",
+        FILTER_TESTS,
+    ),
+    _m(
+        "ge.looks_after_t",
+        "filters/gold_exposure.py",
+        "check",
+        "for step in ctx.branch.steps[1 : ctx.step]:",
+        "for step in ctx.branch.steps[1:]:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "ge.short_gold_searched",
+        "filters/gold_exposure.py",
+        "check",
+        "if len(gold) < MIN_LENGTH:",
+        "if not gold:",
+        FILTER_TESTS,
+    ),
     # --- mode_conformance ------------------------------------------------------------------------
-    _m("mc.exhibited.off", "filters/mode_conformance.py", "check", "if found.exhibited is True:", "if False:", FILTER_TESTS),
-    _m("mc.not_exhibited.off", "filters/mode_conformance.py", "check", "if found.exhibited is False:", "if False:", FILTER_TESTS),
-    _m("mc.keep_unverified.off", "filters/mode_conformance.py", "check", "    if ctx.keep_unverified:\n", "    if False:\n", FILTER_TESTS),
-    _m("mc.keep_unverified.always", "filters/mode_conformance.py", "check", "    if ctx.keep_unverified:\n", "    if True:\n", FILTER_TESTS),
-    _m("mc.ignores_attempt_verdict", "filters/mode_conformance.py", "judged",
-       "    if ctx.conformance is not None:\n        return ctx.conformance\n", "", FILTER_TESTS),
+    _m(
+        "mc.exhibited.off",
+        "filters/mode_conformance.py",
+        "check",
+        "if found.exhibited is True:",
+        "if False:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "mc.not_exhibited.off",
+        "filters/mode_conformance.py",
+        "check",
+        "if found.exhibited is False:",
+        "if False:",
+        FILTER_TESTS,
+    ),
+    _m(
+        "mc.keep_unverified.off",
+        "filters/mode_conformance.py",
+        "check",
+        "    if ctx.keep_unverified:\n",
+        "    if False:\n",
+        FILTER_TESTS,
+    ),
+    _m(
+        "mc.keep_unverified.always",
+        "filters/mode_conformance.py",
+        "check",
+        "    if ctx.keep_unverified:\n",
+        "    if True:\n",
+        FILTER_TESTS,
+    ),
+    _m(
+        "mc.ignores_attempt_verdict",
+        "filters/mode_conformance.py",
+        "judged",
+        "    if ctx.conformance is not None:\n        return ctx.conformance\n",
+        "",
+        FILTER_TESTS,
+    ),
     # --- the filter runner -----------------------------------------------------------------------
-    _m("run_filters.ignores_names", "gold/_filtering.py", "run_filters",
-       "default_filters() if names is None else names", "default_filters()", FILTER_TESTS),
+    _m(
+        "run_filters.ignores_names",
+        "gold/_filtering.py",
+        "run_filters",
+        "default_filters() if names is None else names",
+        "default_filters()",
+        FILTER_TESTS,
+    ),
     # --- decisiveness (filters/decisiveness.py, gold/_arms.py) -----------------------------------------------------
-    _m("dec.injected_arm_zero", "filters/decisiveness.py", "decisiveness (injected arm)",
-       "injected_rate = sum(outcomes) / len(outcomes)", "injected_rate = 0.0", DECISIVENESS_TESTS, "integration"),
-    _m("dec.original_arm_one", "gold/_arms.py", "OriginalArm.success_rate",
-       "return self.successes / len(self.runs) if self.runs else 0.0", "return 1.0", DECISIVENESS_TESTS, "integration"),
-    _m("dec.original_bound_ignored", "gold/_arms.py", "OriginalArm.passes",
-       'return self.status == "measured" and self.success_rate >= cfg.original_min_success', 'return self.status == "measured"', DECISIVENESS_TESTS, "integration"),
-    _m("dec.injected_bound_ignored", "filters/decisiveness.py", "decisiveness (verdict)",
-       "ok = arm.passes(cfg) and injected_rate <= cfg.injected_max_success", "ok = arm.passes(cfg)", DECISIVENESS_TESTS, "integration"),
-    _m("dec.arm_per_attempt", "campaign/_run.py", "_settle_arms (one arm per point)",
-       "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}",
-       "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id] + spec.attempt_id, spec.step) for seed, spec in pending}",
-       DECISIVENESS_TESTS, "integration"),
-    _m("dec.default_off", "gold/_config.py", "DecisivenessConfig.enabled",
-       'enabled: bool = Field(default=True,', 'enabled: bool = Field(default=False,', DECISIVENESS_TESTS, "integration"),
+    _m(
+        "dec.injected_arm_zero",
+        "filters/decisiveness.py",
+        "decisiveness (injected arm)",
+        "injected_rate = sum(outcomes) / len(outcomes)",
+        "injected_rate = 0.0",
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
+    _m(
+        "dec.original_arm_one",
+        "gold/_arms.py",
+        "OriginalArm.success_rate",
+        "return self.successes / len(self.runs) if self.runs else 0.0",
+        "return 1.0",
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
+    _m(
+        "dec.original_bound_ignored",
+        "gold/_arms.py",
+        "OriginalArm.passes",
+        'return self.status == "measured" and self.success_rate >= cfg.original_min_success',
+        'return self.status == "measured"',
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
+    _m(
+        "dec.injected_bound_ignored",
+        "filters/decisiveness.py",
+        "decisiveness (verdict)",
+        "ok = arm.passes(cfg) and injected_rate <= cfg.injected_max_success",
+        "ok = arm.passes(cfg)",
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
+    _m(
+        "dec.arm_per_attempt",
+        "campaign/_run.py",
+        "_settle_arms (one arm per point)",
+        "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id], spec.step) for seed, spec in pending}",
+        "key_of = {spec.attempt_id: arm_key(config_hash, seed_hash[seed.id] + spec.attempt_id, spec.step) for seed,"
+        " spec in pending}",
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
+    _m(
+        "dec.default_off",
+        "gold/_config.py",
+        "DecisivenessConfig.enabled",
+        "enabled: bool = Field(default=True,",
+        "enabled: bool = Field(default=False,",
+        DECISIVENESS_TESTS,
+        "integration",
+    ),
     # --- the model boundary ----------------------------------------------------------------------
-    _m("bd.request_hash.off", "llm/_boundary.py", "ModelBoundary._serve_recorded (request hash)", "        if want != got:\n", "        if False:\n", BOUNDARY_TESTS),
-    _m("bd.request_hash.never_strict", "llm/_boundary.py", "ModelBoundary._serve_recorded (strict)",
-       "            if self.strict:\n                raise err", "            if False:\n                raise err", BOUNDARY_TESTS),
-    _m("bd.request_hash.always_strict", "llm/_boundary.py", "ModelBoundary._serve_recorded (strict)",
-       "            if self.strict:\n                raise err", "            if True:\n                raise err", BOUNDARY_TESTS),
-    _m("bd.response_hash.off", "llm/_boundary.py", "ModelBoundary._serve_recorded (response hash)",
-       "if recorded.response_hash is not None and served_hash != recorded.response_hash:", "if False:", BOUNDARY_TESTS),
-    _m("bd.agent.off", "llm/_boundary.py", "ModelBoundary._check_agent (agent)",
-       "if identity.agent != expected.agent or identity.agent != recorded.stream:", "if False:", BOUNDARY_TESTS),
-    _m("bd.agent.stream_only", "llm/_boundary.py", "ModelBoundary._check_agent (agent)",
-       "if identity.agent != expected.agent or identity.agent != recorded.stream:", "if identity.agent != recorded.stream:", BOUNDARY_TESTS),
-    _m("bd.agent.step_only", "llm/_boundary.py", "ModelBoundary._check_agent (agent)",
-       "if identity.agent != expected.agent or identity.agent != recorded.stream:", "if identity.agent != expected.agent:", BOUNDARY_TESTS),
-    _m("bd.ordinal.off", "llm/_boundary.py", "ModelBoundary._check_agent (ordinal)", "if recorded.ordinal != ordinal:", "if False:", BOUNDARY_TESTS),
-    _m("bd.purpose.off", "llm/_boundary.py", "ModelBoundary._check_agent (purpose)",
-       "if (recorded.purpose or None) != (identity.purpose or None):", "if False:", BOUNDARY_TESTS),
-    _m("bd.model_call_where_seed_has_none", "llm/_boundary.py", "ModelBoundary._check_agent (no recorded call)",
-       "            if at_branch:\n                return None\n", "            return None\n", BOUNDARY_TESTS),
-    _m("bd.branch_point_agent.off", "llm/_boundary.py", "ModelBoundary.complete (agent at the branch point)",
-       "            self._check_agent(index, identity, ordinal, at_branch=True)\n", "            pass\n", BOUNDARY_TESTS),
-    _m("bd.closed_roster.off", "llm/_boundary.py", "ModelBoundary._admit", "        if not self.log.open_roster:\n", "        if False:\n", BOUNDARY_TESTS),
-    _m("bd.secrets_kept_in_request", "llm/_boundary.py", "_without_secrets",
-       'if k.lower() not in {"api_key", "authorization", "extra_headers"}', "if True", BOUNDARY_TESTS),
+    _m(
+        "bd.request_hash.off",
+        "llm/_boundary.py",
+        "ModelBoundary._serve_recorded (request hash)",
+        "        if want != got:\n",
+        "        if False:\n",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.request_hash.never_strict",
+        "llm/_boundary.py",
+        "ModelBoundary._serve_recorded (strict)",
+        "            if self.strict:\n                raise err",
+        "            if False:\n                raise err",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.request_hash.always_strict",
+        "llm/_boundary.py",
+        "ModelBoundary._serve_recorded (strict)",
+        "            if self.strict:\n                raise err",
+        "            if True:\n                raise err",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.response_hash.off",
+        "llm/_boundary.py",
+        "ModelBoundary._serve_recorded (response hash)",
+        "if recorded.response_hash is not None and served_hash != recorded.response_hash:",
+        "if False:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.agent.off",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (agent)",
+        "if identity.agent != expected.agent or identity.agent != recorded.stream:",
+        "if False:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.agent.stream_only",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (agent)",
+        "if identity.agent != expected.agent or identity.agent != recorded.stream:",
+        "if identity.agent != recorded.stream:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.agent.step_only",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (agent)",
+        "if identity.agent != expected.agent or identity.agent != recorded.stream:",
+        "if identity.agent != expected.agent:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.ordinal.off",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (ordinal)",
+        "if recorded.ordinal != ordinal:",
+        "if False:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.purpose.off",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (purpose)",
+        "if (recorded.purpose or None) != (identity.purpose or None):",
+        "if False:",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.model_call_where_seed_has_none",
+        "llm/_boundary.py",
+        "ModelBoundary._check_agent (no recorded call)",
+        "            if at_branch:\n                return None\n",
+        "            return None\n",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.branch_point_agent.off",
+        "llm/_boundary.py",
+        "ModelBoundary.complete (agent at the branch point)",
+        "            self._check_agent(index, identity, ordinal, at_branch=True)\n",
+        "            pass\n",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.closed_roster.off",
+        "llm/_boundary.py",
+        "ModelBoundary._admit",
+        "        if not self.log.open_roster:\n",
+        "        if False:\n",
+        BOUNDARY_TESTS,
+    ),
+    _m(
+        "bd.secrets_kept_in_request",
+        "llm/_boundary.py",
+        "_without_secrets",
+        'if k.lower() not in {"api_key", "authorization", "extra_headers"}',
+        "if True",
+        BOUNDARY_TESTS,
+    ),
     # --- the run log -----------------------------------------------------------------------------
-    _m("rl.integrity.skipped", "runlog.py", "RunLog.append -> _check_integrity",
-       "            if self.plan.replaying(step.index):\n                self._check_integrity(step)", "            if False:\n                self._check_integrity(step)", RUNLOG_TESTS),
-    _m("rl.integrity.last_replayed_unchecked", "runlog.py", "RunLog.append -> _check_integrity",
-       "            if self.plan.replaying(step.index):\n                self._check_integrity(step)",
-       "            if self.plan.replaying(step.index + 1):\n                self._check_integrity(step)", RUNLOG_TESTS),
-    _m("rl.integrity.always_equal", "runlog.py", "RunLog._check_integrity", "        if want == got:\n            return", "        if True:\n            return", RUNLOG_TESTS),
-    _m("rl.integrity.names_every_field", "runlog.py", "RunLog._check_integrity",
-       "fields = sorted(k for k in want if want[k] != got.get(k))", "fields = sorted(want)", RUNLOG_TESTS),
+    _m(
+        "rl.integrity.skipped",
+        "runlog.py",
+        "RunLog.append -> _check_integrity",
+        "            if self.plan.replaying(step.index):\n                self._check_integrity(step)",
+        "            if False:\n                self._check_integrity(step)",
+        RUNLOG_TESTS,
+    ),
+    _m(
+        "rl.integrity.last_replayed_unchecked",
+        "runlog.py",
+        "RunLog.append -> _check_integrity",
+        "            if self.plan.replaying(step.index):\n                self._check_integrity(step)",
+        "            if self.plan.replaying(step.index + 1):\n                self._check_integrity(step)",
+        RUNLOG_TESTS,
+    ),
+    _m(
+        "rl.integrity.always_equal",
+        "runlog.py",
+        "RunLog._check_integrity",
+        "        if want == got:\n            return",
+        "        if True:\n            return",
+        RUNLOG_TESTS,
+    ),
+    _m(
+        "rl.integrity.names_every_field",
+        "runlog.py",
+        "RunLog._check_integrity",
+        "fields = sorted(k for k in want if want[k] != got.get(k))",
+        "fields = sorted(want)",
+        RUNLOG_TESTS,
+    ),
     # --- the secrets redactor --------------------------------------------------------------------
-    _m("sec.known_values.off", "secrets.py", "Redactor.text", "            value = value.replace(secret, MASK)", "            pass", SECRETS_TESTS),
-    _m("sec.shapes_after_known.off", "secrets.py", "Redactor.text", "        return redact(value)\n", "        return value\n", SECRETS_TESTS),
-    _m("sec.env_value.off", "secrets.py", "Redactor.for_run", "            if value:\n                values.append(value)", "            if False:\n                values.append(value)", SECRETS_TESTS),
-    _m("sec.userinfo.off", "secrets.py", "Redactor.for_run", "            values.extend(userinfo_secrets(url))", "            pass", SECRETS_TESTS),
-    _m("sec.min_length.off", "secrets.py", "Redactor.for_run", "if len(v) >= MIN_SECRET_LENGTH}", "if v}", SECRETS_TESTS),
+    _m(
+        "sec.known_values.off",
+        "secrets.py",
+        "Redactor.text",
+        "            value = value.replace(secret, MASK)",
+        "            pass",
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.shapes_after_known.off",
+        "secrets.py",
+        "Redactor.text",
+        "        return redact(value)\n",
+        "        return value\n",
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.env_value.off",
+        "secrets.py",
+        "Redactor.for_run",
+        "            if value:\n                values.append(value)",
+        "            if False:\n                values.append(value)",
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.userinfo.off",
+        "secrets.py",
+        "Redactor.for_run",
+        "            values.extend(userinfo_secrets(url))",
+        "            pass",
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.min_length.off",
+        "secrets.py",
+        "Redactor.for_run",
+        "if len(v) >= MIN_SECRET_LENGTH}",
+        "if v}",
+        SECRETS_TESTS,
+    ),
     _m("sec.shortest_first", "secrets.py", "Redactor.for_run", "key=len, reverse=True)", "key=len)", SECRETS_TESTS),
-    _m("sec.bearer_shape.off", "secrets.py", "redact (_PATTERNS)", '(re.compile(r"(?i)(bearer\\s+)', '(re.compile(r"(?i)(NEVERMATCHES\\s+)', SECRETS_TESTS),
-    _m("sec.sk_shape.off", "secrets.py", "redact (_PATTERNS)", r'(re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), MASK)', r'(re.compile(r"\bNEVERMATCHES-[A-Za-z0-9_\-]{12,}"), MASK)', SECRETS_TESTS),
-    _m("sec.strip_userinfo.off", "secrets.py", "strip_userinfo", '    if "@" not in parts.netloc:\n        return url', "    return url", SECRETS_TESTS),
+    _m(
+        "sec.bearer_shape.off",
+        "secrets.py",
+        "redact (_PATTERNS)",
+        '(re.compile(r"(?i)(bearer\\s+)',
+        '(re.compile(r"(?i)(NEVERMATCHES\\s+)',
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.sk_shape.off",
+        "secrets.py",
+        "redact (_PATTERNS)",
+        r'(re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), MASK)',
+        r'(re.compile(r"\bNEVERMATCHES-[A-Za-z0-9_\-]{12,}"), MASK)',
+        SECRETS_TESTS,
+    ),
+    _m(
+        "sec.strip_userinfo.off",
+        "secrets.py",
+        "strip_userinfo",
+        '    if "@" not in parts.netloc:\n        return url',
+        "    return url",
+        SECRETS_TESTS,
+    ),
 )
 
 #: Plugins the unit tests do not use; loading them (langsmith's above all) costs more than the tests.
-NO_PLUGINS = [arg for name in ("cacheprovider", "hypothesispytest", "benchmark", "anyio", "langsmith_plugin") for arg in ("-p", f"no:{name}")]
+NO_PLUGINS = [
+    arg
+    for name in ("cacheprovider", "hypothesispytest", "benchmark", "anyio", "langsmith_plugin")
+    for arg in ("-p", f"no:{name}")
+]
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.M)
 
 
@@ -236,7 +663,19 @@ def _existing(tests: tuple[str, ...]) -> list[str]:
 
 def _pytest(src: Path, tests: list[str], timeout: int) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0", "FAILFORGE_NO_REEXEC": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-o", "addopts=", f"--timeout={timeout}", *NO_PLUGINS, *tests]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-rfE",
+        "-o",
+        "addopts=",
+        f"--timeout={timeout}",
+        *NO_PLUGINS,
+        *tests,
+    ]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout * 4)
     except subprocess.TimeoutExpired:  # a hang outside any one test (collection, teardown): the tests noticed
@@ -268,8 +707,13 @@ def run(mutants: list[Mutant], *, timeout: int, integration: bool) -> list[Outco
         src = Path(tmp) / "src"
         shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         pkg = src / "failforge"
-        probe = subprocess.run([sys.executable, "-c", "import failforge; print(failforge.__file__)"], env={**os.environ, "PYTHONPATH": str(src)},
-                               capture_output=True, text=True, cwd=ROOT)
+        probe = subprocess.run(
+            [sys.executable, "-c", "import failforge; print(failforge.__file__)"],
+            env={**os.environ, "PYTHONPATH": str(src)},
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         if not probe.stdout.strip().startswith(str(pkg)):
             sys.exit(f"the copy is not what gets imported: {probe.stdout.strip() or probe.stderr[-300:]}")
         baseline_sets = {tuple(_existing(m.tests)) for m in mutants if m.layer == "unit" or integration}
@@ -280,7 +724,9 @@ def run(mutants: list[Mutant], *, timeout: int, integration: bool) -> list[Outco
         for mutant in mutants:
             tests = _existing(mutant.tests)
             if mutant.layer != "unit" and not integration:
-                outcomes.append(Outcome(mutant, "not run", "integration only: " + ", ".join(t.split("::")[-1] for t in tests), 0.0))
+                outcomes.append(
+                    Outcome(mutant, "not run", "integration only: " + ", ".join(t.split("::")[-1] for t in tests), 0.0)
+                )
                 continue
             started = time.monotonic()
             try:
@@ -305,7 +751,9 @@ def run(mutants: list[Mutant], *, timeout: int, integration: bool) -> list[Outco
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = [("mutant", "target (file:function)", "result", "by")] + [(o.mutant.name, o.mutant.target, o.status, o.by) for o in outcomes]
+    rows = [("mutant", "target (file:function)", "result", "by")] + [
+        (o.mutant.name, o.mutant.target, o.status, o.by) for o in outcomes
+    ]
     lines = ["| " + " | ".join(r) + " |" for r in rows]
     lines.insert(1, "|---|---|---|---|")
     counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "survived", "not run", "broken")}
@@ -317,16 +765,38 @@ def table(outcomes: list[Outcome]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the mutants and the tests each one runs, run nothing")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this mutant (repeatable; a prefix such as 'leak.' selects a group)")
-    parser.add_argument("--integration", action="store_true", help="also run mutants reached only through integration tests (needs AgentDojo)")
-    parser.add_argument("--timeout", type=int, default=120, help="per-test timeout in seconds (a mutant that hangs a test is killed by it)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this mutant (repeatable; a prefix such as 'leak.' selects a group)",
+    )
+    parser.add_argument(
+        "--integration",
+        action="store_true",
+        help="also run mutants reached only through integration tests (needs AgentDojo)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=120,
+        help="per-test timeout in seconds (a mutant that hangs a test is killed by it)",
+    )
     args = parser.parse_args()
-    chosen = [m for m in MUTANTS if not args.only or any(m.name == o or (o.endswith(".") and m.name.startswith(o)) for o in args.only)]
+    chosen = [
+        m
+        for m in MUTANTS
+        if not args.only or any(m.name == o or (o.endswith(".") and m.name.startswith(o)) for o in args.only)
+    ]
     if not chosen:
         parser.error(f"no mutant named {args.only}; see --list")
     if args.list:
         for m in chosen:
-            print(f"{m.name:42} {m.layer:11} {m.target}\n{'':42} tests: {' '.join(_existing(m.tests)) or '(none present)'}")
+            print(
+                f"{m.name:42} {m.layer:11} {m.target}\n{'':42} tests:"
+                f" {' '.join(_existing(m.tests)) or '(none present)'}"
+            )
         return 0
     outcomes = run(chosen, timeout=args.timeout, integration=args.integration)
     print(table(outcomes))

@@ -42,8 +42,14 @@ def main() -> None:
             task_id = f"{name}/{variation}"
             t0 = time.monotonic()
             spec = env_spec("scienceworld", task_id)
-            seed = record(env_spec=spec, harness=default_harness(spec), model=ComponentSpec(name=DEFAULT_AGENT_MODEL, config={"role": "agent"}),
-                          upstream=plugin.gold_responder(spec), oracle=True, trajectory_id=plugin.seed_name(spec))
+            seed = record(
+                env_spec=spec,
+                harness=default_harness(spec),
+                model=ComponentSpec(name=DEFAULT_AGENT_MODEL, config={"role": "agent"}),
+                upstream=plugin.gold_responder(spec),
+                oracle=True,
+                trajectory_id=plugin.seed_name(spec),
+            )
             score = seed.outcome.details.get("score") if seed.outcome else None
             if not (seed.outcome and seed.outcome.success):
                 failed.append(f"{task_id}: gold scored {score}")
@@ -60,7 +66,11 @@ def main() -> None:
             else:
                 drift = row.get("drift") or {}
                 drifted.append(f"{task_id}: {drift.get('message', drift) if isinstance(drift, dict) else drift}")
-            print(f"{task_id}: score {score}, {len(seed.steps)} steps, replay {'identical' if same else 'DRIFT'} ({time.monotonic() - t0:.1f} s)", flush=True)
+            print(
+                f"{task_id}: score {score}, {len(seed.steps)} steps, replay {'identical' if same else 'DRIFT'}"
+                f" ({time.monotonic() - t0:.1f} s)",
+                flush=True,
+            )
     full = sorted(n for n, k in tasks_ok.items() if k == args.variations)
     print(f"\nseeds (gold scored 100): {seeds}/{len(names) * args.variations}")
     print(f"audit identical: {identical}/{seeds}")

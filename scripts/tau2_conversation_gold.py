@@ -46,9 +46,13 @@ def campaign(domain: str, task_id: str, out: Path) -> tuple[list[Trajectory], co
     seeds = out / "seeds.jsonl"
     write_jsonl(seeds, [seed])
     with LoopbackModelServer(agent_policy=ConversationPolicy(domain, task_id)) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1)
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1
+        )
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(out / "out"), concurrency=1,
+            seeds=[str(seeds)],
+            output=str(out / "out"),
+            concurrency=1,
             plan={"modes": list(MODES), "steps_per_seed": 100, "modes_per_step": len(MODES)},
             filters={"conformance": {"judge": True}},
         )
@@ -90,7 +94,10 @@ def main() -> int:
                     problems.append(f"{record.id}: tau2 did not fail it ({breakdown})")
                 if not any(v.name == "decisiveness" and v.passed for v in label.filter_verdicts):
                     problems.append(f"{record.id}: no passed decisiveness verdict")
-            print(f"{domain}/{task_id}: {len(gold)} gold, rejected {dict(why)} ({time.monotonic() - started:.0f} s)", flush=True)
+            print(
+                f"{domain}/{task_id}: {len(gold)} gold, rejected {dict(why)} ({time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
     print("\ngold by domain, mode, party, decisive step:")
     for (domain, mode, party, what), n in sorted(kept.items()):
         print(f"  {domain:<8} {mode:<4} {party:<9} {what:<40} {n}")

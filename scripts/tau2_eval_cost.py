@@ -22,7 +22,9 @@ READS = ("get_", "find_", "search_", "list_", "calculate", "think", "check_", "t
 
 
 def _without_last_write(steps: list[Step]) -> list[Step] | None:
-    writes = [s.index for s in steps if s.kind == "agent" and s.tool_calls and not s.tool_calls[0].name.startswith(READS)]
+    writes = [
+        s.index for s in steps if s.kind == "agent" and s.tool_calls and not s.tool_calls[0].name.startswith(READS)
+    ]
     return steps[: writes[-1]] if writes else None
 
 
@@ -32,8 +34,15 @@ def tau2_own_evaluation(episode: Any, steps: list[Step]) -> tuple[float, float]:
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
     messages, stopped = episode.messages(steps)
-    sim = SimulationRun(id="x", task_id=episode.task_id, start_time="0", end_time="0", duration=0.0,
-                        termination_reason=TerminationReason.USER_STOP if stopped else TerminationReason.MAX_STEPS, messages=messages)
+    sim = SimulationRun(
+        id="x",
+        task_id=episode.task_id,
+        start_time="0",
+        end_time="0",
+        duration=0.0,
+        termination_reason=TerminationReason.USER_STOP if stopped else TerminationReason.MAX_STEPS,
+        messages=messages,
+    )
     episode._reset()
     started = time.perf_counter()
     reward = evaluate_simulation(sim, episode.task, EvaluationType.ALL, solo_mode=False, domain=episode.domain)
@@ -73,11 +82,18 @@ def main() -> int:
                     failing += int(reward < 1.0)
                     if not (outcome.score == repeated.score == reward):
                         disagreements += 1
-                        print(f"  DISAGREE {domain}/{task_id} ({len(steps)} steps): failforge {outcome.score} then {repeated.score}, tau2 {reward}")
-        print(f"{domain}: {compared} trajectories ({failing} failing), failforge first evaluation median {statistics.median(first):.3f} s, "
-              f"repeated {statistics.median(again):.3f} s; tau2 evaluate_simulation median {statistics.median(theirs):.3f} s; "
-              f"ratio tau2/failforge first {statistics.median(theirs) / statistics.median(first):.1f}x, repeated "
-              f"{statistics.median(theirs) / statistics.median(again):.1f}x", flush=True)
+                        print(
+                            f"  DISAGREE {domain}/{task_id} ({len(steps)} steps): failforge {outcome.score} then"
+                            f" {repeated.score}, tau2 {reward}"
+                        )
+        print(
+            f"{domain}: {compared} trajectories ({failing} failing), failforge first evaluation median"
+            f" {statistics.median(first):.3f} s, repeated {statistics.median(again):.3f} s; tau2 evaluate_simulation"
+            f" median {statistics.median(theirs):.3f} s; ratio tau2/failforge first"
+            f" {statistics.median(theirs) / statistics.median(first):.1f}x, repeated"
+            f" {statistics.median(theirs) / statistics.median(again):.1f}x",
+            flush=True,
+        )
     print(f"rewards disagreeing: {disagreements}")
     return 1 if disagreements else 0
 

@@ -38,7 +38,15 @@ def main() -> int:
                 continue
             eval_seconds.append(float(seed.outcome.details.get("seconds", 0.0)))
             if not seed.outcome.success:
-                failures.append((task_id, f"reward {seed.outcome.score}: {seed.outcome.details.get('reward_breakdown') or seed.outcome.details}"))
+                failures.append(
+                    (
+                        task_id,
+                        (
+                            f"reward {seed.outcome.score}:"
+                            f" {seed.outcome.details.get('reward_breakdown') or seed.outcome.details}"
+                        ),
+                    )
+                )
                 continue
             seeds += 1
             report = audit([seed])
@@ -48,14 +56,19 @@ def main() -> int:
             else:
                 failures.append((task_id, f"audit: {row.get('drift') or row.get('infrastructure')}"))
         mean_eval = sum(eval_seconds) / len(eval_seconds) if eval_seconds else 0.0
-        print(f"{domain}/{args.split}: tasks {len(ids)}, seeds (reward 1.0) {seeds}, audit identical {identical}/{seeds}, "
-              f"mean evaluation {mean_eval:.3f} s, {time.perf_counter() - started:.0f} s", flush=True)
+        print(
+            f"{domain}/{args.split}: tasks {len(ids)}, seeds (reward 1.0) {seeds}, audit identical {identical}/{seeds},"
+            f" mean evaluation {mean_eval:.3f} s, {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
         for task_id, reason in failures:
             print(f"  FAILED {task_id}: {reason}", flush=True)
         total_seeds += seeds
         total_identical += identical
         total_tasks += len(ids)
-    print(f"total: tasks {total_tasks}, seeds {total_seeds}, audit identical {total_identical}/{total_seeds}", flush=True)
+    print(
+        f"total: tasks {total_tasks}, seeds {total_seeds}, audit identical {total_identical}/{total_seeds}", flush=True
+    )
     return 0
 
 

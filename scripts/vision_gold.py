@@ -46,10 +46,18 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if m]
     with LoopbackModelServer(agent_policy=lambda agent, body: vision_script(0, body)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="vision-policy", api_key_env=None)
-        config = CampaignConfig(seeds=[str(args.out / "seeds.jsonl")], output=str(args.out / "campaign"), guide_kind="rules",
-                                plan={"steps_per_seed": args.steps, "modes_per_step": len(modes), "modes": modes})
+        config = CampaignConfig(
+            seeds=[str(args.out / "seeds.jsonl")],
+            output=str(args.out / "campaign"),
+            guide_kind="rules",
+            plan={"steps_per_seed": args.steps, "modes_per_step": len(modes), "modes": modes},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
-    gold, _ = load_jsonl(args.out / "campaign" / "gold.jsonl") if (args.out / "campaign" / "gold.jsonl").exists() else ([], None)
+    gold, _ = (
+        load_jsonl(args.out / "campaign" / "gold.jsonl")
+        if (args.out / "campaign" / "gold.jsonl").exists()
+        else ([], None)
+    )
     folder = beside_dir(args.out / "campaign" / "gold.jsonl")
     kept = Counter(r.label.mode_code for r in gold if r.label is not None)
     sizes = [sum((folder / f"{h}.png").stat().st_size for h in record_images(r)) for r in gold]
@@ -62,10 +70,29 @@ def main() -> int:
             print(f"skipped: {item}", file=sys.stderr)
     reasons = Counter(str(r.get("mode")) + ": " + str((r.get("reasons") or ["?"])[0])[:90] for r in rejected)
     kept_tasks = sorted({r.task.task_id for r in gold})
-    print(json.dumps({"seeds": len(seeds), "planned": summary.planned, "attempts": summary.attempts, "kept": dict(kept), "kept_tasks": kept_tasks,
-                      "rejected": len(rejected), "rejected_by": dict(summary.rejected_by), "failed": summary.failed, "failed_by": dict(summary.failed_by),
-                      "image_bytes_per_record": sizes, "images_folder": {"files": len(list(folder.glob("*.png"))) if folder.is_dir() else 0,
-                      "bytes": sum(p.stat().st_size for p in folder.glob("*.png")) if folder.is_dir() else 0}, "top_rejections": reasons.most_common(8)}, indent=1, default=str))
+    print(
+        json.dumps(
+            {
+                "seeds": len(seeds),
+                "planned": summary.planned,
+                "attempts": summary.attempts,
+                "kept": dict(kept),
+                "kept_tasks": kept_tasks,
+                "rejected": len(rejected),
+                "rejected_by": dict(summary.rejected_by),
+                "failed": summary.failed,
+                "failed_by": dict(summary.failed_by),
+                "image_bytes_per_record": sizes,
+                "images_folder": {
+                    "files": len(list(folder.glob("*.png"))) if folder.is_dir() else 0,
+                    "bytes": sum(p.stat().st_size for p in folder.glob("*.png")) if folder.is_dir() else 0,
+                },
+                "top_rejections": reasons.most_common(8),
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return 0
 
 

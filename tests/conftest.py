@@ -74,4 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if on_ci():
         shrinking = [name for name in COVERAGE_SHRINKING if os.environ.get(name)]
         if shrinking:
-            raise pytest.UsageError(f"CI=true but {', '.join(shrinking)} is set: these variables shrink what the suite covers and are refused on CI")
+            raise pytest.UsageError(
+                f"CI=true but {', '.join(shrinking)} is set: these variables shrink what the suite covers and are"
+                " refused on CI"
+            )

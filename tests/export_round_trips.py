@@ -41,7 +41,11 @@ def mode_for(seed: Trajectory, t: int) -> str:
     """A plausible mode for step t: a delegation by a coordinating agent C.1, a tool call A.2, else R.1."""
     step = seed.steps[t]
     profile = seed.profile(step.agent)
-    if profile is not None and profile.role in COORDINATING_ROLES and step.recipient not in (None, USER, ENVIRONMENT, step.agent):
+    if (
+        profile is not None
+        and profile.role in COORDINATING_ROLES
+        and step.recipient not in (None, USER, ENVIRONMENT, step.agent)
+    ):
         return "C.1"
     return "A.2" if step.tool_calls else "R.1"
 
@@ -51,13 +55,28 @@ def gold_of(seed: Trajectory, t: int) -> Trajectory:
     step = seed.steps[t]
     mode = get_mode(mode_for(seed, t))
     label = GoldLabel(
-        decisive_step=t, decisive_agent=step.agent, mode_code=mode.code, mode_family=mode.family.value, original_step=step,
-        steering_note="(round-trip test)", guide_model="test", agent_model="test",
-        filter_verdicts=[FilterVerdict(name="round_trip", passed=True, reason="test")], seed_id=seed.id, branch_step=t,
+        decisive_step=t,
+        decisive_agent=step.agent,
+        mode_code=mode.code,
+        mode_family=mode.family.value,
+        original_step=step,
+        steering_note="(round-trip test)",
+        guide_model="test",
+        agent_model="test",
+        filter_verdicts=[FilterVerdict(name="round_trip", passed=True, reason="test")],
+        seed_id=seed.id,
+        branch_step=t,
         evaluator_output=Outcome(success=False, evaluator="test"),
     )
-    return seed.model_copy(update={"id": f"gold-{seed.id}-{t}", "parent_id": seed.id, "branch_step": t, "label": label,
-                                   "outcome": Outcome(success=False, evaluator="test")})
+    return seed.model_copy(
+        update={
+            "id": f"gold-{seed.id}-{t}",
+            "parent_id": seed.id,
+            "branch_step": t,
+            "label": label,
+            "outcome": Outcome(success=False, evaluator="test"),
+        }
+    )
 
 
 def golds_of(seed: Trajectory) -> list[Trajectory]:
@@ -117,7 +136,11 @@ def differences(fmt: str, original: LabelledFailure, back: LabelledFailure) -> l
             if a.kind == "user":
                 continue
             check(f"{where} agent", a.agent, b.agent)
-            check(f"{where} coordinate", a.coordinate.label if a.coordinate else None, b.coordinate.label if b.coordinate else None)
+            check(
+                f"{where} coordinate",
+                a.coordinate.label if a.coordinate else None,
+                b.coordinate.label if b.coordinate else None,
+            )
             check(f"{where} recipient", a.recipient, b.recipient)
             if a.kind == "agent":
                 check(f"{where} role", a.role, b.role)
@@ -131,14 +154,24 @@ def differences(fmt: str, original: LabelledFailure, back: LabelledFailure) -> l
         turns_b = [(s.content, _calls(s)) for s in back.steps if s.kind == "agent"]
         check("agent turns", turns_a, turns_b)
         observed = "\n".join(s.content for s in back.steps if s.kind == "tool")
-        check("observations lost", [], [s.index for s in original.steps if s.kind == "tool" and s.content not in observed])
-        check("user messages after the task", [s.content for s in original.steps if s.kind == "user"][1:],
-              [s.content for s in back.steps if s.kind == "user"][1:])
+        check(
+            "observations lost", [], [s.index for s in original.steps if s.kind == "tool" and s.content not in observed]
+        )
+        check(
+            "user messages after the task",
+            [s.content for s in original.steps if s.kind == "user"][1:],
+            [s.content for s in back.steps if s.kind == "user"][1:],
+        )
         check("gold content", original.steps[original.gold.step].content, back.steps[back.gold.step].content)
     else:  # whowhen, tracertraj: one entry per step
         check("gold step", original.gold.step, back.gold.step)
         mode = original.gold.mode or ""
-        check("mode in mistake_reason", True, bool(mode) and (f"({mode}," in (back.gold.rationale or "") or f"({to_release(mode)}," in (back.gold.rationale or "")))
+        check(
+            "mode in mistake_reason",
+            True,
+            bool(mode)
+            and (f"({mode}," in (back.gold.rationale or "") or f"({to_release(mode)}," in (back.gold.rationale or "")),
+        )
         check("step count", len(original.steps), len(back.steps))
         for a, b in zip(original.steps, back.steps, strict=False):
             where = f"step {a.index}"
@@ -156,8 +189,12 @@ def round_trip(fmt: str, gold: list[Trajectory], tmp: Path) -> RoundTrip:
     target = tmp / (f"export.{suffix}" if suffix else "export")
     summary = exporters.get(name)(gold, target)
     back, imported = summarise(importers.get(name)(target))
-    result = RoundTrip(records=len(gold), written=summary.written, reimported=imported.imported,
-                       skipped=[str(p) for p in [*summary.skipped, *imported.problems]])
+    result = RoundTrip(
+        records=len(gold),
+        written=summary.written,
+        reimported=imported.imported,
+        skipped=[str(p) for p in [*summary.skipped, *imported.problems]],
+    )
     if name == "whowhen-pro":  # rows are grouped by modality: match by the record id kept in extras
         by_id = {str(r.extra.get("source", {}).get("record_id")): r for r in back}
     else:

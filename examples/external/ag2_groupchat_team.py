@@ -38,17 +38,27 @@ from mcp.client.streamable_http import streamablehttp_client
 
 DONE = "TERMINATE"
 PURPOSE_HEADER = "X-Failforge-Purpose"
-LEAD = ("You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker whose tools fit, "
-        "writing '<worker>: <instruction>' with every value it needs; read its report before the next step; when the task is done, "
-        f"give the final answer and end it with {DONE}.")
-WORKER = ("You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, "
-          "one call at a time, then report what you did and found, with the exact values.")
+LEAD = (
+    "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker"
+    " whose tools fit, writing '<worker>: <instruction>' with every value it needs; read its report before the next"
+    f" step; when the task is done, give the final answer and end it with {DONE}."
+)
+WORKER = (
+    "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your"
+    " tools, one call at a time, then report what you did and found, with the exact values."
+)
 
 
 def llm_config(agent: str, purpose: str | None = None) -> dict[str, Any]:
     url = json.loads(os.environ["FAILFORGE_AGENT_URLS"])[agent]
-    entry: dict[str, Any] = {"model": os.environ["FAILFORGE_MODEL"], "base_url": url, "api_key": os.environ["OPENAI_API_KEY"], "api_type": "openai",
-                             "max_retries": 0, "parallel_tool_calls": False}
+    entry: dict[str, Any] = {
+        "model": os.environ["FAILFORGE_MODEL"],
+        "base_url": url,
+        "api_key": os.environ["OPENAI_API_KEY"],
+        "api_type": "openai",
+        "max_retries": 0,
+        "parallel_tool_calls": False,
+    }
     if purpose:
         entry["default_headers"] = {PURPOSE_HEADER: purpose}
     return {"config_list": [entry], "temperature": 0.0, "cache_seed": None}
@@ -59,29 +69,57 @@ async def run(session: ClientSession) -> str:
     lead_profile = roster[0]
     selector = next(p for p in roster if p["role"] == "selector")
     toolkit = await create_toolkit(session, use_mcp_resources=False)
-    lead = ConversableAgent(lead_profile["name"], system_message=LEAD, llm_config=llm_config(lead_profile["name"]), human_input_mode="NEVER",
-                            description=lead_profile.get("description") or "the manager", is_termination_msg=lambda m: False)
+    lead = ConversableAgent(
+        lead_profile["name"],
+        system_message=LEAD,
+        llm_config=llm_config(lead_profile["name"]),
+        human_input_mode="NEVER",
+        description=lead_profile.get("description") or "the manager",
+        is_termination_msg=lambda m: False,
+    )
     workers = []
     for member in roster[1:]:
         if member is selector:
             continue
-        worker = ConversableAgent(member["name"], system_message=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
-                                  llm_config=llm_config(member["name"]), human_input_mode="NEVER", description=member.get("description") or member["name"])
+        worker = ConversableAgent(
+            member["name"],
+            system_message=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
+            llm_config=llm_config(member["name"]),
+            human_input_mode="NEVER",
+            description=member.get("description") or member["name"],
+        )
         own = Toolkit([t for t in toolkit.tools if t.name in set(member["tools"])])
         own.register_for_llm(worker)
         own.register_for_execution(worker)
         workers.append(worker)
-    chat = GroupChat(agents=[lead, *workers], messages=[], max_round=4 * 12, speaker_selection_method="auto", allow_repeat_speaker=True,
-                     max_retries_for_selecting_speaker=0, select_speaker_auto_llm_config=llm_config(selector["name"], "speaker_selection"))
-    manager = GroupChatManager(chat, name="chat_manager", llm_config=False, human_input_mode="NEVER",
-                               is_termination_msg=lambda m: m.get("name") == lead.name and DONE in str(m.get("content") or ""))
+    chat = GroupChat(
+        agents=[lead, *workers],
+        messages=[],
+        max_round=4 * 12,
+        speaker_selection_method="auto",
+        allow_repeat_speaker=True,
+        max_retries_for_selecting_speaker=0,
+        select_speaker_auto_llm_config=llm_config(selector["name"], "speaker_selection"),
+    )
+    manager = GroupChatManager(
+        chat,
+        name="chat_manager",
+        llm_config=False,
+        human_input_mode="NEVER",
+        is_termination_msg=lambda m: m.get("name") == lead.name and DONE in str(m.get("content") or ""),
+    )
     await lead.a_initiate_chat(manager, message=os.environ["FAILFORGE_TASK"], summary_method="last_msg")
-    final = next((m for m in reversed(chat.messages) if m.get("name") == lead.name and DONE in str(m.get("content") or "")), None)
+    final = next(
+        (m for m in reversed(chat.messages) if m.get("name") == lead.name and DONE in str(m.get("content") or "")), None
+    )
     return "" if final is None else str(final["content"]).replace(DONE, "").strip()
 
 
 async def main() -> None:
-    async with streamablehttp_client(os.environ["FAILFORGE_MCP_URL"]) as (read, write, _), ClientSession(read, write) as session:
+    async with (
+        streamablehttp_client(os.environ["FAILFORGE_MCP_URL"]) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         answer = await run(session)
     with open(os.environ["FAILFORGE_OUTPUT"], "w", encoding="utf-8") as out:

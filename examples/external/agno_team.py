@@ -40,8 +40,15 @@ from agno.run import RunStatus
 from agno.team import Team, TeamMode
 from agno.tools.mcp import MCPTools
 
-LEAD = "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the member whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the final answer."
-WORKER = "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
+LEAD = (
+    "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the member"
+    " whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the"
+    " final answer."
+)
+WORKER = (
+    "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your"
+    " tools, one call at a time, then report what you did and found, with the exact values."
+)
 
 
 class TeamScriptError(RuntimeError):
@@ -52,21 +59,36 @@ def model_for(agent: str) -> OpenAILike:
     """``agent``'s own chat-completions model on its per-agent route: deterministic settings, no retries."""
     url = json.loads(os.environ["FAILFORGE_AGENT_URLS"])[agent]
     return OpenAILike(
-        id=os.environ["FAILFORGE_MODEL"], base_url=url, api_key=os.environ["OPENAI_API_KEY"], max_retries=0,
-        temperature=0.0, max_tokens=512, seed=0, request_params={"parallel_tool_calls": False},
-        retries=0, retry_with_guidance=False,
+        id=os.environ["FAILFORGE_MODEL"],
+        base_url=url,
+        api_key=os.environ["OPENAI_API_KEY"],
+        max_retries=0,
+        temperature=0.0,
+        max_tokens=512,
+        seed=0,
+        request_params={"parallel_tool_calls": False},
+        retries=0,
+        retry_with_guidance=False,
     )
 
 
 async def member_tools(member: dict[str, Any], stack: AsyncExitStack) -> MCPTools:
     """The member's own tools from failforge's MCP server, connected now so a failure is loud."""
-    tools = MCPTools(url=os.environ["FAILFORGE_MCP_URL"], transport="streamable-http", include_tools=list(member["tools"]),
-                     timeout_seconds=60, name=f"{member['name']}_tools")
+    tools = MCPTools(
+        url=os.environ["FAILFORGE_MCP_URL"],
+        transport="streamable-http",
+        include_tools=list(member["tools"]),
+        timeout_seconds=60,
+        name=f"{member['name']}_tools",
+    )
     await tools.connect()
     stack.push_async_callback(tools.close)
     missing = sorted(set(member["tools"]) - set(tools.functions))
     if not tools.initialized or missing:
-        raise TeamScriptError(f"{member['name']} did not get its MCP tools from {os.environ['FAILFORGE_MCP_URL']}: missing {', '.join(missing) or 'the connection'}")
+        raise TeamScriptError(
+            f"{member['name']} did not get its MCP tools from {os.environ['FAILFORGE_MCP_URL']}: missing"
+            f" {', '.join(missing) or 'the connection'}"
+        )
     return tools
 
 
@@ -75,15 +97,28 @@ async def build_team(stack: AsyncExitStack) -> Team:
     lead, workers = roster[0], roster[1:]
     members: list[Agent | Team] = []
     for member in workers:
-        members.append(Agent(
-            id=member["name"], name=member["name"], role=member.get("description") or None, model=model_for(member["name"]),
-            tools=[await member_tools(member, stack)], instructions=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
-            tool_call_limit=4, telemetry=False,
-        ))
+        members.append(
+            Agent(
+                id=member["name"],
+                name=member["name"],
+                role=member.get("description") or None,
+                model=model_for(member["name"]),
+                tools=[await member_tools(member, stack)],
+                instructions=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
+                tool_call_limit=4,
+                telemetry=False,
+            )
+        )
     return Team(
-        members=members, id=lead["name"], name=lead["name"], model=model_for(lead["name"]), mode=TeamMode.coordinate,
-        instructions=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""), add_member_tools_to_context=True,
-        tool_call_limit=12, telemetry=False,
+        members=members,
+        id=lead["name"],
+        name=lead["name"],
+        model=model_for(lead["name"]),
+        mode=TeamMode.coordinate,
+        instructions=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""),
+        add_member_tools_to_context=True,
+        tool_call_limit=12,
+        telemetry=False,
     )
 
 

@@ -42,9 +42,16 @@ from crewai.tools import BaseTool
 from crewai.tools.mcp_native_tool import MCPNativeTool
 
 LEAD_GOAL = "Get the user's task done by your team and give the final answer."
-LEAD = "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the final answer."
+LEAD = (
+    "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker"
+    " whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the"
+    " final answer."
+)
 WORKER_GOAL = "Carry out the instruction you are given with your tools."
-WORKER = "You are a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
+WORKER = (
+    "You are a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools,"
+    " one call at a time, then report what you did and found, with the exact values."
+)
 #: What every agent leaves off: each would make model calls or put content into a prompt that failforge
 #: cannot see or replay (retries, context summaries, deferred tool results in temp files, the date).
 AGENT_SETTINGS: dict[str, Any] = {
@@ -60,8 +67,17 @@ AGENT_SETTINGS: dict[str, Any] = {
 def llm_for(agent: str) -> LLM:
     """The agent's own model: crewAI's native OpenAI provider on its per-agent route."""
     url = json.loads(os.environ["FAILFORGE_AGENT_URLS"])[agent]
-    return LLM(model=f"openai/{os.environ['FAILFORGE_MODEL']}", base_url=url, api_key=os.environ["OPENAI_API_KEY"], api="completions",
-               temperature=0.0, max_tokens=512, seed=0, max_retries=0, parallel_tool_calls=False)
+    return LLM(
+        model=f"openai/{os.environ['FAILFORGE_MODEL']}",
+        base_url=url,
+        api_key=os.environ["OPENAI_API_KEY"],
+        api="completions",
+        temperature=0.0,
+        max_tokens=512,
+        seed=0,
+        max_retries=0,
+        parallel_tool_calls=False,
+    )
 
 
 class FailforgeMCPTool(MCPNativeTool):
@@ -82,8 +98,12 @@ class FailforgeMCPTool(MCPNativeTool):
         def client() -> MCPClient:
             return MCPClient(transport=HTTPTransport(url=url, streamable=True), max_retries=1)
 
-        super().__init__(client_factory=client, tool_name=tool.original_tool_name, server_name=tool.server_name,
-                         tool_schema={"description": tool.description, "args_schema": tool.args_schema})
+        super().__init__(
+            client_factory=client,
+            tool_name=tool.original_tool_name,
+            server_name=tool.server_name,
+            tool_schema={"description": tool.description, "args_schema": tool.args_schema},
+        )
         self.name = tool.original_tool_name
 
     def _run(self, **kwargs: Any) -> Any:
@@ -92,7 +112,9 @@ class FailforgeMCPTool(MCPNativeTool):
         except RuntimeError:
             pass
         else:
-            raise RuntimeError(f"{self.name}: the crew runs synchronously; an MCP tool cannot run inside an event loop here")
+            raise RuntimeError(
+                f"{self.name}: the crew runs synchronously; an MCP tool cannot run inside an event loop here"
+            )
         try:
             return asyncio.run(self._run_async(**kwargs))
         except Exception as exc:
@@ -114,15 +136,38 @@ def build_crew(task: str) -> Crew:
     lead, members = roster[0], roster[1:]
     workers = []
     for member in members:
-        worker = Agent(role=member["name"], goal=WORKER_GOAL, backstory=WORKER.format(tools=", ".join(member["tools"])),
-                       llm=llm_for(member["name"]), allow_delegation=False, max_iter=8, **AGENT_SETTINGS)
+        worker = Agent(
+            role=member["name"],
+            goal=WORKER_GOAL,
+            backstory=WORKER.format(tools=", ".join(member["tools"])),
+            llm=llm_for(member["name"]),
+            allow_delegation=False,
+            max_iter=8,
+            **AGENT_SETTINGS,
+        )
         worker.tools = mcp_tools(worker, list(member["tools"]))
         workers.append(worker)
-    manager = Agent(role=lead["name"], goal=LEAD_GOAL, backstory=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""), llm=llm_for(lead["name"]),
-                    allow_delegation=True, max_iter=20, **AGENT_SETTINGS)
+    manager = Agent(
+        role=lead["name"],
+        goal=LEAD_GOAL,
+        backstory=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""),
+        llm=llm_for(lead["name"]),
+        allow_delegation=True,
+        max_iter=20,
+        **AGENT_SETTINGS,
+    )
     job = Task(description=task, expected_output="The final answer to the user's task.")
-    return Crew(agents=workers, tasks=[job], process=Process.hierarchical, manager_agent=manager, memory=False, cache=False, planning=False,
-                tracing=False, verbose=False)
+    return Crew(
+        agents=workers,
+        tasks=[job],
+        process=Process.hierarchical,
+        manager_agent=manager,
+        memory=False,
+        cache=False,
+        planning=False,
+        tracing=False,
+        verbose=False,
+    )
 
 
 def main() -> None:

@@ -17,19 +17,38 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 #: The system prompt; ``AGENT_SYSTEM`` replaces it (how a test changes a prompt between recording and replay).
-SYSTEM = os.environ.get("AGENT_SYSTEM") or "You are a helpful assistant. Use the tools to complete the user's task, one call at a time, then answer briefly."
+SYSTEM = (
+    os.environ.get("AGENT_SYSTEM")
+    or "You are a helpful assistant. Use the tools to complete the user's task, one call at a time, then answer briefly."
+)
 
 
 async def main() -> None:
-    client = openai.OpenAI(base_url=json.loads(os.environ["FAILFORGE_AGENT_URLS"]).get("agent", os.environ["FAILFORGE_BASE_URL"]),
-                           api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
-    async with streamable_http_client(os.environ["FAILFORGE_MCP_URL"]) as (read, write, *_), ClientSession(read, write) as mcp:
+    client = openai.OpenAI(
+        base_url=json.loads(os.environ["FAILFORGE_AGENT_URLS"]).get("agent", os.environ["FAILFORGE_BASE_URL"]),
+        api_key=os.environ["OPENAI_API_KEY"],
+        max_retries=0,
+    )
+    async with (
+        streamable_http_client(os.environ["FAILFORGE_MCP_URL"]) as (read, write, *_),
+        ClientSession(read, write) as mcp,
+    ):
         await mcp.initialize()
-        tools = [{"type": "function", "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema}}
-                 for t in (await mcp.list_tools()).tools]
-        messages: list[dict] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": os.environ["FAILFORGE_TASK"]}]
+        tools = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema},
+            }
+            for t in (await mcp.list_tools()).tools
+        ]
+        messages: list[dict] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": os.environ["FAILFORGE_TASK"]},
+        ]
         for _ in range(int(os.environ.get("AGENT_MAX_STEPS", "20"))):
-            reply = client.chat.completions.create(model=os.environ["FAILFORGE_MODEL"], messages=messages, tools=tools, temperature=0)  # type: ignore[arg-type]
+            reply = client.chat.completions.create(
+                model=os.environ["FAILFORGE_MODEL"], messages=messages, tools=tools, temperature=0
+            )  # type: ignore[arg-type]
             message = reply.choices[0].message
             messages.append(message.model_dump(exclude_none=True))
             if not message.tool_calls:

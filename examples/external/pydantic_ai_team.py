@@ -31,8 +31,15 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
-LEAD = "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the final answer."
-WORKER = "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
+LEAD = (
+    "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker"
+    " whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the"
+    " final answer."
+)
+WORKER = (
+    "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your"
+    " tools, one call at a time, then report what you did and found, with the exact values."
+)
 SETTINGS = ModelSettings(temperature=0.0, parallel_tool_calls=False, max_tokens=512, seed=0)
 
 
@@ -46,15 +53,33 @@ def build_team() -> Agent[None, str]:
     roster = json.loads(os.environ["FAILFORGE_ROSTER"])
     lead, workers = roster[0], roster[1:]
     mcp = MCPToolset(os.environ["FAILFORGE_MCP_URL"], max_retries=0)
-    manager: Agent[None, str] = Agent(model_for(lead["name"]), name=lead["name"], instructions=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""),
-                                      model_settings=SETTINGS, retries=0)
+    manager: Agent[None, str] = Agent(
+        model_for(lead["name"]),
+        name=lead["name"],
+        instructions=LEAD + os.environ.get("TEAM_PROMPT_SUFFIX", ""),
+        model_settings=SETTINGS,
+        retries=0,
+    )
     for member in workers:
         allowed = set(member["tools"])
         own_tools = mcp.filtered(lambda ctx, tool, allowed=allowed: tool.name in allowed)
-        worker: Agent[None, str] = Agent(model_for(member["name"]), name=member["name"], toolsets=[own_tools], model_settings=SETTINGS, retries=0,
-                                         instructions=WORKER.format(name=member["name"], tools=", ".join(member["tools"])))
+        worker: Agent[None, str] = Agent(
+            model_for(member["name"]),
+            name=member["name"],
+            toolsets=[own_tools],
+            model_settings=SETTINGS,
+            retries=0,
+            instructions=WORKER.format(name=member["name"], tools=", ".join(member["tools"])),
+        )
 
-        manager.tool(retries=0, name=f"ask_{member['name']}", description=f"Give {member['name']} one subtask ({member.get('description') or ', '.join(member['tools'])}); returns its report.")(asker(worker))
+        manager.tool(
+            retries=0,
+            name=f"ask_{member['name']}",
+            description=(
+                f"Give {member['name']} one subtask ({member.get('description') or ', '.join(member['tools'])});"
+                " returns its report."
+            ),
+        )(asker(worker))
     return manager
 
 

@@ -22,8 +22,15 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from smolagents import OpenAIModel, Tool, ToolCallingAgent
 
-LEAD = "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the final answer."
-WORKER = "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your tools, one call at a time, then report what you did and found, with the exact values."
+LEAD = (
+    "You lead a team of agents and do not use environment tools yourself. Hand one subtask at a time to the worker"
+    " whose tools fit, with every value it needs; read its report before the next step; when the task is done, give the"
+    " final answer."
+)
+WORKER = (
+    "You are {name}, a worker in a team, with these tools: {tools}. Carry out the instruction you are given with your"
+    " tools, one call at a time, then report what you did and found, with the exact values."
+)
 TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}
 
 
@@ -60,7 +67,10 @@ def inputs_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
         kind = prop.get("type")
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "any")
-        entry: dict[str, Any] = {"type": kind if kind in TYPES else "any", "description": str(prop.get("description") or prop.get("title") or name)}
+        entry: dict[str, Any] = {
+            "type": kind if kind in TYPES else "any",
+            "description": str(prop.get("description") or prop.get("title") or name),
+        }
         if name not in required:
             entry["nullable"] = True
         out[name] = entry
@@ -84,7 +94,9 @@ def tool_of(mcp: McpTools, spec: Any) -> Tool:
 def model_for(agent: str) -> OpenAIModel:
     url = json.loads(os.environ["FAILFORGE_AGENT_URLS"])[agent]
     client = openai.OpenAI(base_url=url, api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
-    return OpenAIModel(os.environ["FAILFORGE_MODEL"], client=client, retry=False, temperature=0.0, max_tokens=256, seed=0)
+    return OpenAIModel(
+        os.environ["FAILFORGE_MODEL"], client=client, retry=False, temperature=0.0, max_tokens=256, seed=0
+    )
 
 
 def main() -> None:
@@ -93,12 +105,28 @@ def main() -> None:
     mcp = McpTools(os.environ["FAILFORGE_MCP_URL"])
     by_name = {t.name: t for t in mcp.tools}
     workers = [
-        ToolCallingAgent(tools=[tool_of(mcp, by_name[t]) for t in m["tools"]], model=model_for(m["name"]), name=m["name"], description=m.get("description") or m["name"],
-                         instructions=WORKER.format(name=m["name"], tools=", ".join(m["tools"])), max_steps=4, max_tool_threads=1, verbosity_level=-1)
+        ToolCallingAgent(
+            tools=[tool_of(mcp, by_name[t]) for t in m["tools"]],
+            model=model_for(m["name"]),
+            name=m["name"],
+            description=m.get("description") or m["name"],
+            instructions=WORKER.format(name=m["name"], tools=", ".join(m["tools"])),
+            max_steps=4,
+            max_tool_threads=1,
+            verbosity_level=-1,
+        )
         for m in members
     ]
-    manager = ToolCallingAgent(tools=[], model=model_for(lead["name"]), managed_agents=workers, name=lead["name"], instructions=LEAD,
-                               max_steps=12, max_tool_threads=1, verbosity_level=-1)
+    manager = ToolCallingAgent(
+        tools=[],
+        model=model_for(lead["name"]),
+        managed_agents=workers,
+        name=lead["name"],
+        instructions=LEAD,
+        max_steps=12,
+        max_tool_threads=1,
+        verbosity_level=-1,
+    )
     answer = manager.run(os.environ["FAILFORGE_TASK"])
     with open(os.environ["FAILFORGE_OUTPUT"], "w", encoding="utf-8") as out:
         out.write("" if answer is None else str(answer))

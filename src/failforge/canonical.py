@@ -19,7 +19,9 @@ import orjson
 MASK = "<masked>"
 
 #: Keys that are secrets: never hashed, never stored (compared case-insensitively).
-SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "openai-api-key", "proxy-authorization", "cookie"})
+SECRET_KEYS = frozenset(
+    {"authorization", "api_key", "api-key", "x-api-key", "openai-api-key", "proxy-authorization", "cookie"}
+)
 
 
 def _nfc(text: str) -> str:
@@ -89,7 +91,15 @@ def pretty(value: Any, mask: Iterable[str] = ()) -> str:
     return json.dumps(json.loads(canonical_json(value, mask)), sort_keys=True, ensure_ascii=False, indent=1)
 
 
-def readable_diff(expected: Any, actual: Any, *, label_expected: str = "recorded", label_actual: str = "replayed", context: int = 2, limit: int = 60) -> str:
+def readable_diff(
+    expected: Any,
+    actual: Any,
+    *,
+    label_expected: str = "recorded",
+    label_actual: str = "replayed",
+    context: int = 2,
+    limit: int = 60,
+) -> str:
     """A unified diff of the pretty canonical forms, cut to ``limit`` lines."""
     import difflib
 

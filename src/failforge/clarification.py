@@ -52,7 +52,7 @@ def next_turn(seed: Trajectory, t: int) -> tuple[Step | None, list[ToolCall]]:
     """The user step that opens the turn after ``t``'s and the tool calls the seed made in that turn."""
     opener: Step | None = None
     calls: list[ToolCall] = []
-    for step in seed.steps[t + 1:]:
+    for step in seed.steps[t + 1 :]:
         if step.kind == "task":
             if opener is not None:
                 break
@@ -97,7 +97,11 @@ def unsaid_arguments(arguments: dict[str, Any] | None, texts: list[str]) -> list
 
 
 def _valued(call: ToolCall) -> dict[str, Any]:
-    return {k: v for k, v in (call.parsed_arguments() or {}).items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return {
+        k: v
+        for k, v in (call.parsed_arguments() or {}).items()
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    }
 
 
 def withheld_details(seed: Trajectory, t: int) -> list[tuple[ToolCall, str]]:
@@ -109,8 +113,18 @@ def withheld_details(seed: Trajectory, t: int) -> list[tuple[ToolCall, str]]:
     if opener is None:
         return []
     given, clarified = user_turns(seed, t), user_turns(seed, opener.index)
-    found = [(call, key) for call in later for key in unsaid_arguments(_valued(call), given) if key not in unsaid_arguments(_valued(call), clarified)]
-    found += [(call, key) for call in later for key in _valued(call) if key not in unsaid_arguments(_valued(call), [opener.content or ""])]
+    found = [
+        (call, key)
+        for call in later
+        for key in unsaid_arguments(_valued(call), given)
+        if key not in unsaid_arguments(_valued(call), clarified)
+    ]
+    found += [
+        (call, key)
+        for call in later
+        for key in _valued(call)
+        if key not in unsaid_arguments(_valued(call), [opener.content or ""])
+    ]
     found += [(call, key) for call in reversed(later) for key in unsaid_arguments(_valued(call), clarified)]
     unique: dict[tuple[str, str], tuple[ToolCall, str]] = {}
     for call, key in found:

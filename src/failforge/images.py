@@ -152,11 +152,14 @@ def image_rejection(exc: ModelUnavailable, body: dict[str, Any]) -> ModelUnavail
     """``exc`` as :class:`ImageInputRejected` when the refused request carried images and the endpoint
     says so (its error text names images), else ``exc`` unchanged: one line naming the model and the fallback."""
     text = str(exc).lower()
-    if not image_refs(body) or not any(word in text for word in ("image", "vision", "multimodal", "content part", "image_url")):
+    if not image_refs(body) or not any(
+        word in text for word in ("image", "vision", "multimodal", "content part", "image_url")
+    ):
         return exc
     return ImageInputRejected(
-        f"model {body.get('model')!r} rejects image input ({str(exc).splitlines()[0][:200]}); use a vision model, or fall back to DOM text: "
-        "harness failforge.miniwob_vision with observation='dom', or the builtin harness with the miniwob action_space='bid'"
+        f"model {body.get('model')!r} rejects image input ({str(exc).splitlines()[0][:200]}); use a vision model, or"
+        " fall back to DOM text: harness failforge.miniwob_vision with observation='dom', or the builtin harness with"
+        " the miniwob action_space='bid'"
     )
 
 
@@ -265,7 +268,10 @@ class ImageStore:
         except ImageRefused:
             raise
         except (FileNotFoundError, ImageMissing):
-            raise ImageMissing(f"image {digest[:12]} is not in the image store {self.directory} (copy the dataset's images/ folder with it)") from None
+            raise ImageMissing(
+                f"image {digest[:12]} is not in the image store {self.directory} (copy the dataset's images/ folder"
+                " with it)"
+            ) from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise ImageMissing(f"image file {target} does not hash to its name: it was changed after it was stored")
         return data
@@ -316,7 +322,7 @@ def record_images(record: Any) -> list[str]:
     """The sha256 of every image a trajectory names: its steps' screenshots and its requests' references."""
     found: dict[str, None] = {}
     for step in getattr(record, "steps", None) or []:
-        found.update(dict.fromkeys(h for h in (getattr(step, "images", None) or []) if isinstance(h, str)))
+        found.update(dict.fromkeys(h for h in getattr(step, "images", None) or [] if isinstance(h, str)))
         call = getattr(step, "model_call", None)
         if call is not None and isinstance(getattr(call, "request", None), dict):
             found.update(dict.fromkeys(image_refs(call.request)))
@@ -360,7 +366,7 @@ def decode_data_url(url: str) -> bytes | None:
 
 def ref_of(url: str) -> str | None:
     """The sha256 a reference URL names, else None."""
-    return url[len(REF_PREFIX):] if url.startswith(REF_PREFIX) else None
+    return url[len(REF_PREFIX) :] if url.startswith(REF_PREFIX) else None
 
 
 def _map_parts(body: dict[str, Any], fn: Any) -> dict[str, Any]:
@@ -377,7 +383,11 @@ def _map_parts(body: dict[str, Any], fn: Any) -> dict[str, Any]:
             continue
         parts = []
         for part in content:
-            url = ((part.get("image_url") or {}).get("url") if isinstance(part, dict) and part.get("type") == "image_url" else None)
+            url = (
+                (part.get("image_url") or {}).get("url")
+                if isinstance(part, dict) and part.get("type") == "image_url"
+                else None
+            )
             new = fn(url) if isinstance(url, str) else None
             if new is not None and new != url:
                 part = {**part, "image_url": {**part["image_url"], "url": new}}
@@ -389,6 +399,7 @@ def _map_parts(body: dict[str, Any], fn: Any) -> dict[str, Any]:
 
 def canonical_parts(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` with every inline image replaced by its hash reference: what the request hash is taken on."""
+
     def to_ref(url: str) -> str | None:
         data = decode_data_url(url)
         return None if data is None else REF_PREFIX + hashlib.sha256(data).hexdigest()

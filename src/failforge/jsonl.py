@@ -53,8 +53,12 @@ def parse_json(text: str, path: str = "<string>", line: int = 1) -> Any:
 
 def _not_utf8(path: str, line: int, raw: bytes, exc: UnicodeDecodeError) -> SeedFormatError:
     line_start = raw.rfind(b"\n", 0, exc.start) + 1
-    return SeedFormatError(path, line + raw.count(b"\n", 0, exc.start), "<encoding>",
-                           f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start - line_start} of the line)")
+    return SeedFormatError(
+        path,
+        line + raw.count(b"\n", 0, exc.start),
+        "<encoding>",
+        f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start - line_start} of the line)",
+    )
 
 
 def _opened(path: str | Path) -> tuple[Path, Any]:
@@ -128,7 +132,14 @@ def read_json(path: str | Path) -> Any:
 
 
 def _kind(value: Any) -> str:
-    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 __all__ = ["parse_json", "read_json", "read_jsonl"]

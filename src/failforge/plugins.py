@@ -68,7 +68,9 @@ class BrokenPlugin:
 class Registry(Generic[T]):
     """Named plugins of one kind, registered by decorator, discovered from builtin modules and entry points."""
 
-    def __init__(self, kind: str, *, group: str, builtin_modules: tuple[str, ...] = (), base: str | None = None) -> None:
+    def __init__(
+        self, kind: str, *, group: str, builtin_modules: tuple[str, ...] = (), base: str | None = None
+    ) -> None:
         self.kind = kind
         self.group = group
         self.builtin_modules = builtin_modules
@@ -95,10 +97,18 @@ class Registry(Generic[T]):
 
         def decorate(obj: T) -> T:
             self._check_base(name, obj)
-            self.add(PluginInfo(
-                name=name, obj=obj, kind=self.kind, description=description or _first_line(obj), aliases=tuple(aliases),
-                requires=tuple(requires), module=getattr(obj, "__module__", ""), meta=dict(meta),
-            ))
+            self.add(
+                PluginInfo(
+                    name=name,
+                    obj=obj,
+                    kind=self.kind,
+                    description=description or _first_line(obj),
+                    aliases=tuple(aliases),
+                    requires=tuple(requires),
+                    module=getattr(obj, "__module__", ""),
+                    meta=dict(meta),
+                )
+            )
             return obj
 
         return decorate
@@ -112,7 +122,10 @@ class Registry(Generic[T]):
         if not (isinstance(obj, type) and issubclass(obj, base)):
             what = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
             public = f"{module.replace('._base', '')}.{attr}"
-            raise ConfigError(f"{self.kind} {name!r} ({what}) must be a subclass of {public}: derive from it (its optional parts have defaults)")
+            raise ConfigError(
+                f"{self.kind} {name!r} ({what}) must be a subclass of {public}: derive from it (its optional parts have"
+                " defaults)"
+            )
 
     def add(self, info: PluginInfo[T]) -> None:
         with self._lock:
@@ -120,7 +133,8 @@ class Registry(Generic[T]):
                 owner = self._aliases.get(key)
                 if owner is not None and self._plugins[owner].module != info.module:
                     raise ConfigError(
-                        f"{self.kind} {key!r} is registered twice: by {self._plugins[owner].module} and by {info.module}; rename one of them"
+                        f"{self.kind} {key!r} is registered twice: by {self._plugins[owner].module} and by"
+                        f" {info.module}; rename one of them"
                     )
             self._plugins[info.name] = info
             for key in (info.name, *info.aliases):
@@ -156,7 +170,10 @@ class Registry(Generic[T]):
         if key is None:
             broken = [b for b in self._broken if b.source.split(" =", 1)[0] == name]
             if broken:
-                raise ConfigError(f"{self.kind} {name!r} comes from a plugin that failed to load ({broken[0].source}): {broken[0].error}")
+                raise ConfigError(
+                    f"{self.kind} {name!r} comes from a plugin that failed to load ({broken[0].source}):"
+                    f" {broken[0].error}"
+                )
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or 'none'}")
         return self._plugins[key]
 
@@ -201,9 +218,16 @@ def _first_line(obj: object) -> str:
 environments: Registry[Any] = Registry(
     "environment",
     group="failforge.environments",
-    builtin_modules=("failforge.environments.agentdojo", "failforge.environments.miniwob", "failforge.environments.humaneval",
-                     "failforge.environments.textworld_env", "failforge.environments.scienceworld_env", "failforge.environments.tau2",
-                     "failforge.environments.bfcl", "failforge.environments.dabench"),
+    builtin_modules=(
+        "failforge.environments.agentdojo",
+        "failforge.environments.miniwob",
+        "failforge.environments.humaneval",
+        "failforge.environments.textworld_env",
+        "failforge.environments.scienceworld_env",
+        "failforge.environments.tau2",
+        "failforge.environments.bfcl",
+        "failforge.environments.dabench",
+    ),
     base="failforge.environments._base:Environment",
 )
 harnesses: Registry[Any] = Registry(
@@ -250,17 +274,35 @@ gold_kinds: Registry[Any] = Registry(
     base="failforge.gold._kind:GoldKind",
 )
 exporters: Registry[Any] = Registry(
-    "exporter", group="failforge.exporters",
-    builtin_modules=("failforge.exporters.whowhen_pro", "failforge.exporters.whowhen", "failforge.exporters.tracertraj", "failforge.exporters.trajectory_attribution",
-                     "failforge.exporters.otel"),
+    "exporter",
+    group="failforge.exporters",
+    builtin_modules=(
+        "failforge.exporters.whowhen_pro",
+        "failforge.exporters.whowhen",
+        "failforge.exporters.tracertraj",
+        "failforge.exporters.trajectory_attribution",
+        "failforge.exporters.otel",
+    ),
 )
-importers: Registry[Any] = Registry("importer", group="failforge.importers", builtin_modules=("failforge.attribution.importers.whowhen", "failforge.attribution.importers.whowhen_pro", "failforge.attribution.importers.tracertraj", "failforge.attribution.importers.failforge_gold", "failforge.attribution.importers.trajectory_attribution"))
+importers: Registry[Any] = Registry(
+    "importer",
+    group="failforge.importers",
+    builtin_modules=(
+        "failforge.attribution.importers.whowhen",
+        "failforge.attribution.importers.whowhen_pro",
+        "failforge.attribution.importers.tracertraj",
+        "failforge.attribution.importers.failforge_gold",
+        "failforge.attribution.importers.trajectory_attribution",
+    ),
+)
 sandboxes: Registry[Any] = Registry(
     "sandbox backend",
     group="failforge.sandboxes",
     builtin_modules=("failforge.environments.sandbox._docker", "failforge.environments.sandbox._local"),
 )
-executors: Registry[Any] = Registry("executor", group="failforge.executors", builtin_modules=("failforge.jobs._executors",))
+executors: Registry[Any] = Registry(
+    "executor", group="failforge.executors", builtin_modules=("failforge.jobs._executors",)
+)
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "environments": environments,

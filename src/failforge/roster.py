@@ -39,7 +39,9 @@ DEFAULT_AGENT = "agent"
 #: taxonomy decides where coordination errors can happen from the role (see COORDINATING_ROLES).
 ROLES: dict[str, str] = {
     "agent": "a single agent that does the whole task itself",
-    "orchestrator": "keeps the plan and progress ledger, delegates one subtask at a time, decides when the task is done",
+    "orchestrator": (
+        "keeps the plan and progress ledger, delegates one subtask at a time, decides when the task is done"
+    ),
     "supervisor": "routes work among agents and collects their results",
     "manager": "drives agents that appear to it as tools",
     "planner": "writes the plan other agents carry out",
@@ -94,13 +96,19 @@ class Handoff(BaseModel):
         if self.addressed is None:
             return self
         if self.tool or self.to_argument is not None:
-            raise ValueError(f"handoff addressed={self.addressed!r}: a text rule takes 'to' or its pattern's first group, not 'tool' or 'to_argument'")
+            raise ValueError(
+                f"handoff addressed={self.addressed!r}: a text rule takes 'to' or its pattern's first group, not 'tool'"
+                " or 'to_argument'"
+            )
         try:
             groups = re.compile(self.addressed).groups
         except re.error as exc:
             raise ValueError(f"handoff addressed={self.addressed!r}: not a regular expression ({exc})") from None
         if self.to is None and groups < 1:
-            raise ValueError(f"handoff addressed={self.addressed!r}: without 'to', the pattern needs a group naming the agent, e.g. '^(\\w+):'")
+            raise ValueError(
+                f"handoff addressed={self.addressed!r}: without 'to', the pattern needs a group naming the agent, e.g."
+                " '^(\\w+):'"
+            )
         return self
 
 
@@ -123,7 +131,10 @@ def check_roster(profiles: Sequence[AgentProfile]) -> None:
     seen: set[str] = set()
     for profile in profiles:
         if profile.name in RESERVED_NAMES:
-            raise ConfigError(f"{profile.name!r} cannot be an agent's name: it stands for the {'task' if profile.name == USER else 'tools'}")
+            raise ConfigError(
+                f"{profile.name!r} cannot be an agent's name: it stands for the"
+                f" {'task' if profile.name == USER else 'tools'}"
+            )
         if profile.name in seen:
             raise ConfigError(f"agent {profile.name!r} appears twice in the roster")
         seen.add(profile.name)
@@ -140,8 +151,14 @@ class _Call(Protocol):
     arguments: str
 
 
-def recipient_of_call(agent: str, profile: AgentProfile | None, purpose: str | None, tool_calls: Sequence[_Call], content: str | None = None,
-                      known: Collection[str] | None = None) -> str:
+def recipient_of_call(
+    agent: str,
+    profile: AgentProfile | None,
+    purpose: str | None,
+    tool_calls: Sequence[_Call],
+    content: str | None = None,
+    known: Collection[str] | None = None,
+) -> str:
     """Whom a model call's output is addressed to.
 
     A handoff tool call addresses its agent; any other tool call addresses the environment; plain text
@@ -278,8 +295,14 @@ class StepAddresser:
             recipient = self.lead
         elif step.kind == "agent":
             purpose = getattr(step.model_call, "purpose", None) if step.model_call is not None else None
-            recipient = recipient_of_call(step.agent, self._profiles.get(step.agent), purpose, step.tool_calls, getattr(step, "content", None),
-                                          known=self._profiles.keys())
+            recipient = recipient_of_call(
+                step.agent,
+                self._profiles.get(step.agent),
+                purpose,
+                step.tool_calls,
+                getattr(step, "content", None),
+                known=self._profiles.keys(),
+            )
             for call in step.tool_calls:
                 self._callers[call.id] = step.agent
             if step.tool_calls:

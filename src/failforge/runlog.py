@@ -200,7 +200,9 @@ class RunLog:
             if self._addresser is None:
                 self._addresser = StepAddresser(self.roster)
             recipient, round_, position = self._addresser.address(step)
-            step = step.model_copy(update={"index": len(self.steps), "recipient": recipient, "round": round_, "position": position})
+            step = step.model_copy(
+                update={"index": len(self.steps), "recipient": recipient, "round": round_, "position": position}
+            )
             if self.plan.replaying(step.index):
                 self._check_integrity(step)
                 expected = self.expected_step(step.index)
@@ -221,8 +223,8 @@ class RunLog:
             return
         fields = sorted(k for k in want if want[k] != got.get(k))
         raise SeedIntegrityError(
-            f"the seed's step {step.index} ({expected.kind}) differs in {', '.join(fields)} from what replaying its own "
-            "recording produced: the record was edited after it was made",
+            f"the seed's step {step.index} ({expected.kind}) differs in {', '.join(fields)} from what replaying its own"
+            " recording produced: the record was edited after it was made",
             trajectory_id=self.error_id,
             step=step.index,
             expected={k: want[k] for k in fields},

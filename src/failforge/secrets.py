@@ -28,12 +28,18 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{12,}"), MASK),  # OpenAI-style keys
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=:+/]{12,}"), r"\1" + MASK),
     (re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9_\-\.]{12,}"), r"\1" + MASK),
-    (re.compile(r"(?i)([?&;](?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig|credential)"
-                r"[a-z0-9_\-]*|code)=)[^&#\s\"'<>]+"), r"\1" + MASK),  # a credential-like URL query parameter
+    (
+        re.compile(
+            r"(?i)([?&;](?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig|credential)"
+            r"[a-z0-9_\-]*|code)=)[^&#\s\"'<>]+"
+        ),
+        r"\1" + MASK,
+    ),  # a credential-like URL query parameter
 )
 #: Query parameter names whose values are credentials (``?key=``, ``?api-version`` is not one).
-_CREDENTIAL_PARAM = re.compile(r"(?i)^(?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig"
-                               r"|credential)[a-z0-9_\-]*|code)$")
+_CREDENTIAL_PARAM = re.compile(
+    r"(?i)^(?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig" r"|credential)[a-z0-9_\-]*|code)$"
+)
 #: Values shorter than this are never treated as secrets (they would mask ordinary words).
 MIN_SECRET_LENGTH = 8
 

@@ -75,11 +75,19 @@ class ModelCallRef(_Model):
 
     stream: str = Field(description="the agent whose call this is: each agent's calls form one stream")
     ordinal: int = Field(ge=0, description="0-based index of this call within its agent's stream")
-    purpose: str | None = Field(default=None, description="set when the call is not the agent's turn proper: plan, progress_ledger, speaker_selection, ...")
+    purpose: str | None = Field(
+        default=None,
+        description="set when the call is not the agent's turn proper: plan, progress_ledger, speaker_selection, ...",
+    )
     request: dict[str, Any] = Field(description="chat-completions request body as the harness sent it (no secrets)")
     request_hash: str = Field(description="sha256 of the canonical request (volatile ids canonicalised)")
     response: dict[str, Any] = Field(description="raw chat-completions response body")
-    response_hash: str | None = Field(default=None, description="sha256 of the canonical response at record time: replay refuses an edited response at its own step")
+    response_hash: str | None = Field(
+        default=None,
+        description=(
+            "sha256 of the canonical response at record time: replay refuses an edited response at its own step"
+        ),
+    )
     source: Literal["model", "oracle", "recording"] = "model"
 
 
@@ -95,7 +103,9 @@ class Step(_Model):
 
     index: int = Field(ge=0)
     kind: StepKind
-    agent: str = Field(description="the sender: agent id for agent steps; 'user' for the task; 'environment' for tool steps")
+    agent: str = Field(
+        description="the sender: agent id for agent steps; 'user' for the task; 'environment' for tool steps"
+    )
     role: Literal["user", "assistant", "tool"]
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -108,10 +118,16 @@ class Step(_Model):
         default=None, description="per-part hashes of the state, so a drift can name what changed"
     )
     error: str | None = None
-    images: list[Sha256] = Field(default_factory=list,
-                                 description="sha256 of images (e.g. screenshots) stored beside the dataset; "
-                                             "a hash, never a path (``../../x`` is refused)")
-    recipient: str | None = Field(default=None, description="whom the step is addressed to: an agent, 'user' or 'environment'")
+    images: list[Sha256] = Field(
+        default_factory=list,
+        description=(
+            "sha256 of images (e.g. screenshots) stored beside the dataset; "
+            "a hash, never a path (``../../x`` is refused)"
+        ),
+    )
+    recipient: str | None = Field(
+        default=None, description="whom the step is addressed to: an agent, 'user' or 'environment'"
+    )
     round: int | None = Field(default=None, ge=0, description="round of the run (0: the task); see failforge.roster")
     position: int | None = Field(default=None, ge=0, description="0-based position within the round")
     phase: Phase = "recorded"
@@ -131,10 +147,25 @@ class Step(_Model):
 
     def comparable(self) -> dict[str, Any]:
         """The fields that must be identical between a seed and a branch's prefix."""
-        return self.model_dump(include={
-            "index", "kind", "agent", "role", "content", "tool_calls", "tool_call_id", "tool_name", "tool_arguments",
-            "state_fingerprint", "error", "images", "recipient", "round", "position",
-        })
+        return self.model_dump(
+            include={
+                "index",
+                "kind",
+                "agent",
+                "role",
+                "content",
+                "tool_calls",
+                "tool_call_id",
+                "tool_name",
+                "tool_arguments",
+                "state_fingerprint",
+                "error",
+                "images",
+                "recipient",
+                "round",
+                "position",
+            }
+        )
 
 
 class Task(_Model):
@@ -200,18 +231,48 @@ class GoldLabel(_Model):
     branch_step: int
     evaluator_output: Outcome
     guide_request: dict[str, Any] = Field(default_factory=dict, description="stage-1 prompt sent to the guide model")
-    agent_request: dict[str, Any] = Field(default_factory=dict, description="stage-2 request: the agent's own step-t request plus the note")
+    agent_request: dict[str, Any] = Field(
+        default_factory=dict, description="stage-2 request: the agent's own step-t request plus the note"
+    )
     behaviour: Behaviour = Field(default="failure", description="what the changed run shows (see Behaviour)")
     changed: ChangedParty = Field(default="action", description="whose step the branch changed")
-    target_component: str | None = Field(default=None, description="component id of the behaviour explained (the unsafe call, the refusal, ...)")
-    primary_component: str | None = Field(default=None, description="component id of the primary attribution (by construction: the changed step)")
-    attack_chain: list[str] = Field(default_factory=list, description="component ids strictly before the primary that move the run toward the target")
-    execution_chain: list[str] = Field(default_factory=list, description="component ids strictly between the primary and the target that enable it")
-    injection: dict[str, Any] | None = Field(default=None, description="for an observation change: suite, injection task, attack, vector, text")
-    expected_decision: str | None = Field(default=None, description="control state of the seed's own step t (failforge.judgement: act, ask, refuse, ...)")
-    found_decision: str | None = Field(default=None, description="control state of the changed step t (a missed clarification: expected ask/refuse, found act)")
-    error_source: str | None = Field(default=None, description="primary error source of the decisive step (failforge.judgement.error_source; None: not decided, or a record written before it was stored)")
-    impact: str | None = Field(default=None, description="downstream impact (failforge.judgement.impact, from behaviour and outcome; None: not decided, or an older record)")
+    target_component: str | None = Field(
+        default=None, description="component id of the behaviour explained (the unsafe call, the refusal, ...)"
+    )
+    primary_component: str | None = Field(
+        default=None, description="component id of the primary attribution (by construction: the changed step)"
+    )
+    attack_chain: list[str] = Field(
+        default_factory=list,
+        description="component ids strictly before the primary that move the run toward the target",
+    )
+    execution_chain: list[str] = Field(
+        default_factory=list, description="component ids strictly between the primary and the target that enable it"
+    )
+    injection: dict[str, Any] | None = Field(
+        default=None, description="for an observation change: suite, injection task, attack, vector, text"
+    )
+    expected_decision: str | None = Field(
+        default=None, description="control state of the seed's own step t (failforge.judgement: act, ask, refuse, ...)"
+    )
+    found_decision: str | None = Field(
+        default=None,
+        description="control state of the changed step t (a missed clarification: expected ask/refuse, found act)",
+    )
+    error_source: str | None = Field(
+        default=None,
+        description=(
+            "primary error source of the decisive step (failforge.judgement.error_source; None: not decided, or a"
+            " record written before it was stored)"
+        ),
+    )
+    impact: str | None = Field(
+        default=None,
+        description=(
+            "downstream impact (failforge.judgement.impact, from behaviour and outcome; None: not decided, or an older"
+            " record)"
+        ),
+    )
 
 
 class Trajectory(_Model):
@@ -227,7 +288,9 @@ class Trajectory(_Model):
     environment: ComponentSpec
     model: ComponentSpec
     agents: list[str] = Field(default_factory=lambda: ["agent"], description="agent names, in roster order")
-    roster: list[AgentProfile] = Field(default_factory=list, description="the agents of the run: role, tools, addressing rules")
+    roster: list[AgentProfile] = Field(
+        default_factory=list, description="the agents of the run: role, tools, addressing rules"
+    )
     oracle: bool = Field(default=False, description="model responses were supplied by the benchmark's ground truth")
     parent_id: str | None = None
     branch_step: int | None = None
@@ -261,7 +324,10 @@ class Trajectory(_Model):
         known = set(names) | RESERVED_NAMES
         for step in self.steps:
             if step.agent not in known:
-                raise ValueError(f"seed {self.id}: step {step.index} names agent {step.agent!r}, which is not in its roster ({', '.join(names)})")
+                raise ValueError(
+                    f"seed {self.id}: step {step.index} names agent {step.agent!r}, which is not in its roster"
+                    f" ({', '.join(names)})"
+                )
         return self
 
     def first_step_of(self, agent: str) -> int:
@@ -298,8 +364,18 @@ def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     out.setdefault("roster", [p.model_dump() for p in roster])
 
     def view(step: Any) -> Any:
-        calls = [SimpleNamespace(id=str(c.get("id")), name=str(c.get("name", "")), arguments=str(c.get("arguments") or "")) for c in step.get("tool_calls") or [] if isinstance(c, dict)]
-        return SimpleNamespace(kind=step.get("kind"), agent=step.get("agent"), tool_calls=calls, tool_call_id=step.get("tool_call_id"), model_call=None)
+        calls = [
+            SimpleNamespace(id=str(c.get("id")), name=str(c.get("name", "")), arguments=str(c.get("arguments") or ""))
+            for c in step.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        return SimpleNamespace(
+            kind=step.get("kind"),
+            agent=step.get("agent"),
+            tool_calls=calls,
+            tool_call_id=step.get("tool_call_id"),
+            model_call=None,
+        )
 
     def addressed(step_list: list[Any]) -> list[Any]:
         addresser = StepAddresser(roster)
@@ -309,12 +385,23 @@ def migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
                 result.append(step)
                 continue
             recipient, round_, position = addresser.address(view(step))
-            result.append({**step, "recipient": step.get("recipient", recipient), "round": step.get("round", round_), "position": step.get("position", position)})
+            result.append(
+                {
+                    **step,
+                    "recipient": step.get("recipient", recipient),
+                    "round": step.get("round", round_),
+                    "position": step.get("position", position),
+                }
+            )
         return result
 
     out["steps"] = addressed(steps)
     label = out.get("label")
-    if isinstance(label, dict) and isinstance(label.get("original_step"), dict) and isinstance(label.get("decisive_step"), int):
+    if (
+        isinstance(label, dict)
+        and isinstance(label.get("original_step"), dict)
+        and isinstance(label.get("decisive_step"), int)
+    ):
         t = label["decisive_step"]
         out["label"] = {**label, "original_step": addressed([*steps[:t], label["original_step"]])[-1]}
     return out
@@ -338,7 +425,11 @@ def parse_record(data: Any, path: str = "<string>", line: int = 1) -> Trajectory
     version = data.get("schema_version", SCHEMA_VERSION)
     if str(version) not in READABLE_SCHEMA_VERSIONS:
         raise SeedFormatError(
-            path, line, "schema_version", f"{version!r} is not a schema version this failforge reads ({', '.join(sorted(READABLE_SCHEMA_VERSIONS))}); upgrade failforge or re-record the seed"
+            path,
+            line,
+            "schema_version",
+            f"{version!r} is not a schema version this failforge reads ({', '.join(sorted(READABLE_SCHEMA_VERSIONS))});"
+            " upgrade failforge or re-record the seed",
         )
     try:
         trajectory = Trajectory.model_validate(data)
@@ -352,7 +443,12 @@ def parse_record(data: Any, path: str = "<string>", line: int = 1) -> Trajectory
 
         absent = missing_image(path, trajectory)
         if absent is not None:  # a dataset folder copied without one screenshot: this record is skipped, the rest read
-            raise SeedFormatError(path, line, "images", f"record {trajectory.id}: image {absent} is missing from {absent_where(path)}; record skipped")
+            raise SeedFormatError(
+                path,
+                line,
+                "images",
+                f"record {trajectory.id}: image {absent} is missing from {absent_where(path)}; record skipped",
+            )
     return trajectory
 
 
@@ -361,14 +457,22 @@ def absent_where(path: str | Path) -> str:
     from failforge.images import ImageStore, beside_dir
 
     folder = beside_dir(path)
-    return f"{folder}/" if folder.is_dir() else f"the image store {ImageStore().directory}/ (and {path} has no images/ folder beside it)"
+    return (
+        f"{folder}/"
+        if folder.is_dir()
+        else f"the image store {ImageStore().directory}/ (and {path} has no images/ folder beside it)"
+    )
 
 
 def open_records(path: str | Path) -> Iterator[tuple[int, str | SeedFormatError]]:
     """(line number, the line's JSON object as text) for each readable line, or (line number, the error):
     for callers that validate JSON text themselves. Read by :func:`failforge.jsonl.read_jsonl`."""
     for item in read_jsonl(path):
-        yield (item.line, item) if isinstance(item, SeedFormatError) else (item[0], json.dumps(item[1], ensure_ascii=False))
+        yield (
+            (item.line, item)
+            if isinstance(item, SeedFormatError)
+            else (item[0], json.dumps(item[1], ensure_ascii=False))
+        )
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | SeedFormatError]:

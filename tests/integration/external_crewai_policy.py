@@ -41,7 +41,13 @@ class CrewAIHierarchicalPolicy(TeamPolicy):
     worker named as ``coworker`` makes the call and reports; answers are plain text."""
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
-        return sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["function"]["name"] == DELEGATE)
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+            if c["function"]["name"] == DELEGATE
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
         arguments = {"task": instruction, "context": CONTEXT, "coworker": worker}

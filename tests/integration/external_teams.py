@@ -20,12 +20,23 @@ from failforge.harnesses.external import ExternalAgent
 from failforge.llm import HttpUpstream
 from failforge.roster import AgentProfile
 from failforge.seeds import env_spec, record
-from failforge.testing.scripted import AgentsAsToolsPolicy, TeamModel, roster_for, team_config  # noqa: F401 - the tests' shared names
+from failforge.testing.scripted import (
+    AgentsAsToolsPolicy,
+    TeamModel,
+    roster_for,
+    team_config,
+)  # noqa: F401 - the tests' shared names
 from failforge.trajectory import ComponentSpec, Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The five AgentDojo tasks every framework is shown on (four suites, one to four tool calls each).
-TASKS = ("banking/user_task_1", "banking/user_task_3", "slack/user_task_2", "workspace/user_task_0", "travel/user_task_0")
+TASKS = (
+    "banking/user_task_1",
+    "banking/user_task_3",
+    "slack/user_task_2",
+    "workspace/user_task_0",
+    "travel/user_task_0",
+)
 
 
 def venv_python(name: str) -> str:
@@ -44,7 +55,12 @@ def external_team(python: str, script: str, framework: str, roster: list[AgentPr
 def record_seed(harness: ExternalAgent, task: str, base_url: str) -> Trajectory:
     upstream = HttpUpstream(base_url, api_key_env=None, max_attempts=1)
     try:
-        return record(env_spec=env_spec("agentdojo", task), harness=harness, model=ComponentSpec(name="loopback", config={"role": "agent"}), upstream=upstream)
+        return record(
+            env_spec=env_spec("agentdojo", task),
+            harness=harness,
+            model=ComponentSpec(name="loopback", config={"role": "agent"}),
+            upstream=upstream,
+        )
     finally:
         upstream.close()
 

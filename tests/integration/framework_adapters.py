@@ -10,6 +10,7 @@ The mode is R.3 (a numerical slip), whose conformance is decided by rule whateve
 spelling: under the note the acting agent makes its usual call with its first number one too large, a
 worker in its tool's arguments, the lead in the values it hands a worker.
 """
+# ruff: noqa: F401  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -22,7 +23,14 @@ from failforge.llm import HttpUpstream, ModelEndpoint
 from failforge.replay import replay
 from failforge.seeds import env_spec, harness_for, record
 from failforge.testing import LoopbackModelServer
-from failforge.testing.scripted import NOTES, ScriptedModel, concrete, rule_judge, slip, slipped  # noqa: F401 - the tests' shared names
+from failforge.testing.scripted import (
+    NOTES,
+    ScriptedModel,
+    concrete,
+    rule_judge,
+    slip,
+    slipped,
+)  # noqa: F401 - the tests' shared names
 from failforge.trajectory import ComponentSpec, Trajectory, load_jsonl, write_jsonl
 
 TASK = "banking/user_task_3"
@@ -62,7 +70,12 @@ def model_seed(harness_name: str, server: LoopbackModelServer, task: str = TASK,
     harness = harness_for(harness_name, spec, **overrides)
     upstream = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1)
     try:
-        return record(env_spec=spec, harness=harness, model=ComponentSpec(name="loopback", config={"role": "agent"}), upstream=upstream)
+        return record(
+            env_spec=spec,
+            harness=harness,
+            model=ComponentSpec(name="loopback", config={"role": "agent"}),
+            upstream=upstream,
+        )
     finally:
         upstream.close()
 
@@ -72,13 +85,22 @@ def replayed_identically(seed: Trajectory) -> tuple[bool, str]:
     return report.identical, str(report.drift or report.infrastructure or "")
 
 
-def campaign(tmp_path: Any, seeds: list[Trajectory], server: LoopbackModelServer, *, steps: int = 12, modes: tuple[str, ...] = (MODE,)) -> tuple[Any, list[Trajectory]]:
+def campaign(
+    tmp_path: Any,
+    seeds: list[Trajectory],
+    server: LoopbackModelServer,
+    *,
+    steps: int = 12,
+    modes: tuple[str, ...] = (MODE,),
+) -> tuple[Any, list[Trajectory]]:
     seeds_path = tmp_path / "seeds.jsonl"
     write_jsonl(seeds_path, seeds)
     endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1)
     semantic = any(not code.startswith(("A.", "R.3")) for code in modes)
     config = CampaignConfig(
-        seeds=[str(seeds_path)], output=str(tmp_path / "out"), concurrency=1,
+        seeds=[str(seeds_path)],
+        output=str(tmp_path / "out"),
+        concurrency=1,
         plan={"modes": list(modes), "steps_per_seed": steps, "modes_per_step": len(modes)},
         filters={"conformance": {"judge": semantic}},
     )

@@ -13,7 +13,9 @@ def finished_attempts(ledger: Path) -> int:
     try:
         db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True, timeout=5)
         try:
-            return int(db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('done','rejected','failed')").fetchone()[0])
+            return int(
+                db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('done','rejected','failed')").fetchone()[0]
+            )
         finally:
             db.close()
     except sqlite3.OperationalError:

@@ -28,10 +28,23 @@ class _Malformed:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1
-        call = {"id": "call_1", "type": "function", "function": {"name": "get_most_recent_transactions", "arguments": '{"n": "1\n0"}'}}
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_most_recent_transactions", "arguments": '{"n": "1\n0"}'},
+        }
         return {
-            "id": f"r{self.calls}", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+            "id": f"r{self.calls}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                }
+            ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
 
@@ -44,7 +57,12 @@ def test_a_reply_agentdojo_cannot_parse_ends_the_run_recorded_and_replays_identi
     from failforge.seeds import record
 
     model = _Malformed()
-    seed = record(env_spec=env_spec("banking", "user_task_3"), harness=AgentDojoPipelineHarness(), model=ComponentSpec(name="m"), upstream=model)
+    seed = record(
+        env_spec=env_spec("banking", "user_task_3"),
+        harness=AgentDojoPipelineHarness(),
+        model=ComponentSpec(name="m"),
+        upstream=model,
+    )
     assert model.calls == 1  # AgentDojo's loop stopped at the reply it could not parse
     assert [s.kind for s in seed.steps] == ["task", "agent"]
     assert seed.outcome is not None and seed.outcome.success is False

@@ -30,19 +30,31 @@ SECRET = "sk-methods-config-secret-123"
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COLUMNS="200", PYTHONHASHSEED="0", JUDGE_A_KEY=SECRET, JUDGE_B_KEY=SECRET)
-    return subprocess.run([sys.executable, "-m", "failforge", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _all_at_once_judge(records: list[Any]):  # type: ignore[no-untyped-def]
     def record_of(text: str) -> Any:  # records may share a question: the one whose step texts the prompt shows most
-        scored = [(sum(s.content[:40] in text for s in r.steps if s.content), r) for r in records if r.task.question.split("\n")[0][:80] in text]
+        scored = [
+            (sum(s.content[:40] in text for s in r.steps if s.content), r)
+            for r in records
+            if r.task.question.split("\n")[0][:80] in text
+        ]
         return max(scored, key=lambda pair: pair[0])[1]
 
     def answer(body: dict[str, Any]) -> tuple[str | None, None]:
         text = body["messages"][-1]["content"]
         assert "Audit the trajectory." not in text, "an auditor prompt reached the all-at-once judge"
         record = record_of(text)
-        return f"Agent Name: {record.gold.agent}\nStep Number: {record.gold.step}\nError Mode: {record.gold.mode or 'PL.1'}\nReason for Mistake: here.", None
+        return (
+            (
+                f"Agent Name: {record.gold.agent}\nStep Number: {record.gold.step}\nError Mode:"
+                f" {record.gold.mode or 'PL.1'}\nReason for Mistake: here."
+            ),
+            None,
+        )
 
     return answer
 
@@ -52,12 +64,16 @@ def test_two_methods_two_endpoints_one_folder_each_and_resume_makes_no_call(tmp_
     gold, _ = summarise(importers.get("failforge")(FIXTURES / "failforge_gold.jsonl"))
     records = [*ww[:4], *gold[:3]]
     write_records(tmp_path / "records.jsonl", records)
-    with LoopbackModelServer(policy=auditor_judge(records)) as a, LoopbackModelServer(policy=_all_at_once_judge(records)) as b:
+    with (
+        LoopbackModelServer(policy=auditor_judge(records)) as a,
+        LoopbackModelServer(policy=_all_at_once_judge(records)) as b,
+    ):
         (tmp_path / "methods.yaml").write_text(
-            "runs:\n"
-            f"  - {{name: audit, method: auditor, endpoint: {{base_url: '{a.base_url}', model: judge-a, api_key_env: JUDGE_A_KEY}}}}\n"
-            f"  - {{method: all-at-once, workers: 2, endpoint: {{base_url: '{b.base_url}', model: judge-b, api_key_env: JUDGE_B_KEY}}}}\n"
-            "  - {method: last-step}\n", encoding="utf-8")
+            f"runs:\n  - {{name: audit, method: auditor, endpoint: {{base_url: '{a.base_url}', model: judge-a,"
+            " api_key_env: JUDGE_A_KEY}}\n  - {method: all-at-once, workers: 2, endpoint: {base_url:"
+            f" '{b.base_url}', model: judge-b, api_key_env: JUDGE_B_KEY}}}}\n  - {{method: last-step}}\n",
+            encoding="utf-8",
+        )
         first = _cli("attribute", "records.jsonl", "--methods-config", "methods.yaml", "-o", "runs", cwd=tmp_path)
         assert first.returncode == 0, first.stderr
         calls = (a.counts["ok"], b.counts["ok"])
@@ -65,7 +81,11 @@ def test_two_methods_two_endpoints_one_folder_each_and_resume_makes_no_call(tmp_
         again = _cli("attribute", "records.jsonl", "--methods-config", "methods.yaml", "-o", "runs", cwd=tmp_path)
         assert again.returncode == 0, again.stderr
         assert (a.counts["ok"], b.counts["ok"]) == calls  # the resume asked neither judge anything
-    for folder, method, model in (("audit", "auditor", "judge-a"), ("all-at-once", "all-at-once", "judge-b"), ("last-step", "last-step", None)):
+    for folder, method, model in (
+        ("audit", "auditor", "judge-a"),
+        ("all-at-once", "all-at-once", "judge-b"),
+        ("last-step", "last-step", None),
+    ):
         predictions, problems = load_predictions(tmp_path / "runs" / folder / "predictions.jsonl")
         assert not problems and sorted(p.record_id for p in predictions) == sorted(r.id for r in records)
         text = (tmp_path / "runs" / folder / "manifest.json").read_text()
@@ -73,11 +93,22 @@ def test_two_methods_two_endpoints_one_folder_each_and_resume_makes_no_call(tmp_
         manifest = json.loads(text)
         assert manifest["config"]["judge_model"] == model and manifest["config"]["method"] == method
         assert manifest["provenance"]["run"] == folder
-        assert [r["method"] for r in manifest["provenance"]["methods_config"]["runs"]] == ["auditor", "all-at-once", "last-step"]
-        assert [(r["done_before"], r["predicted"], r["live_calls"]) for r in manifest["runs"]] == [(0, 7, 7 if model else 0), (7, 0, 0)]
+        assert [r["method"] for r in manifest["provenance"]["methods_config"]["runs"]] == [
+            "auditor",
+            "all-at-once",
+            "last-step",
+        ]
+        assert [(r["done_before"], r["predicted"], r["live_calls"]) for r in manifest["runs"]] == [
+            (0, 7, 7 if model else 0),
+            (7, 0, 0),
+        ]
     by_id = {p.record_id: p for p in load_predictions(tmp_path / "runs" / "all-at-once" / "predictions.jsonl")[0]}
     assert [(by_id[r.id].agent, by_id[r.id].step) for r in records] == [(r.gold.agent, r.gold.step) for r in records]
-    assert manifest["provenance"]["methods_config"]["runs"][0]["endpoint"] == {"base_url": a.base_url, "model": "judge-a", "api_key_env": "JUDGE_A_KEY"}
+    assert manifest["provenance"]["methods_config"]["runs"][0]["endpoint"] == {
+        "base_url": a.base_url,
+        "model": "judge-a",
+        "api_key_env": "JUDGE_A_KEY",
+    }
     lines = [line for line in again.stdout.splitlines() if " · records 7 · resumed 7 · predicted 0 " in line]
     assert [line.split(":")[0] for line in lines] == ["audit", "all-at-once", "last-step"]
     assert all("live calls 0" in line for line in lines)
@@ -110,12 +141,26 @@ def test_killed_mid_run_then_run_again_resumes_every_folder(tmp_path: Path) -> N
 
     with LoopbackModelServer(policy=blocking) as a, LoopbackModelServer(policy=_all_at_once_judge(records)) as b:
         (tmp_path / "methods.yaml").write_text(
-            "runs:\n"
-            f"  - {{name: audit, method: auditor, endpoint: {{base_url: '{a.base_url}', model: judge-a, api_key_env: JUDGE_A_KEY}}}}\n"
-            f"  - {{method: all-at-once, endpoint: {{base_url: '{b.base_url}', model: judge-b, api_key_env: JUDGE_B_KEY}}}}\n", encoding="utf-8")
+            f"runs:\n  - {{name: audit, method: auditor, endpoint: {{base_url: '{a.base_url}', model: judge-a,"
+            f" api_key_env: JUDGE_A_KEY}}}}\n  - {{method: all-at-once, endpoint: {{base_url: '{b.base_url}', model:"
+            " judge-b, api_key_env: JUDGE_B_KEY}}\n",
+            encoding="utf-8",
+        )
         env = dict(os.environ, COLUMNS="200", PYTHONHASHSEED="0")
-        args = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--methods-config", "methods.yaml", "-o", "runs"]
-        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        args = [
+            sys.executable,
+            "-m",
+            "failforge",
+            "attribute",
+            "records.jsonl",
+            "--methods-config",
+            "methods.yaml",
+            "-o",
+            "runs",
+        ]
+        proc = subprocess.Popen(
+            args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             assert asked.wait(300), "the auditor's 4th call never came"
         finally:

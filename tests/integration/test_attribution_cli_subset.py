@@ -17,7 +17,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution" / "m
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "failforge", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
 
 
 def test_cli_subset_score_and_fidelity(tmp_path: Path) -> None:
@@ -26,11 +28,31 @@ def test_cli_subset_score_and_fidelity(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "sub" / "manifest.json").read_text())
     assert [m["id"] for m in manifest["members"]] == ["r1", "r2", "r5", "r7"] and manifest["seed"] == 0
     assert (tmp_path / "sub" / "ids.txt").read_text().split() == ["r1", "r2", "r5", "r7"]
-    assert _cli(tmp_path, "subset", str(FIXTURES / "records.jsonl"), "-o", "sub").returncode == 2  # never redrawn over itself
-    scored = _cli(tmp_path, "score", str(FIXTURES / "records.jsonl"), str(FIXTURES / "predictions.jsonl"), "--subset", "sub", "--json", "s.json")
+    assert (
+        _cli(tmp_path, "subset", str(FIXTURES / "records.jsonl"), "-o", "sub").returncode == 2
+    )  # never redrawn over itself
+    scored = _cli(
+        tmp_path,
+        "score",
+        str(FIXTURES / "records.jsonl"),
+        str(FIXTURES / "predictions.jsonl"),
+        "--subset",
+        "sub",
+        "--json",
+        "s.json",
+    )
     assert scored.returncode == 0, scored.stderr
     assert json.loads((tmp_path / "s.json").read_text())["counts"]["records"] == 4
-    fid = _cli(tmp_path, "subset-fidelity", str(FIXTURES / "records.jsonl"), str(FIXTURES / "predictions.jsonl"), "--subset", "sub", "--json", "f.json")
+    fid = _cli(
+        tmp_path,
+        "subset-fidelity",
+        str(FIXTURES / "records.jsonl"),
+        str(FIXTURES / "predictions.jsonl"),
+        "--subset",
+        "sub",
+        "--json",
+        "f.json",
+    )
     assert fid.returncode == 0, fid.stderr
     assert json.loads((tmp_path / "f.json").read_text())["max_deviation_pp"] == 25.0
     fewer = [r for r in load_records(FIXTURES / "records.jsonl")[0] if r.id != "r3"]

@@ -49,8 +49,12 @@ def judge(body: dict[str, Any]) -> tuple[str, None]:
 @pytest.fixture(scope="module")
 def records() -> list[Any]:
     source = WHO_AND_WHEN or FIXTURES
-    imported = [r for folder in ("Algorithm-Generated", "Hand-Crafted") if (source / folder).exists()
-                for r in summarise(importers.get("whowhen")(source / folder))[0]]
+    imported = [
+        r
+        for folder in ("Algorithm-Generated", "Hand-Crafted")
+        if (source / folder).exists()
+        for r in summarise(importers.get("whowhen")(source / folder))[0]
+    ]
     # a few hundred: the imported logs, then copies under new ids (the records are the same questions)
     copies = [r.model_copy(update={"id": f"{r.id}#copy"}) for r in imported]
     return (imported + copies)[:300]
@@ -80,17 +84,42 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
     write_records(tmp_path / "records.jsonl", records)
     with LoopbackModelServer(policy=judge, latency=0.002) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        reference = run_attribution(records, AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2), tmp_path / "reference", endpoint=endpoint)
+        reference = run_attribution(
+            records,
+            AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2),
+            tmp_path / "reference",
+            endpoint=endpoint,
+        )
         assert reference.predicted == len(records) and reference.failed == 0
 
-        command = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--method", "step-by-step", "-o", "run",
-                   "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "FAILFORGE_NO_KEY",
-                   "--executor", "process", "--workers", "2"]
+        command = [
+            sys.executable,
+            "-m",
+            "failforge",
+            "attribute",
+            "records.jsonl",
+            "--method",
+            "step-by-step",
+            "-o",
+            "run",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "loopback",
+            "--api-key-env",
+            "FAILFORGE_NO_KEY",
+            "--executor",
+            "process",
+            "--workers",
+            "2",
+        ]
         env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
         predictions = tmp_path / "run" / "predictions.jsonl"
         driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3):
+        while time.monotonic() < deadline and not (
+            predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3
+        ):
             assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
             time.sleep(0.02)
         driver.send_signal(signal.SIGKILL)
@@ -102,7 +131,9 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
 
         resumed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-        assert f"/{len(records)} ·" in resumed.stderr and "ETA" in resumed.stderr  # the progress line (a log: plain lines)
+        assert (
+            f"/{len(records)} ·" in resumed.stderr and "ETA" in resumed.stderr
+        )  # the progress line (a log: plain lines)
 
     run = tmp_path / "run"
     got, problems = load_predictions(run / "predictions.jsonl")
@@ -115,14 +146,24 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
     db.close()
     calls = Counter((c["session"], c["step"]["index"]) for c in _run_lines(run / "calls.jsonl"))
     assert calls and max(calls.values()) == 1
-    assert len(calls) == sum(p.calls for p in got) == sum(p.calls for p in want) == len(_run_lines(tmp_path / "reference" / "calls.jsonl"))
+    assert (
+        len(calls)
+        == sum(p.calls for p in got)
+        == sum(p.calls for p in want)
+        == len(_run_lines(tmp_path / "reference" / "calls.jsonl"))
+    )
     # the same predictions as the uninterrupted run (ids, answers, every reply)
     keep = {"attempt_id", "agent", "step", "mode", "reply", "replies", "problems", "calls"}
-    assert {p.record_id: p.model_dump(include=keep) for p in got} == {p.record_id: p.model_dump(include=keep) for p in want}
+    assert {p.record_id: p.model_dump(include=keep) for p in got} == {
+        p.record_id: p.model_dump(include=keep) for p in want
+    }
     manifest = json.loads((run / "manifest.json").read_text())
     second = manifest["runs"][-1]
     assert second["executor"] == "process" and second["workers"] == 2 and second["done_before"] >= done_at_kill
-    assert second["live_calls"] + second["replayed_calls"] == second["calls"] and second["predicted"] == len(records) - second["done_before"]
+    assert (
+        second["live_calls"] + second["replayed_calls"] == second["calls"]
+        and second["predicted"] == len(records) - second["done_before"]
+    )
     assert manifest["judge"] == {"model": "loopback", "base_url": server.base_url}
 
 
@@ -145,16 +186,41 @@ def test_a_worker_killed_mid_run_is_replaced_and_its_sessions_record_each_call_o
     write_records(tmp_path / "records.jsonl", records)
     with LoopbackModelServer(policy=judge, latency=0.002) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        reference = run_attribution(records, AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2), tmp_path / "reference", endpoint=endpoint)
+        reference = run_attribution(
+            records,
+            AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2),
+            tmp_path / "reference",
+            endpoint=endpoint,
+        )
         assert reference.predicted == len(records) and reference.failed == 0
-        command = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--method", "step-by-step", "-o", "run",
-                   "--base-url", server.base_url, "--model", "loopback", "--api-key-env", "FAILFORGE_NO_KEY",
-                   "--executor", "process", "--workers", "2"]
+        command = [
+            sys.executable,
+            "-m",
+            "failforge",
+            "attribute",
+            "records.jsonl",
+            "--method",
+            "step-by-step",
+            "-o",
+            "run",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "loopback",
+            "--api-key-env",
+            "FAILFORGE_NO_KEY",
+            "--executor",
+            "process",
+            "--workers",
+            "2",
+        ]
         env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
         predictions = tmp_path / "run" / "predictions.jsonl"
         driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3):
+        while time.monotonic() < deadline and not (
+            predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3
+        ):
             assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
             time.sleep(0.02)
         # the workers are the forkserver's children (the driver's grandchildren)
@@ -171,7 +237,9 @@ def test_a_worker_killed_mid_run_is_replaced_and_its_sessions_record_each_call_o
     assert calls and max(calls.values()) == 1
     assert len(calls) == sum(p.calls for p in want) == len(_run_lines(tmp_path / "reference" / "calls.jsonl"))
     keep = {"attempt_id", "agent", "step", "mode", "reply", "replies", "problems", "calls"}
-    assert {p.record_id: p.model_dump(include=keep) for p in got} == {p.record_id: p.model_dump(include=keep) for p in want}
+    assert {p.record_id: p.model_dump(include=keep) for p in got} == {
+        p.record_id: p.model_dump(include=keep) for p in want
+    }
 
 
 @pytest.mark.slow
@@ -180,11 +248,24 @@ def test_ray_tasks_give_the_thread_runs_predictions_and_record_each_call_once(re
     few = records[:30]
     with LoopbackModelServer(policy=judge) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        runs = {ex: run_attribution(few, AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2, executor=ex), tmp_path / ex, endpoint=endpoint)
-                for ex in ("thread", "ray")}
+        runs = {
+            ex: run_attribution(
+                few,
+                AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2, executor=ex),
+                tmp_path / ex,
+                endpoint=endpoint,
+            )
+            for ex in ("thread", "ray")
+        }
     assert runs["thread"].predicted == runs["ray"].predicted == len(few) and runs["ray"].failed == 0
     keep = {"attempt_id", "agent", "step", "mode", "replies", "calls"}
-    got = {ex: sorted(json.dumps(p.model_dump(include=keep), sort_keys=True) for p in load_predictions(tmp_path / ex / "predictions.jsonl")[0]) for ex in runs}
+    got = {
+        ex: sorted(
+            json.dumps(p.model_dump(include=keep), sort_keys=True)
+            for p in load_predictions(tmp_path / ex / "predictions.jsonl")[0]
+        )
+        for ex in runs
+    }
     assert got["thread"] == got["ray"]
     calls = Counter((c["session"], c["step"]["index"]) for c in _run_lines(tmp_path / "ray" / "calls.jsonl"))
     assert max(calls.values()) == 1 and len(calls) == runs["thread"].calls

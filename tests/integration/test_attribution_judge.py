@@ -32,7 +32,9 @@ def short_records():  # type: ignore[no-untyped-def]
 
 def test_a_judge_run_is_recorded_and_replays_at_zero_tokens(local_model, short_records, tmp_path):
     upstream = HttpUpstream(local_model.base_url, api_key_env=None, model=LOCAL_MODEL_NAME)
-    config = AttributeConfig(method="all-at-once", judge_model=LOCAL_MODEL_NAME, max_tokens=64, prompt=PromptConfig(budget_chars=1500))
+    config = AttributeConfig(
+        method="all-at-once", judge_model=LOCAL_MODEL_NAME, max_tokens=64, prompt=PromptConfig(budget_chars=1500)
+    )
     live = run_attribution(short_records[:1], config, tmp_path / "live", upstream=upstream)
     upstream.close()
     assert (live.predicted, live.live_calls, live.replayed_calls) == (1, 1, 0) and live.prompt_tokens > 0
@@ -41,7 +43,13 @@ def test_a_judge_run_is_recorded_and_replays_at_zero_tokens(local_model, short_r
     assert len(calls) == 1 and ref["request_hash"] == request_hash(ref["request"]) and ref["response"]["choices"]
 
     replay = run_attribution(short_records[:1], config, tmp_path / "replay", recording=tmp_path / "live")
-    assert (replay.predicted, replay.live_calls, replay.replayed_calls, replay.prompt_tokens, replay.completion_tokens) == (1, 0, 1, 0, 0)
+    assert (
+        replay.predicted,
+        replay.live_calls,
+        replay.replayed_calls,
+        replay.prompt_tokens,
+        replay.completion_tokens,
+    ) == (1, 0, 1, 0, 0)
     first, _ = load_predictions(tmp_path / "live" / "predictions.jsonl")
     second, _ = load_predictions(tmp_path / "replay" / "predictions.jsonl")
     keep = ("agent", "step", "mode", "reply", "replies", "problems", "calls")
@@ -52,15 +60,38 @@ def test_a_judge_run_is_recorded_and_replays_at_zero_tokens(local_model, short_r
     failure = json.loads((tmp_path / "drift" / "failed.jsonl").read_text())
     assert changed.failed == 1 and changed.live_calls == 0 and failure["error"]["type"] == "PromptDrift"
 
-    other = run_attribution(short_records[:1], config.model_copy(update={"method": "step-by-step"}), tmp_path / "other", recording=tmp_path / "live")
+    other = run_attribution(
+        short_records[:1],
+        config.model_copy(update={"method": "step-by-step"}),
+        tmp_path / "other",
+        recording=tmp_path / "live",
+    )
     assert other.failed == 1 and other.live_calls == 0  # a different protocol asks other questions: never answered live
 
 
 def test_an_interrupted_session_resumes_from_its_recording(local_model, short_records, tmp_path):
     write_records(tmp_path / "records.jsonl", short_records)
-    command = [sys.executable, "-m", "failforge", "attribute", "records.jsonl", "--method", "step-by-step", "-o", "run",
-               "--base-url", local_model.base_url, "--model", LOCAL_MODEL_NAME, "--api-key-env", "FAILFORGE_NO_KEY",
-               "--budget-chars", "1500", "--max-tokens", "32"]
+    command = [
+        sys.executable,
+        "-m",
+        "failforge",
+        "attribute",
+        "records.jsonl",
+        "--method",
+        "step-by-step",
+        "-o",
+        "run",
+        "--base-url",
+        local_model.base_url,
+        "--model",
+        LOCAL_MODEL_NAME,
+        "--api-key-env",
+        "FAILFORGE_NO_KEY",
+        "--budget-chars",
+        "1500",
+        "--max-tokens",
+        "32",
+    ]
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
     calls = tmp_path / "run" / "calls.jsonl"
     process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -85,4 +116,6 @@ def test_an_interrupted_session_resumes_from_its_recording(local_model, short_re
     for p in predictions:
         assert p.calls == per_session[p.attempt_id]  # every call recorded exactly once
     resumed = predictions[0]
-    assert resumed.calls - resumed.live_calls == recorded_before and resumed.live_calls == resumed.calls - recorded_before
+    assert (
+        resumed.calls - resumed.live_calls == recorded_before and resumed.live_calls == resumed.calls - recorded_before
+    )

@@ -30,7 +30,14 @@ def scorer():  # type: ignore[no-untyped-def]
     s.close()
 
 
-def _direct(scorer: TokenScorer, header: list[int], bodies: list[list[int]], target: list[int], skip: int | None = None, upto: int | None = None) -> float:
+def _direct(
+    scorer: TokenScorer,
+    header: list[int],
+    bodies: list[list[int]],
+    target: list[int],
+    skip: int | None = None,
+    upto: int | None = None,
+) -> float:
     tokens = list(header)
     for i, body in enumerate(bodies[:upto] if upto is not None else bodies):
         if i != skip:
@@ -47,14 +54,18 @@ def test_incremental_and_leave_one_out_match_a_from_scratch_evaluation(scorer, s
     loo_steps, loo = scorer.leave_one_out(record)
     assert inc_steps == loo_steps == candidates
     for i in (0, len(bodies) // 2, len(bodies) - 1):
-        expected_inc = _direct(scorer, header, bodies, target, upto=i + 1) - _direct(scorer, header, bodies, target, upto=i)
+        expected_inc = _direct(scorer, header, bodies, target, upto=i + 1) - _direct(
+            scorer, header, bodies, target, upto=i
+        )
         assert inc[i] == pytest.approx(expected_inc, abs=1e-3)
         full = _direct(scorer, header, bodies, target)
         assert loo[i] == pytest.approx((full - _direct(scorer, header, bodies, target, skip=i)) / len(target), abs=1e-4)
 
 
 def test_likelihood_methods_predict_the_argmax_step(short_records, tmp_path):
-    config = AttributeConfig(method="incremental", likelihood=LikelihoodConfig(n_ctx=1024, max_step_tokens=16, max_target_tokens=8))
+    config = AttributeConfig(
+        method="incremental", likelihood=LikelihoodConfig(n_ctx=1024, max_step_tokens=16, max_target_tokens=8)
+    )
     summary = run_attribution(short_records, config, tmp_path / "inc")
     assert summary.predicted == 2 and summary.live_calls == 0
     predictions, _ = load_predictions(tmp_path / "inc" / "predictions.jsonl")

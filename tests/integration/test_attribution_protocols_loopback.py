@@ -51,12 +51,19 @@ def oracle(records):  # type: ignore[no-untyped-def]
         record = record_of(text)
         gold, mode = record.gold, record.gold.mode
         menu = "one code from the list" in text
-        mode_line = f"Error Mode: {mode}" if menu else f"Error Description: {get_mode(mode).definition if mode else 'unclear'}"
+        mode_line = (
+            f"Error Mode: {mode}" if menu else f"Error Description: {get_mode(mode).definition if mode else 'unclear'}"
+        )
         if "Here's the conversation:" in text:
-            return f"Agent Name: {gold.agent}\nStep Number: {gold.step}\n{mode_line}\nReason for Mistake: it is there.", None
-        if (m := re.search(r"The most recent step \((\d+)\) was by", text)):
-            return ("1. Yes.\n2. Reason: derails." if int(m.group(1)) == gold.step else "1. No.\n2. Reason: fine."), None
-        if (m := re.search(r"upper half \(from step (\d+) to step (\d+)\)", text)):
+            return (
+                f"Agent Name: {gold.agent}\nStep Number: {gold.step}\n{mode_line}\nReason for Mistake: it is there.",
+                None,
+            )
+        if m := re.search(r"The most recent step \((\d+)\) was by", text):
+            return (
+                "1. Yes.\n2. Reason: derails." if int(m.group(1)) == gold.step else "1. No.\n2. Reason: fine."
+            ), None
+        if m := re.search(r"upper half \(from step (\d+) to step (\d+)\)", text):
             return ("upper half" if int(m.group(1)) <= gold.step <= int(m.group(2)) else "lower half"), None
         if "contains the decisive error" in text:
             return f"{mode_line}\nReason: as shown.", None
@@ -76,7 +83,9 @@ def test_protocols_recover_the_gold_from_a_judge_that_knows_it(records, tmp_path
     assert summary.failed == 0 and summary.predicted == len(records)
     predictions, _ = load_predictions(tmp_path / "run" / "predictions.jsonl")
     report = score(records, predictions)["overall"]
-    assert report["step_exact"]["value"] == 100.0 and report["joint"]["value"] == 100.0, [p.problems for p in predictions]
+    assert report["step_exact"]["value"] == 100.0 and report["joint"]["value"] == 100.0, [
+        p.problems for p in predictions
+    ]
     if menu:
         assert report["mode_macro_f1"]["value"] == 100.0
     calls = {p.record_id: p.calls for p in predictions}

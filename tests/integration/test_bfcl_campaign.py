@@ -35,7 +35,9 @@ def test_conformance_on_a_base_and_a_miss_func_task():
 def test_oracle_seeds_of_each_category_pass_the_checker_and_replay_identically():
     for task in ("multi_turn_base_3", "multi_turn_miss_func_5", "multi_turn_miss_param_5", "multi_turn_long_context_3"):
         seed = oracle_seed("bfcl", task)
-        assert seed.outcome is not None and seed.outcome.success and seed.outcome.evaluator == "bfcl.multi_turn_checker", seed.outcome
+        assert (
+            seed.outcome is not None and seed.outcome.success and seed.outcome.evaluator == "bfcl.multi_turn_checker"
+        ), seed.outcome
         turns = [s for s in seed.steps if s.kind == "task"]
         assert len(turns) == len(entry_of(task)[1])  # one user step per BFCL turn
         report = replay(seed, raise_on_drift=False)
@@ -81,5 +83,9 @@ def test_campaign_keeps_gold_that_the_checker_confirms_failed(tmp_path):
         injected = record.steps[t]
         assert injected.phase == "injected" and injected.tool_calls[0].name == "fund_account"
         assert injected.tool_calls[0].parsed_arguments() == {"amount": 2204.4}
-        assert record.outcome is not None and record.outcome.success is False and record.outcome.evaluator == "bfcl.multi_turn_checker"
+        assert (
+            record.outcome is not None
+            and record.outcome.success is False
+            and record.outcome.evaluator == "bfcl.multi_turn_checker"
+        )
         assert "mismatch" in json.dumps(record.outcome.details)

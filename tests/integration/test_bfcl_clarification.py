@@ -36,9 +36,16 @@ def test_acting_instead_of_asking_is_gold_only_where_the_checker_fails_the_run(t
         assert seed.outcome is not None and seed.outcome.success, seed.outcome
     write_jsonl(tmp_path / "seeds.jsonl", list(seeds.values()))
     with LoopbackModelServer(policy=BfclPolicies(list(TASKS))) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), concurrency=1, guide_kind="rules",
-                                plan={"modes": ["R.1", "A.3"], "steps_per_seed": 1, "modes_per_step": 2})
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1
+        )
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            concurrency=1,
+            guide_kind="rules",
+            plan={"modes": ["R.1", "A.3"], "steps_per_seed": 1, "modes_per_step": 2},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0, summary
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -61,10 +68,16 @@ def test_acting_instead_of_asking_is_gold_only_where_the_checker_fails_the_run(t
             assert call.name == "post_tweet" and call.name not in offered_tools(seed, t)
             assert record.label.expected_decision == "refuse"
         assert record.label.found_decision == "act"
-        assert record.outcome is not None and record.outcome.success is False and record.outcome.evaluator == "bfcl.multi_turn_checker"
+        assert (
+            record.outcome is not None
+            and record.outcome.success is False
+            and record.outcome.evaluator == "bfcl.multi_turn_checker"
+        )
         assert record.outcome.details["error_type"] == "multi_turn:instance_state_mismatch"
         arms = record.provenance["decisiveness"]  # the seed's own step, continued live, still passes the checker
         assert arms["checked"] and arms["original_success_rate"] == 1.0 and arms["injected_success_rate"] == 0.0
     rejected = [json.loads(line) for line in (tmp_path / "out" / "rejected.jsonl").read_text().splitlines()]
     sort_early = [r for r in rejected if r["seed_id"] == seeds["multi_turn_miss_func_0"].id and r["mode"] == "A.3"]
-    assert sort_early and any("judged the branch successful" in reason for reason in sort_early[0]["reasons"]), sort_early
+    assert sort_early and any("judged the branch successful" in reason for reason in sort_early[0]["reasons"]), (
+        sort_early
+    )

@@ -35,7 +35,9 @@ def seeds_file(tmp_path_factory, all_oracle_seeds) -> Path:
 
 
 def _resolved(server: LoopbackModelServer, timeout: float = 30.0) -> ResolvedModels:
-    endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=timeout, max_attempts=6)
+    endpoint = ModelEndpoint(
+        base_url=server.base_url, model="loopback", api_key_env=None, timeout=timeout, max_attempts=6
+    )
     return ResolvedModels(agent=endpoint, guide=endpoint)
 
 
@@ -55,9 +57,16 @@ def _attempt_ids(records: dict[str, list[dict]]) -> list[str]:
 
 def test_campaign_file_resolves_paths_and_reports_bad_fields(tmp_path, seeds_file):
     good = tmp_path / "c.toml"
-    good.write_text(f'seeds = ["{seeds_file}"]\noutput = "out"\nconcurrency = 4\n[plan]\nmodes = ["r.3", "A.5"]\nsteps_per_seed = 1\n[filters.decisiveness]\nenabled = true\nk = 2\n')
+    good.write_text(
+        f'seeds = ["{seeds_file}"]\noutput = "out"\nconcurrency = 4\n[plan]\nmodes = ["r.3", "A.5"]\nsteps_per_seed ='
+        " 1\n[filters.decisiveness]\nenabled = true\nk = 2\n"
+    )
     config = load_campaign(good)
-    assert config.output == str(tmp_path / "out") and config.plan.modes == ["R.3", "A.5"] and config.filters.decisiveness.original_k == 2 == config.filters.decisiveness.injected_k
+    assert (
+        config.output == str(tmp_path / "out")
+        and config.plan.modes == ["R.3", "A.5"]
+        and config.filters.decisiveness.original_k == 2 == config.filters.decisiveness.injected_k
+    )
     assert config.config_hash() == load_campaign(good).config_hash()
     bad = tmp_path / "bad.toml"
     bad.write_text('seeds = ["x"]\noutput = "o"\n[plan]\nsteps_per_seed = 0\n')
@@ -72,12 +81,16 @@ def test_campaign_file_resolves_paths_and_reports_bad_fields(tmp_path, seeds_fil
 def _campaign_toml(path: Path, seeds: Path, server: LoopbackModelServer, **extra: object) -> Path:
     lines = [f'seeds = ["{seeds}"]', 'output = "out"', 'executor = "local"']
     lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
-    lines += ["[agent]", f'base_url = "{server.base_url}"', 'model = "loopback"', "api_key_env = \"NO_KEY_NEEDED\"", "timeout = 5.0"]
+    lines += [
+        "[agent]",
+        f'base_url = "{server.base_url}"',
+        'model = "loopback"',
+        'api_key_env = "NO_KEY_NEEDED"',
+        "timeout = 5.0",
+    ]
     lines += ["[plan]", "steps_per_seed = 2", "modes_per_step = 2"]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
 
 
 @pytest.mark.slow
@@ -90,11 +103,20 @@ def test_sigkill_at_five_ledger_states_loses_and_duplicates_nothing(tmp_path, se
         command = [sys.executable, "-m", "failforge", "generate", str(campaign)]
         ledger = tmp_path / "out" / "ledger.sqlite"
         for kill_at in (3, 12, 25, 40, 60):
-            proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             deadline = time.monotonic() + 600
             while finished_attempts(ledger) < kill_at:
                 if proc.poll() is not None:
-                    pytest.fail(f"the campaign ended before {kill_at} attempts were finished: {proc.stderr.read()[-800:]!r}")
+                    pytest.fail(
+                        f"the campaign ended before {kill_at} attempts were finished: {proc.stderr.read()[-800:]!r}"
+                    )
                 assert time.monotonic() < deadline, f"no progress to {kill_at} finished attempts in 600 s"
                 time.sleep(0.05)
             os.killpg(proc.pid, signal.SIGKILL)
@@ -112,7 +134,9 @@ def test_sigkill_at_five_ledger_states_loses_and_duplicates_nothing(tmp_path, se
     assert manifest["result"]["this_run"]["skipped"] >= 60  # the last run resumed work done before the kills
     assert totals["unfinished"] == 0 and totals["kept"] + totals["rejected"] + totals["failed"] == planned
     assert totals["kept"] == len(records["gold.jsonl"]) and totals["rejected"] == len(records["rejected.jsonl"])
-    assert not [r for r in records["failed.jsonl"] if r.get("error_kind") == "interrupted"]  # five kills never give an attempt up
+    assert not [
+        r for r in records["failed.jsonl"] if r.get("error_kind") == "interrupted"
+    ]  # five kills never give an attempt up
 
 
 @pytest.mark.slow
@@ -120,7 +144,11 @@ def test_fault_server_30pct_errors_5pct_hangs_every_attempt_accounted_for(tmp_pa
     faults = FaultPlan(error_rate=0.30, hang_rate=0.05, hang_seconds=20.0, seed=3)
     with LoopbackModelServer(faults=faults) as server:
         config = CampaignConfig(
-            seeds=[str(seeds_file)], output=str(tmp_path / "out"), concurrency=8, attempt_deadline=30.0, circuit_breaker=0,
+            seeds=[str(seeds_file)],
+            output=str(tmp_path / "out"),
+            concurrency=8,
+            attempt_deadline=30.0,
+            circuit_breaker=0,
             plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 20},
         )
         summary = run_campaign(config, _resolved(server, timeout=2.0))
@@ -144,12 +172,27 @@ def test_process_and_ray_executors_produce_the_same_results_as_local(tmp_path, s
     results = {}
     with LoopbackModelServer() as server:
         for executor in ("local", other):
-            config = CampaignConfig(seeds=[str(seeds_file)], output=str(tmp_path / executor), executor=executor, concurrency=2, plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 6})
+            config = CampaignConfig(
+                seeds=[str(seeds_file)],
+                output=str(tmp_path / executor),
+                executor=executor,
+                concurrency=2,
+                plan={"steps_per_seed": 1, "modes_per_step": 2, "max_seeds": 6},
+            )
             run_campaign(config, _resolved(server))
             records = _records(tmp_path / executor)
             results[executor] = {
-                (r.get("attempt_id") or r["provenance"]["attempt_id"], name, json.dumps([s["content"] for s in (r.get("trajectory") or r)["steps"]]) if (r.get("trajectory") or r.get("steps")) else "")
-                for name, rows in records.items() for r in rows
+                (
+                    r.get("attempt_id") or r["provenance"]["attempt_id"],
+                    name,
+                    (
+                        json.dumps([s["content"] for s in (r.get("trajectory") or r)["steps"]])
+                        if (r.get("trajectory") or r.get("steps"))
+                        else ""
+                    ),
+                )
+                for name, rows in records.items()
+                for r in rows
             }
     assert results["local"] and results["local"] == results[other]
 
@@ -159,7 +202,8 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
     write_jsonl(seeds, [banking_seed])
     with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as server:
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            seeds=[str(seeds)],
+            output=str(tmp_path / "out"),
             plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
             filters={"decisiveness": {"k": 2}},
         )
@@ -168,14 +212,28 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
     assert summary.kept == 1 and len(gold) == 1
     rates = gold[0].provenance["decisiveness"]
     assert rates["checked"] is True and rates["original_success_rate"] == 1.0 and rates["injected_success_rate"] == 0.0
-    assert rates["original"]["k"] == 2 and rates["original"]["successes"] == 2 and rates["injected"] == {
-        "k": 2, "successes": 0, "success_rate": 0.0, "temperature": None, "first_is_candidate": True}
+    assert (
+        rates["original"]["k"] == 2
+        and rates["original"]["successes"] == 2
+        and rates["injected"]
+        == {
+            "k": 2,
+            "successes": 0,
+            "success_rate": 0.0,
+            "temperature": None,
+            "first_is_candidate": True,
+        }
+    )
     assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
     # A.5 is a control error; the impact follows from a state-changing call at or after the decisive step (stored on write)
     label = gold[0].label
-    assert label.error_source == "control" and label.impact == ("partially irreversible" if writes_after(gold[0], label.decisive_step) else "cost-recoverable")
+    assert label.error_source == "control" and label.impact == (
+        "partially irreversible" if writes_after(gold[0], label.decisive_step) else "cost-recoverable"
+    )
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "k=2 time(s) per (seed, step)" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
+    assert (
+        "k=2 time(s) per (seed, step)" in card and "mean success 1.00 from a_t vs 0.00 from the injected step" in card
+    )
 
 
 def _counting(policy):
@@ -203,8 +261,12 @@ def test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused
     policy, calls = _counting(oracle_replay_policy(banking_seed))
     out = tmp_path / "out"
     with LoopbackModelServer(policy=policy) as server:
-        config = CampaignConfig(seeds=[str(seeds)], output=str(out), guide_kind="rules",
-                                plan={"steps_per_seed": 1, "modes_per_step": 1, "samples": 2, "modes": ["A.5"]})
+        config = CampaignConfig(
+            seeds=[str(seeds)],
+            output=str(out),
+            guide_kind="rules",
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "samples": 2, "modes": ["A.5"]},
+        )
         assert config.filters.decisiveness.enabled and config.filters.decisiveness.original_k == 1
         summary = run_campaign(config, _resolved(server))
         arms = [json.loads(line) for line in (out / "arms.jsonl").read_text().splitlines()]
@@ -215,7 +277,11 @@ def test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused
         assert len(decided) == 2
         for r in decided:
             dec = r["provenance"]["decisiveness"]
-            assert dec["checked"] is True and dec["original"]["key"] == arms[0]["key"] and dec["original"]["successes"] == 1
+            assert (
+                dec["checked"] is True
+                and dec["original"]["key"] == arms[0]["key"]
+                and dec["original"]["successes"] == 1
+            )
         # The same campaign again, its records gone but arms.jsonl kept: the arm is reused, not re-run.
         for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl", "ledger.sqlite"):
             (out / name).unlink(missing_ok=True)
@@ -227,13 +293,18 @@ def test_decisiveness_is_on_by_default_and_its_original_arm_is_shared_and_reused
         assert calls["steered"] - before["steered"] == 2
 
 
-def test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_without_running_them(tmp_path, banking_seed):
+def test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_without_running_them(
+    tmp_path, banking_seed
+):
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
-    policy, calls = _counting(lambda body: ("I could not do it.", None))  # the continuing agent never completes the task
+    policy, calls = _counting(
+        lambda body: ("I could not do it.", None)
+    )  # the continuing agent never completes the task
     with LoopbackModelServer(policy=policy) as server:
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            seeds=[str(seeds)],
+            output=str(tmp_path / "out"),
             plan={"steps_per_seed": 1, "modes_per_step": 1, "samples": 2, "modes": ["A.5"]},
         )
         summary = run_campaign(config, _resolved(server))
@@ -242,7 +313,9 @@ def test_decisiveness_rejects_every_attempt_at_a_point_whose_original_arm_fails_
     assert calls["guide"] == 0 and calls["steered"] == 0 and calls["other"] >= 1  # the arm alone ran
     assert len(summary.non_decisive) == 1 and "does not decide the outcome" in summary.non_decisive[0]
     for r in records["rejected.jsonl"]:
-        assert r["stage"] == "decisiveness" and r["reasons"][0].startswith("decisiveness: original arm: the seed's own step")
+        assert r["stage"] == "decisiveness" and r["reasons"][0].startswith(
+            "decisiveness: original arm: the seed's own step"
+        )
         assert "succeeded 0 of 1 time(s)" in r["reasons"][0] and r["trajectory"] is None
     card = (tmp_path / "out" / "README.md").read_text()
     assert "2 attempt(s) at 1 point(s) were rejected without a run" in card
@@ -253,8 +326,10 @@ def test_decisiveness_off_only_explicitly_and_then_every_record_says_not_checked
     write_jsonl(seeds, [banking_seed])
     with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as server:
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(tmp_path / "out"),
-            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]}, filters={"decisiveness": {"enabled": False}},
+            seeds=[str(seeds)],
+            output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
+            filters={"decisiveness": {"enabled": False}},
         )
         summary = run_campaign(config, _resolved(server))
     records = _records(tmp_path / "out")
@@ -279,7 +354,13 @@ def _recovering_policy(seed):
             call = responses[n]["tool_calls"][0]["function"]
             args = json.loads(call["arguments"])
             key = "n" if "n" in args else "amount"
-            return None, [{"id": "call_wrong", "type": "function", "function": {"name": call["name"], "arguments": json.dumps({**args, key: 1})}}]
+            return None, [
+                {
+                    "id": "call_wrong",
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps({**args, key: 1})},
+                }
+            ]
         if body.get("temperature") == 0.7:  # a decisiveness arm: the sampled agent gets it right
             message = responses[min(n, len(responses) - 1)]
             return message.get("content"), message.get("tool_calls")
@@ -296,7 +377,8 @@ def test_decisiveness_rejects_an_injection_the_agent_recovers_from(tmp_path, ban
     write_jsonl(seeds, [banking_seed])
     with LoopbackModelServer(policy=_recovering_policy(banking_seed)) as server:
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(tmp_path / "out"),
+            seeds=[str(seeds)],
+            output=str(tmp_path / "out"),
             plan={"steps_per_seed": 2, "modes_per_step": 1, "modes": ["A.2"]},
             filters={"decisiveness": {"k": 2, "temperature": 0.7}},
         )
@@ -305,10 +387,17 @@ def test_decisiveness_rejects_an_injection_the_agent_recovers_from(tmp_path, ban
     assert summary.planned == 2 and summary.kept == 1 and summary.rejected == 1
     # At t=1 a wrong query is recovered from by the next (sampled) step: not decisive, rejected.
     (rejected,) = records["rejected.jsonl"]
-    assert rejected["step"] == 1 and rejected["reasons"] == ["decisiveness: original arm succeeded 2/2, injected arm 2/2 at T=0.7"]
+    assert rejected["step"] == 1 and rejected["reasons"] == [
+        "decisiveness: original arm succeeded 2/2, injected arm 2/2 at T=0.7"
+    ]
     # At t=3 the payment itself is wrong (1.0 paid): the sampled agent carries on and the task fails.
     (gold,) = records["gold.jsonl"]
     assert gold["label"]["decisive_step"] == 3
     dec = gold["provenance"]["decisiveness"]
     assert dec["original_success_rate"] == 1.0 and dec["injected_success_rate"] == 0.0
-    assert dec["original"]["k"] == 2 and dec["original"]["temperature"] == 0.7 and dec["injected"]["k"] == 2 and not dec["injected"]["first_is_candidate"]
+    assert (
+        dec["original"]["k"] == 2
+        and dec["original"]["temperature"] == 0.7
+        and dec["injected"]["k"] == 2
+        and not dec["injected"]["first_is_candidate"]
+    )

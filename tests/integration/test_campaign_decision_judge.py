@@ -29,11 +29,21 @@ def _run(tmp_path, banking_seed, judge_url: str):  # type: ignore[no-untyped-def
     seeds = tmp_path / "one.jsonl"
     write_jsonl(seeds, [banking_seed])
     with LoopbackModelServer(policy=oracle_replay_policy(banking_seed)) as agent:
-        endpoint = ModelEndpoint(base_url=agent.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=6)
+        endpoint = ModelEndpoint(
+            base_url=agent.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=6
+        )
         config = CampaignConfig(
-            seeds=[str(seeds)], output=str(tmp_path / "out"), plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
+            seeds=[str(seeds)],
+            output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["A.5"]},
             filters={"decisiveness": {"k": 1}},
-            decision_judge={"base_url": judge_url, "model": "judge-m", "api_key_env": None, "timeout": 5.0, "max_attempts": 1},
+            decision_judge={
+                "base_url": judge_url,
+                "model": "judge-m",
+                "api_key_env": None,
+                "timeout": 5.0,
+                "max_attempts": 1,
+            },
         )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     gold, errors = load_jsonl(tmp_path / "out" / "gold.jsonl")

@@ -21,12 +21,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bundled_gold_and_seeds_with_the_loopback_auditor(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONHASHSEED="0")
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare_auditor_decisions.py"), "--json", str(tmp_path / "r.json")],
-                            env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "compare_auditor_decisions.py"), "--json", str(tmp_path / "r.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     gold, seeds = report["gold"], report["seeds"]
-    assert (gold["records"], gold["steps"], gold["both_decided"], gold["agreement"], gold["kappa"]) == (12, 14, 14, 1.0, 1.0)
+    assert (gold["records"], gold["steps"], gold["both_decided"], gold["agreement"], gold["kappa"]) == (
+        12,
+        14,
+        14,
+        1.0,
+        1.0,
+    )
     assert gold["confusion"] == {"act": {"act": 2}, "stop": {"stop": 12}}
     assert (seeds["records"], seeds["steps"], seeds["both_decided"], seeds["rules_undecided"]) == (18, 110, 47, 63)
-    assert seeds["auditor_on_undecided"] == {"act": 63} and seeds["confusion"] == {"act": {"act": 29}, "stop": {"stop": 18}}
+    assert seeds["auditor_on_undecided"] == {"act": 63} and seeds["confusion"] == {
+        "act": {"act": 29},
+        "stop": {"stop": 18},
+    }

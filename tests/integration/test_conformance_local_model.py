@@ -34,9 +34,16 @@ def test_rule_guided_attempt_keeps_only_conformant_records(local_model, banking_
     models = _models(local_model)
     # What is tested is the rule guide and conformance at these steps; whether the 135M model would finish the
     # task from the seed's own step (the decisiveness check, tested in test_campaign.py) is not: it is off here.
-    config = CampaignConfig(seeds=[str(tmp_path / "s.jsonl")], output=str(tmp_path), guide_kind="auto", filters={"decisiveness": {"enabled": False}})
+    config = CampaignConfig(
+        seeds=[str(tmp_path / "s.jsonl")],
+        output=str(tmp_path),
+        guide_kind="auto",
+        filters={"decisiveness": {"enabled": False}},
+    )
     try:
-        result = run_job(banking_seed, AttemptSpec(seed_id=banking_seed.id, step=t, mode=mode), models, config, {"config_hash": "h"})
+        result = run_job(
+            banking_seed, AttemptSpec(seed_id=banking_seed.id, step=t, mode=mode), models, config, {"config_hash": "h"}
+        )
     finally:
         models.close()
     assert result.status in ("gold", "rejected"), result.record
@@ -59,11 +66,33 @@ def test_rule_guided_attempt_keeps_only_conformant_records(local_model, banking_
 
 def test_local_model_judges_a_semantic_candidate_and_the_verdict_replays(local_model, banking_seed):
     t = 3
-    step = Step(index=t, kind="agent", agent="agent", role="assistant", phase="injected",
-                tool_calls=[ToolCall(id="x", name="send_money", arguments=json.dumps({"recipient": "GB29NWBK60161331926819", "amount": 12.0, "subject": "Refund", "date": "2022-04-01"}))])
+    step = Step(
+        index=t,
+        kind="agent",
+        agent="agent",
+        role="assistant",
+        phase="injected",
+        tool_calls=[
+            ToolCall(
+                id="x",
+                name="send_money",
+                arguments=json.dumps(
+                    {"recipient": "GB29NWBK60161331926819", "amount": 12.0, "subject": "Refund", "date": "2022-04-01"}
+                ),
+            )
+        ],
+    )
     upstream = HttpUpstream(local_model.base_url, api_key_env=None, model=LOCAL_MODEL_NAME)
     try:
-        verdict = assess(banking_seed, step, t, get_mode("R.4"), judge=upstream, judge_model=LOCAL_MODEL_NAME, record_id="local-judge")
+        verdict = assess(
+            banking_seed,
+            step,
+            t,
+            get_mode("R.4"),
+            judge=upstream,
+            judge_model=LOCAL_MODEL_NAME,
+            record_id="local-judge",
+        )
     finally:
         upstream.close()
     assert verdict.judge is not None and verdict.judge.call["response"]["choices"]

@@ -28,8 +28,12 @@ def test_code_mode_gold_and_the_tell_filter(annotate_every: int, tmp_path: Path)
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(policy=code_agent_policy([seed], annotate_every=annotate_every)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), guide_kind="auto",
-                                plan={"steps_per_seed": 5, "modes_per_step": 2, "modes": ["R.3", "A.4"]})
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            guide_kind="auto",
+            plan={"steps_per_seed": 5, "modes_per_step": 2, "modes": ["R.3", "A.4"]},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl") if (tmp_path / "out" / "gold.jsonl").exists() else ([], [])

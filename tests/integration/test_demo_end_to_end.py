@@ -21,7 +21,9 @@ DEFAULT_FILTERS = CampaignConfig(seeds=["-"], output="-").filters.enabled
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "failforge", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=1200
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,10 @@ def test_demo_writes_gold_rejected_and_manifest(demo_output, bundled_seeds):
     failed_path = demo_output / "failed.jsonl"
     failed = failed_path.read_text().splitlines() if failed_path.exists() else []
     totals = manifest["result"]["totals"]
-    assert totals["kept"] + totals["rejected"] + totals["failed"] == manifest["planned_attempts"] and totals["unfinished"] == 0
+    assert (
+        totals["kept"] + totals["rejected"] + totals["failed"] == manifest["planned_attempts"]
+        and totals["unfinished"] == 0
+    )
     assert len(gold) + len(rejected) + len(failed) == manifest["planned_attempts"]
 
 
@@ -68,9 +73,15 @@ def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output):
         assert label.original_step == seed.steps[t]
         assert record.outcome.success is False and label.evaluator_output == record.outcome
         # the default filters, then the decisiveness check (on by default): the seed's own step continued live succeeded
-        assert [v.name for v in label.filter_verdicts] == [*DEFAULT_FILTERS, "decisiveness"] and all(v.passed for v in label.filter_verdicts)
+        assert [v.name for v in label.filter_verdicts] == [*DEFAULT_FILTERS, "decisiveness"] and all(
+            v.passed for v in label.filter_verdicts
+        )
         decisiveness = record.provenance["decisiveness"]
-        assert decisiveness["checked"] is True and decisiveness["original"]["successes"] >= 1 and decisiveness["injected"]["successes"] == 0
+        assert (
+            decisiveness["checked"] is True
+            and decisiveness["original"]["successes"] >= 1
+            and decisiveness["injected"]["successes"] == 0
+        )
         conformance = record.provenance["conformance"]
         assert conformance["mode"] == label.mode_code and conformance["exhibited"] is True  # the step shows its mode
         assert label.steering_note in json.dumps(label.agent_request)
@@ -80,7 +91,17 @@ def test_every_gold_record_is_exact_before_t_and_labelled_at_t(demo_output):
 
 def test_export_whowhen_pro_and_import_it_back(demo_output, tmp_path):
     target = tmp_path / "wwp"
-    result = _cli("export", str(demo_output / "gold.jsonl"), "--format", "whowhen-pro", "--codes", "failforge", "-o", str(target), cwd=tmp_path)
+    result = _cli(
+        "export",
+        str(demo_output / "gold.jsonl"),
+        "--format",
+        "whowhen-pro",
+        "--codes",
+        "failforge",
+        "-o",
+        str(target),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     back = _cli("import", str(target), "--format", "whowhen-pro", "-o", str(tmp_path / "back.jsonl"), cwd=tmp_path)
     assert back.returncode == 0, back.stderr
@@ -97,4 +118,7 @@ def test_demo_resumes_without_redoing_work(demo_output, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert {name: (demo_output / name).read_text() for name in before} == before
     manifest = json.loads((demo_output / "manifest.json").read_text())
-    assert manifest["result"]["this_run"]["attempts"] == 0 and manifest["result"]["this_run"]["skipped"] == manifest["planned_attempts"]
+    assert (
+        manifest["result"]["this_run"]["attempts"] == 0
+        and manifest["result"]["this_run"]["skipped"] == manifest["planned_attempts"]
+    )

@@ -18,7 +18,12 @@ from export_round_trips import FORMATS, golds_of, round_trip  # noqa: E402
 from failforge.seeds import oracle_seed  # noqa: E402
 
 TASK = "banking/user_task_3"
-ADAPTERS = {"smolagents": "smolagents", "openai-agents": "openai_agents", "langgraph": "langgraph", "autogen": "autogen"}
+ADAPTERS = {
+    "smolagents": "smolagents",
+    "openai-agents": "openai_agents",
+    "langgraph": "langgraph",
+    "autogen": "autogen",
+}
 
 
 @pytest.fixture(scope="module")

@@ -42,8 +42,16 @@ def ag2_roster(suite: str) -> list[AgentProfile]:
     """The manager, the speaker selector, the workers. The manager's instructions are group-chat text
     (``<worker>: <instruction>``), so its handoffs are text handoffs, one per worker, not tools."""
     base = roster_for(suite)
-    lead = base[0].model_copy(update={"handoffs": [Handoff(addressed=f"^{re.escape(w.name)}:", to=w.name) for w in base[1:]]})
-    selector = AgentProfile(name=SELECTOR, role="selector", description="the group chat's speaker selection", reports_to=lead.name, opens_rounds=False)
+    lead = base[0].model_copy(
+        update={"handoffs": [Handoff(addressed=f"^{re.escape(w.name)}:", to=w.name) for w in base[1:]]}
+    )
+    selector = AgentProfile(
+        name=SELECTOR,
+        role="selector",
+        description="the group chat's speaker selection",
+        reports_to=lead.name,
+        opens_rounds=False,
+    )
     return [lead, selector, *base[1:]]
 
 
@@ -95,7 +103,12 @@ def server():
 
 @pytest.fixture(scope="module")
 def seeds(server):
-    return [record_seed(external_team(venv_python("ag2"), SCRIPT, FRAMEWORK, ROSTERS[task], timeout=180), task, server.base_url) for task in TASKS]
+    return [
+        record_seed(
+            external_team(venv_python("ag2"), SCRIPT, FRAMEWORK, ROSTERS[task], timeout=180), task, server.base_url
+        )
+        for task in TASKS
+    ]
 
 
 def test_seeds_on_five_tasks_label_the_speaker_selection_and_audit_identical(seeds):
@@ -111,7 +124,9 @@ def test_seeds_on_five_tasks_label_the_speaker_selection_and_audit_identical(see
             assert following.agent == step.content.strip(), (seed.id, step.index)
         tools = [s for s in seed.steps if s.kind == "tool"]
         assert tools and all(s.state_fingerprint and s.tool_call_id and s.recipient.endswith("_worker") for s in tools)
-        assert all(r.get("parallel_tool_calls") is False for r in (s.model_call.request for s in steps) if r.get("tools"))
+        assert all(
+            r.get("parallel_tool_calls") is False for r in (s.model_call.request for s in steps) if r.get("tools")
+        )
     report = audit(seeds)
     (env,) = report.environments
     assert env.identical == env.seeds == env.evaluator_success_on_replay == len(TASKS), report.seeds
@@ -125,7 +140,9 @@ def test_the_managers_instructions_are_addressed_to_the_worker_they_name(seeds):
         named = [(s, m.group(1)) for s in said if (m := _ADDRESSED.match(s.content or ""))]
         assert named and all(s.recipient == worker for s, worker in named), seed.id
         assert said[-1].recipient == "user" and DONE in (said[-1].content or "")
-        assert all(s.recipient == s.agent for s in seed.agent_steps() if s.agent == SELECTOR)  # a speaker choice stays with the selector
+        assert all(
+            s.recipient == s.agent for s in seed.agent_steps() if s.agent == SELECTOR
+        )  # a speaker choice stays with the selector
 
 
 @pytest.fixture(scope="module")
@@ -151,10 +168,13 @@ def test_gold_at_the_managers_instruction_and_at_a_workers_tool_call(gold, seeds
             addressed = _ADDRESSED.match(step.content or "")
             assert addressed and step.recipient == addressed.group(1) and not step.tool_calls
             assert step.content != seed.steps[t].content
-            following = next(s for s in record.steps[t + 1:] if s.kind == "agent" and s.agent != SELECTOR)
+            following = next(s for s in record.steps[t + 1 :] if s.kind == "agent" and s.agent != SELECTOR)
             assert following.agent == step.recipient  # the worker it addressed acted on it
         else:
-            assert record.steps[t].tool_calls and record.steps[t].tool_calls[0].arguments != seed.steps[t].tool_calls[0].arguments
+            assert (
+                record.steps[t].tool_calls
+                and record.steps[t].tool_calls[0].arguments != seed.steps[t].tool_calls[0].arguments
+            )
 
 
 def test_gold_exported_as_a_who_and_when_log_reads_back_with_the_same_agent_and_step(tmp_path, gold):

@@ -8,6 +8,7 @@ AgentDojo tasks; they are ordinary seeds: they replay identically, a campaign ke
 step and at the leader's step, a changed system prompt is a PromptDrift naming the seed, the step, the
 agent and the nearest recorded requests, and a changed tool result is AgentDojo's state drift at that step.
 """
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -21,7 +22,15 @@ require("agentdojo")
 require("venv_agno")
 
 from external_agno_policy import DELEGATE, AgnoTeamPolicy, agno_roster  # noqa: E402
-from external_teams import TASKS, LoopbackTeams, external_team, record_seed, venv_python, with_command_env, with_tool_result  # noqa: E402
+from external_teams import (
+    TASKS,
+    LoopbackTeams,
+    external_team,
+    record_seed,
+    venv_python,
+    with_command_env,
+    with_tool_result,
+)  # noqa: E402
 from framework_adapters import campaign  # noqa: E402
 
 from failforge.errors import EnvStateDrift, PromptDrift  # noqa: E402
@@ -43,25 +52,42 @@ def server():
 
 @pytest.fixture(scope="module")
 def seeds(server):
-    return [record_seed(external_team(venv_python("agno"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url) for task in TASKS]
+    return [
+        record_seed(external_team(venv_python("agno"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url)
+        for task in TASKS
+    ]
 
 
 def test_seeds_on_five_tasks_are_ordinary_seeds_that_audit_identical(seeds):
     for seed, task in zip(seeds, TASKS, strict=True):
         assert seed.outcome.success, (task, seed.outcome)
-        assert seed.harness.name == "external" and seed.harness.config["framework"] == FRAMEWORK and seed.harness.config["framework_version"]
+        assert (
+            seed.harness.name == "external"
+            and seed.harness.config["framework"] == FRAMEWORK
+            and seed.harness.config["framework_version"]
+        )
         assert seed.id.startswith("seed-external.agno-")
         agents = {s.agent for s in seed.agent_steps()}
         assert "manager" in agents and any(a.endswith("_worker") for a in agents), agents
         tools = [s for s in seed.steps if s.kind == "tool"]
-        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), "tool steps come through the tool boundary, matched to the model's call"
+        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), (
+            "tool steps come through the tool boundary, matched to the model's call"
+        )
         delegations = [(s, c) for s in seed.agent_steps() if s.agent == "manager" for c in s.tool_calls]
-        assert delegations and all(c.name == DELEGATE and s.recipient == json.loads(c.arguments)["member_id"] for s, c in delegations), \
-            "the leader delegates with agno's own tool, one member per call, and failforge reads the member from its argument"
+        assert delegations and all(
+            c.name == DELEGATE and s.recipient == json.loads(c.arguments)["member_id"] for s, c in delegations
+        ), (
+            "the leader delegates with agno's own tool, one member per call, and failforge reads the member from its"
+            " argument"
+        )
         assert all(len(s.tool_calls) <= 1 for s in seed.agent_steps()), "one delegation, one tool call at a time"
         for step in seed.agent_steps():  # every agent sends its own model calls, seeing only its own tools
             offered = {t["function"]["name"] for t in step.model_call.request.get("tools") or []}
-            assert offered == ({DELEGATE} if step.agent == "manager" else set(next(p.tools for p in ROSTERS[task] if p.name == step.agent))), (step.agent, offered)
+            assert offered == (
+                {DELEGATE}
+                if step.agent == "manager"
+                else set(next(p.tools for p in ROSTERS[task] if p.name == step.agent))
+            ), (step.agent, offered)
     report = audit(seeds)
     (env,) = report.environments
     assert env.environment == "agentdojo" and env.identical == env.seeds == len(TASKS), report.seeds

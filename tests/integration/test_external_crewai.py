@@ -10,6 +10,7 @@ campaign keeps gold at a worker's step and at the manager's step, a changed syst
 PromptDrift naming the seed, the step, the agent and the nearest recorded requests, and a changed tool
 result is AgentDojo's state drift at that step.
 """
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -23,7 +24,15 @@ require("agentdojo")
 require("venv_crewai")
 
 from external_crewai_policy import DELEGATE, CrewAIHierarchicalPolicy, crewai_roster  # noqa: E402
-from external_teams import TASKS, LoopbackTeams, external_team, record_seed, venv_python, with_command_env, with_tool_result  # noqa: E402
+from external_teams import (
+    TASKS,
+    LoopbackTeams,
+    external_team,
+    record_seed,
+    venv_python,
+    with_command_env,
+    with_tool_result,
+)  # noqa: E402
 from framework_adapters import campaign  # noqa: E402
 
 from failforge.errors import EnvStateDrift, PromptDrift  # noqa: E402
@@ -45,7 +54,10 @@ def server():
 
 @pytest.fixture(scope="module")
 def seeds(server):
-    return [record_seed(external_team(venv_python("crewai"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url) for task in TASKS]
+    return [
+        record_seed(external_team(venv_python("crewai"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url)
+        for task in TASKS
+    ]
 
 
 def test_seeds_on_five_tasks_are_ordinary_seeds_that_audit_identical(seeds):
@@ -57,14 +69,20 @@ def test_seeds_on_five_tasks_are_ordinary_seeds_that_audit_identical(seeds):
         agents = {s.agent for s in seed.agent_steps()}
         assert "manager" in agents and any(a.endswith("_worker") for a in agents), agents
         tools = [s for s in seed.steps if s.kind == "tool"]
-        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), "tool steps come through the tool boundary, matched to the model's call"
+        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), (
+            "tool steps come through the tool boundary, matched to the model's call"
+        )
         assert all(not str(s.content).startswith("Error") for s in tools), [s.content for s in tools]
         delegations = [s for s in seed.agent_steps() if s.agent == "manager" and s.tool_calls]
         assert delegations and all(s.tool_calls[0].name == DELEGATE for s in delegations)
         # the recipient is the worker the delegation's ``coworker`` argument names, and that worker acts next
         for step in delegations:
             worker = json.loads(step.tool_calls[0].arguments)["coworker"]
-            assert step.recipient == worker and seed.steps[step.index + 1].agent == worker, (step.index, step.recipient, worker)
+            assert step.recipient == worker and seed.steps[step.index + 1].agent == worker, (
+                step.index,
+                step.recipient,
+                worker,
+            )
         # each worker report reaches the manager as the result of its delegation
         reports = [s for s in seed.agent_steps() if s.agent.endswith("_worker") and not s.tool_calls]
         assert len(reports) == len(delegations) and all(s.recipient == "manager" for s in reports)

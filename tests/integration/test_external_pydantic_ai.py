@@ -49,18 +49,27 @@ def server():
 
 @pytest.fixture(scope="module")
 def seeds(server):
-    return [record_seed(external_team(venv_python("pydantic-ai"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url) for task in TASKS]
+    return [
+        record_seed(external_team(venv_python("pydantic-ai"), SCRIPT, FRAMEWORK, ROSTERS[task]), task, server.base_url)
+        for task in TASKS
+    ]
 
 
 def test_seeds_on_five_tasks_are_ordinary_seeds_that_audit_identical(seeds):
     for seed, task in zip(seeds, TASKS, strict=True):
         assert seed.outcome.success, (task, seed.outcome)
-        assert seed.harness.name == "external" and seed.harness.config["framework"] == FRAMEWORK and seed.harness.config["framework_version"]
+        assert (
+            seed.harness.name == "external"
+            and seed.harness.config["framework"] == FRAMEWORK
+            and seed.harness.config["framework_version"]
+        )
         assert seed.id.startswith("seed-external.pydantic-ai-slim-")
         agents = {s.agent for s in seed.agent_steps()}
         assert "manager" in agents and any(a.endswith("_worker") for a in agents), agents
         tools = [s for s in seed.steps if s.kind == "tool"]
-        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), "tool steps come through the tool boundary, matched to the model's call"
+        assert tools and all(s.state_fingerprint and s.tool_call_id for s in tools), (
+            "tool steps come through the tool boundary, matched to the model's call"
+        )
         assert [s.recipient for s in seed.agent_steps() if s.agent == "manager" and s.tool_calls][0].endswith("_worker")
     report = audit(seeds)
     (env,) = report.environments

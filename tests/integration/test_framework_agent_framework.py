@@ -8,6 +8,7 @@ importers with the same agent and step.
 The model is the adapter's scripted team policy behind a loopback server (a pure function of (agent,
 request)); under a steering note the acting agent slips a figure (in a ledger: in the instruction it
 hands on, the JSON kept valid, so MAF's manager accepts it and the named worker acts on it)."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -21,21 +22,48 @@ from _required import require
 require("agent_framework")
 require("agentdojo")
 
-from framework_adapters import LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of, slip  # noqa: E402
+from framework_adapters import (
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+    slip,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.environments import environment  # noqa: E402
 from failforge.fidelity import audit  # noqa: E402
 from failforge.harnesses.agent_framework_team import NAME  # noqa: E402
-from failforge.harnesses.magentic_one_team import FINAL_ANSWER, PLAN, PROGRESS_LEDGER, TASK_LEDGER, dump_ledger, prompt_kind  # noqa: E402
+from failforge.harnesses.magentic_one_team import (
+    FINAL_ANSWER,
+    PLAN,
+    PROGRESS_LEDGER,
+    TASK_LEDGER,
+    dump_ledger,
+    prompt_kind,
+)  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.plugins import exporters, importers  # noqa: E402
 from failforge.seeds import env_spec, harness_for  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 
-TASKS = ("banking/user_task_3", "banking/user_task_1", "slack/user_task_0", "slack/user_task_2", "workspace/user_task_0")
-LEDGER_KEYS = {"is_request_satisfied", "is_in_loop", "is_progress_being_made", "next_speaker", "instruction_or_question"}
+TASKS = (
+    "banking/user_task_3",
+    "banking/user_task_1",
+    "slack/user_task_0",
+    "slack/user_task_2",
+    "workspace/user_task_0",
+)
+LEDGER_KEYS = {
+    "is_request_satisfied",
+    "is_in_loop",
+    "is_progress_being_made",
+    "next_speaker",
+    "instruction_or_question",
+}
 LEAD = "orchestrator"
 
 
@@ -93,11 +121,19 @@ def ledger_of(step: Any) -> dict[str, Any]:
 
 def test_every_manager_call_is_labelled_and_the_ledgers_address_the_speaker_they_name(seeds):
     for task, seed in zip(TASKS, seeds, strict=True):
-        assert seed.outcome is not None and seed.outcome.success and not seed.oracle and seed.harness.name == NAME, seed.id
+        assert seed.outcome is not None and seed.outcome.success and not seed.oracle and seed.harness.name == NAME, (
+            seed.id
+        )
         manager = [s for s in seed.agent_steps() if s.agent == LEAD]
         purposes = [s.model_call.purpose for s in manager]
-        assert purposes[:2] == [TASK_LEDGER, PLAN] and purposes[-1] == FINAL_ANSWER and set(purposes[2:-1]) == {PROGRESS_LEDGER}, (seed.id, purposes)
-        for step in manager:  # the purpose came from the manager method that ran; the request is the prompt MAF wrote for it
+        assert (
+            purposes[:2] == [TASK_LEDGER, PLAN]
+            and purposes[-1] == FINAL_ANSWER
+            and set(purposes[2:-1]) == {PROGRESS_LEDGER}
+        ), (seed.id, purposes)
+        for (
+            step
+        ) in manager:  # the purpose came from the manager method that ran; the request is the prompt MAF wrote for it
             assert prompt_kind(step.model_call.request["messages"]) == step.model_call.purpose
         for step in (s for s in manager if s.model_call.purpose == PROGRESS_LEDGER):
             data = ledger_of(step)
@@ -106,9 +142,14 @@ def test_every_manager_call_is_labelled_and_the_ledgers_address_the_speaker_they
                 assert step.recipient == LEAD
             else:
                 assert is_worker(named) and step.recipient == named
-                follower = seed.steps[step.index + 1]  # MAF acted on the ledger: the named worker speaks next, on its instruction
+                follower = seed.steps[
+                    step.index + 1
+                ]  # MAF acted on the ledger: the named worker speaks next, on its instruction
                 assert follower.agent == named and follower.model_call.purpose is None
-                assert follower.model_call.request["messages"][-1] == {"role": "user", "content": data["instruction_or_question"]["answer"]}
+                assert follower.model_call.request["messages"][-1] == {
+                    "role": "user",
+                    "content": data["instruction_or_question"]["answer"],
+                }
         assert manager[-1].recipient == "user"
         workers = [s for s in seed.agent_steps() if is_worker(s.agent)]
         assert workers and all(s.model_call.purpose is None for s in workers)
@@ -119,7 +160,9 @@ def test_every_manager_call_is_labelled_and_the_ledgers_address_the_speaker_they
 
 def test_the_five_seeds_audit_identical(seeds):
     report = audit(seeds)
-    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [(len(TASKS), len(TASKS), len(TASKS))], report
+    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [
+        (len(TASKS), len(TASKS), len(TASKS))
+    ], report
 
 
 def test_a_streamed_workflow_streams_the_workers_and_replays_identically(server):
@@ -154,7 +197,10 @@ def test_gold_at_the_managers_progress_ledger_and_at_a_worker(gold, seeds):
         assert step.model_call.purpose == PROGRESS_LEDGER
         data = ledger_of(step)  # the injected ledger is valid JSON MAF parsed: its named worker acted on it
         assert record.steps[step.index + 1].agent == data["next_speaker"]["answer"] == step.recipient
-        assert data["instruction_or_question"]["answer"] != ledger_of(seed.steps[step.index])["instruction_or_question"]["answer"]
+        assert (
+            data["instruction_or_question"]["answer"]
+            != ledger_of(seed.steps[step.index])["instruction_or_question"]["answer"]
+        )
 
 
 def test_gold_exported_as_who_and_when_and_who_and_when_pro_reads_back_with_the_same_agent_and_step(tmp_path, gold):
@@ -167,7 +213,10 @@ def test_gold_exported_as_who_and_when_and_who_and_when_pro_reads_back_with_the_
         assert len(back) == 1 and back[0].gold.agent == agent and back[0].gold.step == t
         exporters.get("whowhen-pro")([record], out / "wwp")
         row = json.loads((out / "wwp" / "data" / "text.jsonl").read_text().splitlines()[0])
-        assert json.loads(row["ground_truth"])["step"] == record.steps[t].coordinate and json.loads(row["extras"])["source"]["framework"] == NAME
+        assert (
+            json.loads(row["ground_truth"])["step"] == record.steps[t].coordinate
+            and json.loads(row["extras"])["source"]["framework"] == NAME
+        )
         pro = [r for r in importers.get("whowhen-pro")(out / "wwp") if hasattr(r, "gold")]
         assert len(pro) == 1 and pro[0].gold.agent == agent
         coordinate = pro[0].steps[pro[0].gold.step].coordinate

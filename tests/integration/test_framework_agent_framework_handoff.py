@@ -29,7 +29,13 @@ from failforge.seeds import env_spec, harness_for  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 
-TASKS = ("banking/user_task_3", "banking/user_task_1", "slack/user_task_0", "slack/user_task_2", "workspace/user_task_0")
+TASKS = (
+    "banking/user_task_3",
+    "banking/user_task_1",
+    "slack/user_task_0",
+    "slack/user_task_2",
+    "workspace/user_task_0",
+)
 LEAD = "orchestrator"
 HANDOFF_MODE = {"orchestration": "handoff"}
 
@@ -46,7 +52,10 @@ class HandoffTeams:
 
     def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         text = json.dumps(body.get("messages") or [])
-        team = next((t for instruction, t in self.teams.items() if json.dumps(instruction)[1:-1] in text), next(iter(self.teams.values())))
+        team = next(
+            (t for instruction, t in self.teams.items() if json.dumps(instruction)[1:-1] in text),
+            next(iter(self.teams.values())),
+        )
         return team(agent, body)
 
 
@@ -63,26 +72,38 @@ def seeds(server) -> list[Trajectory]:
 
 def test_handoff_seeds_on_five_tasks_address_each_handoff_and_audit_identical(seeds):
     for task, seed in zip(TASKS, seeds, strict=True):
-        assert seed.outcome is not None and seed.outcome.success and seed.harness.config["orchestration"] == "handoff", seed.id
+        assert (
+            seed.outcome is not None and seed.outcome.success and seed.harness.config["orchestration"] == "handoff"
+        ), seed.id
         lead = [s for s in seed.agent_steps() if s.agent == LEAD]
         handoffs = [s for s in lead if s.tool_calls]
-        assert handoffs and all(s.tool_calls[0].name == HANDOFF.format(agent=s.recipient) and is_worker(s.recipient) for s in handoffs), seed.id
+        assert handoffs and all(
+            s.tool_calls[0].name == HANDOFF.format(agent=s.recipient) and is_worker(s.recipient) for s in handoffs
+        ), seed.id
         for step in handoffs:  # MAF acted on the handoff: the worker it names speaks next
             assert seed.steps[step.index + 1].agent == step.recipient
         assert not lead[-1].tool_calls and lead[-1].recipient == "user"
-        backs = [s for s in seed.agent_steps() if is_worker(s.agent) and s.tool_calls and s.tool_calls[0].name == HANDOFF.format(agent=LEAD)]
+        backs = [
+            s
+            for s in seed.agent_steps()
+            if is_worker(s.agent) and s.tool_calls and s.tool_calls[0].name == HANDOFF.format(agent=LEAD)
+        ]
         assert len(backs) == len(handoffs) and all(s.recipient == LEAD for s in backs)
         calls, _ = environment("agentdojo").ground_truth(env_spec("agentdojo", task))
         assert [s.tool_name for s in seed.steps if s.kind == "tool"] == [c for c, _ in calls], seed.id
     report = audit(seeds)
-    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [(len(TASKS), len(TASKS), len(TASKS))], report
+    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [
+        (len(TASKS), len(TASKS), len(TASKS))
+    ], report
 
 
 def test_a_streamed_handoff_workflow_streams_every_agent_keeps_the_leads_answer_and_replays_identically(server, seeds):
     streamed = model_seed(NAME, server, TASKS[0], streaming=True, **HANDOFF_MODE)
     assert streamed.outcome is not None and streamed.outcome.success
     assert all(s.model_call.request.get("stream") is True for s in streamed.agent_steps())
-    answer = streamed.outcome.details["final_output"]  # what the run returned, as the evaluator got it: the lead's last turn, from its updates
+    answer = streamed.outcome.details[
+        "final_output"
+    ]  # what the run returned, as the evaluator got it: the lead's last turn, from its updates
     assert answer and answer == seeds[0].outcome.details["final_output"] == streamed.final_output()
     identical, why = replayed_identically(streamed)
     assert identical, why
@@ -104,7 +125,10 @@ def test_gold_at_the_leads_handoff_and_at_a_worker_read_back_with_the_same_agent
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
         assert record.steps[t].phase == "injected" and record.outcome.success is False
         if agent == LEAD:  # the instruction it hands on changed; MAF still handed off to that worker
-            assert record.steps[t].content != seed.steps[t].content and record.steps[t + 1].agent == record.steps[t].recipient
+            assert (
+                record.steps[t].content != seed.steps[t].content
+                and record.steps[t + 1].agent == record.steps[t].recipient
+            )
         out = tmp_path / f"{agent}-{t}"
         exporters.get("whowhen")([record], out)
         back = [r for r in importers.get("whowhen")(out) if hasattr(r, "gold")]

@@ -2,6 +2,7 @@
 through failforge: identity from AutoGen's own message context, the selector's calls labelled by purpose;
 seeds from a loopback team model and from the team oracle, replay identical (streaming included),
 branches at a worker step and at the manager's step, gold under the framework's name."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from _required import require
 require("autogen")
 require("agentdojo")
 
-from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
+from framework_adapters import (
+    TASK,
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.harnesses.autogen_team import SELECTION, SELECTOR, agent_of_handler  # noqa: E402

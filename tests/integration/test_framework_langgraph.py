@@ -2,6 +2,7 @@
 seeds from a loopback team model and from the team oracle, replay identical (with stream_mode="messages",
 which streams every request, too), branches at a worker step (R.3) and at the supervisor's step (C.2, a
 wrong figure handed to the worker), gold under the framework's name."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from _required import require
 require("langgraph")
 require("agentdojo")
 
-from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
+from framework_adapters import (
+    TASK,
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.llm import AsyncAgentTransport  # noqa: E402
@@ -47,7 +56,9 @@ def test_model_seed_succeeds_with_every_agent_and_replays_identically(seed):
 
 def test_streaming_seed_is_streamed_and_replays_identically(server):
     streamed = model_seed(NAME, server, streaming=True)
-    assert streamed.outcome.success and all(r.get("stream") is True and r["stream_options"]["include_usage"] for r in requests_of(streamed))
+    assert streamed.outcome.success and all(
+        r.get("stream") is True and r["stream_options"]["include_usage"] for r in requests_of(streamed)
+    )
     identical, why = replayed_identically(streamed)
     assert identical, why
 
@@ -80,7 +91,10 @@ def test_branches_at_a_worker_and_at_the_supervisor_keep_gold_named_after_the_fr
     summary, gold = campaign(tmp_path, [seed], server, modes=("R.3", "C.2"))
     assert summary.failed == 0, summary.failed_by
     deciders = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
-    assert ("supervisor", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (deciders, dict(summary.rejected_by))
+    assert ("supervisor", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (
+        deciders,
+        dict(summary.rejected_by),
+    )
     for record in gold:
         t = record.label.decisive_step
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]

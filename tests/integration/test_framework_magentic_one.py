@@ -8,6 +8,7 @@ failforge's own importers with the same agent and step (the row's ``R.P``).
 The model is the adapter's scripted team policy behind a loopback server (a pure function of (agent,
 request)); under a steering note the acting agent slips a figure (in a ledger: in the instruction it
 hands on, the JSON kept valid, so Magentic-One accepts it and the named worker acts on it)."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -21,12 +22,28 @@ from _required import require
 require("autogen")
 require("agentdojo")
 
-from framework_adapters import LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of, slip  # noqa: E402
+from framework_adapters import (
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+    slip,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.environments import environment  # noqa: E402
 from failforge.fidelity import audit  # noqa: E402
-from failforge.harnesses.magentic_one_team import FINAL_ANSWER, NAME, PLAN, PROGRESS_LEDGER, TASK_LEDGER, dump_ledger, prompt_kind  # noqa: E402
+from failforge.harnesses.magentic_one_team import (
+    FINAL_ANSWER,
+    NAME,
+    PLAN,
+    PROGRESS_LEDGER,
+    TASK_LEDGER,
+    dump_ledger,
+    prompt_kind,
+)  # noqa: E402
 from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.plugins import exporters, importers  # noqa: E402
 from failforge.replay import replay  # noqa: E402
@@ -34,8 +51,20 @@ from failforge.seeds import env_spec, harness_for  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 from failforge.trajectory import Trajectory  # noqa: E402
 
-TASKS = ("banking/user_task_3", "banking/user_task_1", "slack/user_task_0", "slack/user_task_2", "workspace/user_task_0")
-LEDGER_KEYS = {"is_request_satisfied", "is_in_loop", "is_progress_being_made", "next_speaker", "instruction_or_question"}
+TASKS = (
+    "banking/user_task_3",
+    "banking/user_task_1",
+    "slack/user_task_0",
+    "slack/user_task_2",
+    "workspace/user_task_0",
+)
+LEDGER_KEYS = {
+    "is_request_satisfied",
+    "is_in_loop",
+    "is_progress_being_made",
+    "next_speaker",
+    "instruction_or_question",
+}
 
 
 class MagenticTeams:
@@ -55,7 +84,10 @@ class MagenticTeams:
     def __call__(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         messages = body.get("messages") or []
         text = json.dumps(messages)
-        team = next((t for instruction, t in self.teams.items() if json.dumps(instruction)[1:-1] in text), next(iter(self.teams.values())))
+        team = next(
+            (t for instruction, t in self.teams.items() if json.dumps(instruction)[1:-1] in text),
+            next(iter(self.teams.values())),
+        )
         last = messages[-1] if messages else {}
         noted = last.get("role") in ("system", "developer") and str(last.get("content") or "").startswith(NOTE_PREFIX)
         if agent == "orchestrator" and noted and prompt_kind(messages[:-1]) == PROGRESS_LEDGER:
@@ -85,15 +117,25 @@ def ledger_of(step: Any) -> dict[str, Any]:
 
 def test_every_orchestrator_call_is_labelled_and_the_ledgers_address_the_speaker_they_name(seeds):
     for task, seed in zip(TASKS, seeds, strict=True):
-        assert seed.outcome is not None and seed.outcome.success and not seed.oracle and seed.harness.name == NAME, seed.id
+        assert seed.outcome is not None and seed.outcome.success and not seed.oracle and seed.harness.name == NAME, (
+            seed.id
+        )
         orchestrator = [s for s in seed.agent_steps() if s.agent == "orchestrator"]
         purposes = [s.model_call.purpose for s in orchestrator]
-        assert purposes[:2] == [TASK_LEDGER, PLAN] and purposes[-1] == FINAL_ANSWER and set(purposes[2:-1]) == {PROGRESS_LEDGER}, (seed.id, purposes)
-        for step in orchestrator:  # the purpose came from the framework side; the request is the prompt Magentic-One wrote for it
+        assert (
+            purposes[:2] == [TASK_LEDGER, PLAN]
+            and purposes[-1] == FINAL_ANSWER
+            and set(purposes[2:-1]) == {PROGRESS_LEDGER}
+        ), (seed.id, purposes)
+        for step in (
+            orchestrator
+        ):  # the purpose came from the framework side; the request is the prompt Magentic-One wrote for it
             assert prompt_kind(step.model_call.request["messages"]) == step.model_call.purpose
         ledgers = [s for s in orchestrator if s.model_call.purpose == PROGRESS_LEDGER]
         for step in ledgers:
-            assert step.model_call.request["response_format"]["type"] == "json_schema"  # structured output, LedgerEntry's schema
+            assert (
+                step.model_call.request["response_format"]["type"] == "json_schema"
+            )  # structured output, LedgerEntry's schema
             data = ledger_of(step)
             named = data["next_speaker"]["answer"]
             if data["is_request_satisfied"]["answer"]:
@@ -109,12 +151,16 @@ def test_every_orchestrator_call_is_labelled_and_the_ledgers_address_the_speaker
         calls, _ = environment("agentdojo").ground_truth(env_spec("agentdojo", task))
         assert [s.tool_name for s in seed.steps if s.kind == "tool"] == [c for c, _ in calls], seed.id
         rounds = [s.coordinate for s in seed.steps if s.kind == "agent" and s.agent == "orchestrator"]
-        assert len(set(rounds)) == len(rounds) and all(c.endswith(".0") for c in rounds)  # each orchestrator call opens a round
+        assert len(set(rounds)) == len(rounds) and all(
+            c.endswith(".0") for c in rounds
+        )  # each orchestrator call opens a round
 
 
 def test_the_five_seeds_audit_identical_with_the_ledgers_json_served_verbatim(seeds):
     report = audit(seeds)
-    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [(len(TASKS), len(TASKS), len(TASKS))], report
+    assert [(e.seeds, e.identical, e.evaluator_success_on_replay) for e in report.environments] == [
+        (len(TASKS), len(TASKS), len(TASKS))
+    ], report
     # replay serves the ledger's JSON as recorded: the same text Magentic-One parses (its next speaker acts
     # next in the identical replay); a ledger edited in the seed is refused at its own step
     seed = seeds[0]
@@ -168,7 +214,9 @@ def test_gold_exported_as_who_and_when_and_who_and_when_pro_reads_back_with_the_
     exporters.get("whowhen")([record], tmp_path / "ww")
     back = [r for r in importers.get("whowhen")(tmp_path / "ww") if hasattr(r, "gold")]
     assert len(back) == 1 and back[0].gold.agent == "orchestrator" and back[0].gold.step == t
-    assert json.loads(back[0].steps[t].content) == json.loads(step.content)  # the ledger's JSON, numbered as in the history
+    assert json.loads(back[0].steps[t].content) == json.loads(
+        step.content
+    )  # the ledger's JSON, numbered as in the history
     exporters.get("whowhen-pro")([record], tmp_path / "wwp")
     row = json.loads((tmp_path / "wwp" / "data" / "text.jsonl").read_text().splitlines()[0])
     assert row["framework"] == "magentic-one" and json.loads(row["ground_truth"])["step"] == step.coordinate

@@ -30,7 +30,9 @@ def test_every_magentic_one_record_comes_back_identical(tmp_path, gold, fmt):
     if fmt.endswith("parquet"):
         require("pyarrow")
     assert {g.label.decisive_agent for g in gold} == {"orchestrator", "banking_worker"}
-    assert {g.label.mode_code for g in gold if g.label.decisive_agent == "orchestrator"} >= {"C.1"}  # the progress ledgers delegate
+    assert {g.label.mode_code for g in gold if g.label.decisive_agent == "orchestrator"} >= {
+        "C.1"
+    }  # the progress ledgers delegate
     result = round_trip(fmt, gold, tmp_path)
     assert result.skipped == [] and result.differences == []
     assert result.written == result.reimported == result.identical == len(gold)

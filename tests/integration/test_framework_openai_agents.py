@@ -1,6 +1,7 @@
 """The OpenAI Agents SDK (a manager with worker agents as tools) through failforge: seeds from a loopback
 team model and from the team oracle, replay identical (streaming included), branches at a worker step
 and at the manager's step, gold under the framework's name, and the SDK's default Responses API refused."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ from _required import require
 require("openai_agents")
 require("agentdojo")
 
-from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
+from framework_adapters import (
+    TASK,
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.llm import ModelBoundary, UnsupportedAPI, boundary_client  # noqa: E402
@@ -50,7 +59,11 @@ def test_model_seed_succeeds_with_every_agent_and_replays_identically(seed):
 def test_streaming_seed_is_streamed_and_replays_identically(server):
     streamed = model_seed(NAME, server, streaming=True)
     manager = [r for s, r in zip(streamed.agent_steps(), requests_of(streamed), strict=True) if s.agent == "manager"]
-    assert streamed.outcome.success and manager and all(r.get("stream") is True and r["stream_options"]["include_usage"] for r in manager)
+    assert (
+        streamed.outcome.success
+        and manager
+        and all(r.get("stream") is True and r["stream_options"]["include_usage"] for r in manager)
+    )
     identical, why = replayed_identically(streamed)
     assert identical, why
 
@@ -67,7 +80,11 @@ def test_the_sdks_default_responses_api_is_refused_with_a_typed_error():
 
     set_tracing_disabled(True)
     boundary = ModelBoundary(RunLog(trajectory_id="responses"), upstream=None)
-    agent = Agent(name="agent", instructions="x", model=OpenAIResponsesModel(model="m", openai_client=boundary_client(boundary).async_client("agent")))
+    agent = Agent(
+        name="agent",
+        instructions="x",
+        model=OpenAIResponsesModel(model="m", openai_client=boundary_client(boundary).async_client("agent")),
+    )
     with pytest.raises(Exception):  # noqa: B017 - the SDK's own error type; the typed one is on the boundary
         asyncio.run(Runner.run(agent, "hello", run_config=RunConfig(tracing_disabled=True)))
     assert isinstance(boundary.failure, UnsupportedAPI) and "chat_completions" in str(boundary.failure)
@@ -98,5 +115,8 @@ def test_handoffs_record_replay_and_branch_at_the_manager_and_a_worker(tmp_path)
         assert identical, why
         summary, gold = campaign(tmp_path, [seed], handoff_server, modes=("R.3", "C.2"))
     deciders = {(g.label.decisive_agent, g.label.mode_code) for g in gold}
-    assert ("manager", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (deciders, dict(summary.rejected_by))
+    assert ("manager", "C.2") in deciders and any(is_worker(a) for a, _ in deciders), (
+        deciders,
+        dict(summary.rejected_by),
+    )
     assert all(g.harness.name == NAME for g in gold)

@@ -1,6 +1,7 @@
 """smolagents (ToolCallingAgent manager + managed agents) through failforge: seeds from a loopback team
 model and from the team oracle, replay identical (streaming included), branches at a worker step and
 at the manager's step, gold exported under the framework's name."""
+# ruff: noqa: E402  (imported after the parts they need are checked, or for their side effects)
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from _required import require
 require("smolagents")
 require("agentdojo")
 
-from framework_adapters import TASK, LoopbackTeam, campaign, is_worker, model_seed, replayed_identically, requests_of  # noqa: E402
+from framework_adapters import (
+    TASK,
+    LoopbackTeam,
+    campaign,
+    is_worker,
+    model_seed,
+    replayed_identically,
+    requests_of,
+)  # noqa: E402
 
 from failforge.attribution.importers.failforge_gold import from_trajectory  # noqa: E402
 from failforge.seeds import env_spec, harness_for, oracle_seed  # noqa: E402

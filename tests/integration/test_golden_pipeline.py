@@ -32,8 +32,21 @@ from failforge.trajectory import Trajectory, write_jsonl
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 WRITE = os.environ.get("FAILFORGE_GOLDEN_WRITE") == "1"
 LABEL_FIELDS = (
-    "decisive_step", "decisive_agent", "mode_code", "mode_family", "changed", "behaviour", "primary_component", "target_component",
-    "attack_chain", "execution_chain", "expected_decision", "found_decision", "error_source", "impact", "guide_model",
+    "decisive_step",
+    "decisive_agent",
+    "mode_code",
+    "mode_family",
+    "changed",
+    "behaviour",
+    "primary_component",
+    "target_component",
+    "attack_chain",
+    "execution_chain",
+    "expected_decision",
+    "found_decision",
+    "error_source",
+    "impact",
+    "guide_model",
 )
 
 
@@ -49,21 +62,31 @@ def _tuples(out: Path) -> list[dict[str, Any]]:
             record = item[1]
             if name == "gold.jsonl":
                 label = record["label"]
-                rows.append({
-                    "attempt": record["provenance"]["attempt_id"], "outcome": "gold",
-                    "verdicts": [[v["name"], v["passed"], v["reason"]] for v in label["filter_verdicts"]],
-                    "label": {k: label.get(k) for k in LABEL_FIELDS},
-                    "adjudication": (record.get("adjudication") or {}).get("outcome"),
-                })
+                rows.append(
+                    {
+                        "attempt": record["provenance"]["attempt_id"],
+                        "outcome": "gold",
+                        "verdicts": [[v["name"], v["passed"], v["reason"]] for v in label["filter_verdicts"]],
+                        "label": {k: label.get(k) for k in LABEL_FIELDS},
+                        "adjudication": (record.get("adjudication") or {}).get("outcome"),
+                    }
+                )
             else:
                 trajectory = record.get("trajectory") or {}
-                rows.append({
-                    "attempt": record["attempt_id"], "outcome": record["status"], "stage": record["stage"],
-                    "error_kind": record.get("error_kind"), "reasons": record["reasons"],
-                    "verdicts": [[v["name"], v["passed"], v["reason"]] for v in record.get("verdicts") or []],
-                    "adjudication": ((trajectory.get("adjudication") or {}).get("outcome")
-                                     or (record.get("provenance", {}).get("adjudication") or {}).get("outcome")),
-                })
+                rows.append(
+                    {
+                        "attempt": record["attempt_id"],
+                        "outcome": record["status"],
+                        "stage": record["stage"],
+                        "error_kind": record.get("error_kind"),
+                        "reasons": record["reasons"],
+                        "verdicts": [[v["name"], v["passed"], v["reason"]] for v in record.get("verdicts") or []],
+                        "adjudication": (
+                            (trajectory.get("adjudication") or {}).get("outcome")
+                            or (record.get("provenance", {}).get("adjudication") or {}).get("outcome")
+                        ),
+                    }
+                )
     return sorted(rows, key=lambda r: r["attempt"])
 
 
@@ -76,7 +99,9 @@ def _check(regime: str, out: Path) -> None:
         path.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         return
     expected = json.loads(path.read_text(encoding="utf-8"))
-    assert [r["attempt"] for r in rows] == [r["attempt"] for r in expected], f"{regime}: other attempts than the golden run's"
+    assert [r["attempt"] for r in rows] == [r["attempt"] for r in expected], (
+        f"{regime}: other attempts than the golden run's"
+    )
     for got, want in zip(rows, expected, strict=True):
         assert got == want, f"{regime}: {got['attempt']} differs from the golden run"
 
@@ -95,7 +120,9 @@ def _campaign(tmp_path: Path, seeds: list[Trajectory], server: LoopbackModelServ
 
 # -- single-agent AgentDojo: rule notes (A.2, A.5, A.6, R.3) and a model guide with a judge (R.2) ----------------
 
-_CALL_WITH = re.compile(r"Call (?:the tool )?(\w+) (?:now |once more )?with (.+?)(?:, keeping its other arguments as you would)?\.$")
+_CALL_WITH = re.compile(
+    r"Call (?:the tool )?(\w+) (?:now |once more )?with (.+?)(?:, keeping its other arguments as you would)?\.$"
+)
 _STATE = re.compile(r"state the (?:figure|date) as (\S+?)\.?$")
 _SLIP_NOTE = "Use a figure one larger than the one you were given."
 
@@ -108,8 +135,12 @@ class SingleAgentPolicy:
     """
 
     def __init__(self, seeds: list[Trajectory]) -> None:
-        self.replies = {s.task.instruction: [st.model_call.response["choices"][0]["message"] for st in s.agent_steps() if st.model_call]
-                        for s in seeds}
+        self.replies = {
+            s.task.instruction: [
+                st.model_call.response["choices"][0]["message"] for st in s.agent_steps() if st.model_call
+            ]
+            for s in seeds
+        }
 
     def __call__(self, body: dict[str, Any]) -> tuple[Any, Any]:
         from tests.integration.framework_adapters import concrete, judge
@@ -151,24 +182,47 @@ class SingleAgentPolicy:
         call = _CALL_WITH.search(text)
         if call:
             name, spec = call.group(1), call.group(2)
-            args = json.loads(calls[0]["function"]["arguments"]) if calls and calls[0]["function"]["name"] == name else {}
+            args = (
+                json.loads(calls[0]["function"]["arguments"]) if calls and calls[0]["function"]["name"] == name else {}
+            )
             for key, value in re.findall(r"(\w+) = ('[^']*'|\"[^\"]*\"|[^,]+)", spec):
                 value = value.strip()
-                args[key] = value[1:-1] if value[:1] in "'\"" else json.loads(value) if re.fullmatch(r"-?\d+(\.\d+)?", value) else value
-            return None, [{"id": f"call_golden_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
+                args[key] = (
+                    value[1:-1]
+                    if value[:1] in "'\""
+                    else json.loads(value)
+                    if re.fullmatch(r"-?\d+(\.\d+)?", value)
+                    else value
+                )
+            return None, [
+                {
+                    "id": f"call_golden_{n}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            ]
         return content, calls
 
 
 @pytest.fixture(scope="module")
 def agentdojo_seeds(bundled_seeds: list[Trajectory]) -> list[Trajectory]:
     require("agentdojo")
-    return [s for s in bundled_seeds if s.id in ("agentdojo-banking-user_task_3-oracle", "agentdojo-slack-user_task_2-oracle")]
+    return [
+        s
+        for s in bundled_seeds
+        if s.id in ("agentdojo-banking-user_task_3-oracle", "agentdojo-slack-user_task_2-oracle")
+    ]
 
 
 def test_golden_agentdojo_single_agent_action_modes(tmp_path: Path, agentdojo_seeds: list[Trajectory]) -> None:
     with LoopbackModelServer(policy=SingleAgentPolicy(agentdojo_seeds)) as server:
-        out = _campaign(tmp_path, agentdojo_seeds, server, plan={"modes": ["A.2", "A.5", "A.6", "R.3", "R.2"], "steps_per_seed": 2, "modes_per_step": 5},
-                        filters={"conformance": {"judge": True}})
+        out = _campaign(
+            tmp_path,
+            agentdojo_seeds,
+            server,
+            plan={"modes": ["A.2", "A.5", "A.6", "R.3", "R.2"], "steps_per_seed": 2, "modes_per_step": 5},
+            filters={"conformance": {"judge": True}},
+        )
     _check("agentdojo_single", out)
 
 
@@ -181,10 +235,18 @@ def test_golden_agentdojo_team_coordination_modes(tmp_path: Path) -> None:
 
     from failforge.seeds import oracle_seed
 
-    seeds = [oracle_seed("agentdojo", "banking/user_task_1", harness=h) for h in ("orchestrator-workers", "plan-execute-verify")]
+    seeds = [
+        oracle_seed("agentdojo", "banking/user_task_1", harness=h)
+        for h in ("orchestrator-workers", "plan-execute-verify")
+    ]
     with LoopbackModelServer(agent_policy=TeamPolicy(seeds)) as server:
-        out = _campaign(tmp_path, seeds, server, plan={"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 3, "modes_per_step": 3},
-                        filters={"conformance": {"keep_unverified": True}})
+        out = _campaign(
+            tmp_path,
+            seeds,
+            server,
+            plan={"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 3, "modes_per_step": 3},
+            filters={"conformance": {"keep_unverified": True}},
+        )
     _check("agentdojo_team", out)
 
 
@@ -198,7 +260,9 @@ def test_golden_tau2_user_and_agent_steps(tmp_path: Path) -> None:
 
     seed = oracle_seed("tau2", "0", {"domain": "retail"})
     with LoopbackModelServer(agent_policy=ConversationPolicy("retail", "0")) as server:
-        out = _campaign(tmp_path, [seed], server, plan={"modes": ["R.1", "A.5"], "steps_per_seed": 4, "modes_per_step": 2})
+        out = _campaign(
+            tmp_path, [seed], server, plan={"modes": ["R.1", "A.5"], "steps_per_seed": 4, "modes_per_step": 2}
+        )
     _check("tau2", out)
 
 
@@ -213,7 +277,13 @@ def test_golden_bfcl_clarification(tmp_path: Path) -> None:
     tasks = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
     seeds = [oracle_seed("bfcl", task) for task in tasks]
     with LoopbackModelServer(policy=BfclPolicies(list(tasks))) as server:
-        out = _campaign(tmp_path, seeds, server, guide_kind="rules", plan={"modes": ["R.1", "A.3"], "steps_per_seed": 1, "modes_per_step": 2})
+        out = _campaign(
+            tmp_path,
+            seeds,
+            server,
+            guide_kind="rules",
+            plan={"modes": ["R.1", "A.3"], "steps_per_seed": 1, "modes_per_step": 2},
+        )
     _check("bfcl", out)
 
 
@@ -228,8 +298,12 @@ def test_golden_textworld(tmp_path: Path) -> None:
     from failforge.seeds import oracle_seed
 
     seed = oracle_seed("textworld", GAME)
-    with LoopbackModelServer(policy=WalkthroughPolicy(environment("textworld").walkthrough(seed.environment))) as server:
-        out = _campaign(tmp_path, [seed], server, plan={"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 3, "modes_per_step": 3})
+    with LoopbackModelServer(
+        policy=WalkthroughPolicy(environment("textworld").walkthrough(seed.environment))
+    ) as server:
+        out = _campaign(
+            tmp_path, [seed], server, plan={"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 3, "modes_per_step": 3}
+        )
     _check("textworld", out)
 
 
@@ -247,11 +321,25 @@ def test_golden_miniwob_vision_p2(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     from failforge.trajectory import ComponentSpec
 
     monkeypatch.setenv("FAILFORGE_IMAGE_DIR", str(tmp_path / "images"))
-    spec = env_spec("click-button", 1, cache_dir=str(tmp_path / "cache"), cache_mode="record", action_space="coordinate")
-    seed = record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
-                  upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True, trajectory_id="vision-click-button")
+    spec = env_spec(
+        "click-button", 1, cache_dir=str(tmp_path / "cache"), cache_mode="record", action_space="coordinate"
+    )
+    seed = record(
+        env_spec=spec,
+        harness=VisionAgent(),
+        model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+        upstream=OracleResponder(vision_script, name="miniwob.vision_policy"),
+        oracle=True,
+        trajectory_id="vision-click-button",
+    )
     with LoopbackModelServer(agent_policy=lambda agent, body: vision_script(0, body)) as server:
-        out = _campaign(tmp_path, [seed], server, guide_kind="rules", plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["P.2"]})
+        out = _campaign(
+            tmp_path,
+            [seed],
+            server,
+            guide_kind="rules",
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["P.2"]},
+        )
     _check("miniwob_p2", out)
 
 
@@ -262,7 +350,10 @@ def test_golden_agentdojo_injection_compliance_refusal(tmp_path: Path, agentdojo
     from failforge.testing.injected_policy import respond
 
     with LoopbackModelServer(policy=respond) as server:
-        out = _campaign(tmp_path, agentdojo_seeds, server,
-                        plan={"injections": {"only": True, "tasks_per_point": 2, "refusals": True, "compliance": True}})
+        out = _campaign(
+            tmp_path,
+            agentdojo_seeds,
+            server,
+            plan={"injections": {"only": True, "tasks_per_point": 2, "refusals": True, "compliance": True}},
+        )
     _check("agentdojo_injection", out)
-

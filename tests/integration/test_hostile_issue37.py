@@ -227,7 +227,8 @@ def test_an_agent_that_kills_its_own_supervisor_still_leaves_no_daemon(tmp_path)
     sleeper = _sleeper(tmp_path, marker)
     script = tmp_path / "parricide.sh"
     script.write_text(
-        f"#!/bin/sh\nsetsid sh -c '{sleeper}-daemon 300 & exit 0' &\nsleep 0.3\nkill -9 $PPID\nexec {sleeper}-main 300\n"
+        f"#!/bin/sh\nsetsid sh -c '{sleeper}-daemon 300 & exit 0' &\nsleep 0.3\nkill -9 $PPID\nexec {sleeper}-main"
+        " 300\n"
     )
     script.chmod(0o755)
     try:

@@ -29,8 +29,17 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONHASHSEED": "0", **extra}
 
 
-def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "failforge", *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+def _cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", *args],
+        cwd=cwd,
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -59,8 +68,24 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
     (tmp_path / "some_file").write_text("x")
     gold = ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl"
     cases = [
-        (("generate", "--seeds", str(BUNDLED), "-o", "some_file/x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"), "some_file is a file, not a folder"),
-        (("import", str(gold), "-f", "failforge", "-o", "some_file/records.jsonl"), "some_file is a file, not a folder"),
+        (
+            (
+                "generate",
+                "--seeds",
+                str(BUNDLED),
+                "-o",
+                "some_file/x",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+            ),
+            "some_file is a file, not a folder",
+        ),
+        (
+            ("import", str(gold), "-f", "failforge", "-o", "some_file/records.jsonl"),
+            "some_file is a file, not a folder",
+        ),
         (("export", str(gold), "-f", "whowhen-pro", "-o", "some_file/x"), "some_file is a file, not a folder"),
     ]
     for args, needle in cases:
@@ -69,7 +94,10 @@ def test_an_output_path_under_a_regular_file_is_a_one_line_error(tmp_path: Path)
 
 
 def test_failforges_own_usage_errors_are_one_line_errors_too(tmp_path: Path) -> None:
-    _one_line_error(_cli("generate", "--base-url", "http://127.0.0.1:9/v1", "--seeds", str(BUNDLED), cwd=tmp_path), "--model is required with --base-url")
+    _one_line_error(
+        _cli("generate", "--base-url", "http://127.0.0.1:9/v1", "--seeds", str(BUNDLED), cwd=tmp_path),
+        "--model is required with --base-url",
+    )
     _one_line_error(_cli("generate", "-o", "x", cwd=tmp_path), "give a campaign file or --seeds")
 
 
@@ -77,7 +105,11 @@ def test_a_seed_file_with_no_usable_seed_is_bad_input_in_replay_audit_and_genera
     (tmp_path / "empty.jsonl").write_text("")
     (tmp_path / "junk.jsonl").write_text('{"id": "x"}\n')
     for name in ("empty.jsonl", "junk.jsonl"):
-        for args in (("replay", name), ("audit", name), ("generate", "--seeds", name, "-o", f"out-{name}", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")):
+        for args in (
+            ("replay", name),
+            ("audit", name),
+            ("generate", "--seeds", name, "-o", f"out-{name}", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"),
+        ):
             result = _cli(*args, cwd=tmp_path)
             _one_line_error(result, name)
     assert not list(tmp_path.glob("out-*"))
@@ -86,7 +118,9 @@ def test_a_seed_file_with_no_usable_seed_is_bad_input_in_replay_audit_and_genera
 def test_a_base_url_that_is_not_a_url_is_refused_up_front(tmp_path: Path) -> None:
     flag = _cli("generate", "--seeds", str(BUNDLED), "-o", "o1", "--base-url", "notaurl", "--model", "m", cwd=tmp_path)
     _one_line_error(flag, "--base-url", "'notaurl' is not an http(s) URL")
-    (tmp_path / "c.toml").write_text(f'seeds = ["{BUNDLED}"]\noutput = "o2"\n[agent]\nbase_url = "ftp://user:secretpass99@h/v1"\nmodel = "m"\n')
+    (tmp_path / "c.toml").write_text(
+        f'seeds = ["{BUNDLED}"]\noutput = "o2"\n[agent]\nbase_url = "ftp://user:secretpass99@h/v1"\nmodel = "m"\n'
+    )
     line = _one_line_error(_cli("generate", "c.toml", cwd=tmp_path), "field 'agent.base_url'", "is not an http(s) URL")
     assert "secretpass99" not in line
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()  # nothing was tried
@@ -122,7 +156,15 @@ def rejecting_server() -> Iterator[str]:
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")  # "Basic ..." stays whole
-            self._send(401, {"error": {"message": f"Incorrect key provided: {key}. You can find your keys at [dashboard].", "code": "invalid_api_key"}})
+            self._send(
+                401,
+                {
+                    "error": {
+                        "message": f"Incorrect key provided: {key}. You can find your keys at [dashboard].",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -145,22 +187,40 @@ def test_a_401_that_trips_the_circuit_breaker_shows_no_key(tmp_path: Path, rejec
     basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode()
     for name, url in (("bearer", plain_url), ("userinfo", rejecting_server)):
         campaign = tmp_path / f"{name}.toml"
-        campaign.write_text("\n".join([
-            'seeds = ["seeds.jsonl"]', f'output = "out-{name}"', "circuit_breaker = 2",
-            "[agent]", f'base_url = "{url}"', 'model = "m"', 'api_key_env = "FF_PLAIN_KEY"', "timeout = 5.0", "max_attempts = 1",
-            "[plan]", "steps_per_seed = 2", "modes_per_step = 2",
-        ]) + "\n")
+        campaign.write_text(
+            "\n".join(
+                [
+                    'seeds = ["seeds.jsonl"]',
+                    f'output = "out-{name}"',
+                    "circuit_breaker = 2",
+                    "[agent]",
+                    f'base_url = "{url}"',
+                    'model = "m"',
+                    'api_key_env = "FF_PLAIN_KEY"',
+                    "timeout = 5.0",
+                    "max_attempts = 1",
+                    "[plan]",
+                    "steps_per_seed = 2",
+                    "modes_per_step = 2",
+                ]
+            )
+            + "\n"
+        )
         result = _cli("generate", str(campaign), cwd=tmp_path, env=_env(FF_PLAIN_KEY=PLAIN_KEY))
         assert result.returncode == 3, (name, result.returncode, result.stderr[-2000:])
         stopped = next(line for line in result.stderr.splitlines() if line.startswith("stopped:"))
         masked = "Incorrect key provided: ***" if name == "bearer" else "Incorrect key provided: Basic ***"
-        assert "HTTP 401" in stopped and masked in stopped and "[dashboard]" in stopped, stopped  # the body was shown, masked
+        assert "HTTP 401" in stopped and masked in stopped and "[dashboard]" in stopped, (
+            stopped
+        )  # the body was shown, masked
         shown = result.stdout + result.stderr
         assert PLAIN_KEY not in shown and URL_PASSWORD not in shown and basic not in shown, (name, stopped)
         for path in (tmp_path / f"out-{name}").rglob("*"):
             if path.is_file():
                 data = path.read_bytes()
-                assert PLAIN_KEY.encode() not in data and URL_PASSWORD.encode() not in data and basic.encode() not in data, path
+                assert (
+                    PLAIN_KEY.encode() not in data and URL_PASSWORD.encode() not in data and basic.encode() not in data
+                ), path
 
 
 # --- tampered seeds ----------------------------------------------------------------------------
@@ -178,7 +238,9 @@ def test_a_seed_whose_recorded_outcome_was_edited_does_not_replay_as_identical(t
     edits = {
         "score": seed.outcome.model_copy(update={"score": 0.5}),
         "evaluator": seed.outcome.model_copy(update={"evaluator": "agentdojo.other"}),
-        "details.final_output": seed.outcome.model_copy(update={"details": {**seed.outcome.details, "final_output": "edited"}}),
+        "details.final_output": seed.outcome.model_copy(
+            update={"details": {**seed.outcome.details, "final_output": "edited"}}
+        ),
     }
     for field, outcome in edits.items():
         with pytest.raises(SeedIntegrityError, match=f"outcome differs in {field}") as info:
@@ -188,7 +250,10 @@ def test_a_seed_whose_recorded_outcome_was_edited_does_not_replay_as_identical(t
     # through the CLI, as the hostile test did: "0/1 seeds replayed identically", exit 1
     write_jsonl(tmp_path / "edited.jsonl", [seed.model_copy(update={"outcome": edits["score"]})])
     result = _cli("replay", "edited.jsonl", cwd=tmp_path)
-    assert result.returncode == 1 and "0/1 seeds replayed identically" in result.stdout, (result.stdout[-1500:], result.stderr[-1500:])
+    assert result.returncode == 1 and "0/1 seeds replayed identically" in result.stdout, (
+        result.stdout[-1500:],
+        result.stderr[-1500:],
+    )
 
 
 def _stops_early(body: dict) -> tuple[str | None, list | None]:
@@ -215,8 +280,14 @@ def test_a_branch_prefix_is_the_seeds_steps_byte_for_byte(tmp_path: Path) -> Non
     assert any(step.model_call and step.model_call.response_hash is None for s in seeds.values() for step in s.steps)
     with LoopbackModelServer(policy=_stops_early) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0)
-        config = CampaignConfig(seeds=[str(BUNDLED), str(multi)], output=str(tmp_path / "out"), guide_kind="auto", circuit_breaker=0,
-                                plan={"modes": ["A.5"], "steps_per_seed": 2, "modes_per_step": 1}, filters={"decisiveness": {"enabled": False}})
+        config = CampaignConfig(
+            seeds=[str(BUNDLED), str(multi)],
+            output=str(tmp_path / "out"),
+            guide_kind="auto",
+            circuit_breaker=0,
+            plan={"modes": ["A.5"], "steps_per_seed": 2, "modes_per_step": 1},
+            filters={"decisiveness": {"enabled": False}},
+        )
         run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     compared = {"gold.jsonl": 0, "rejected.jsonl": 0}
     for name in compared:
@@ -246,24 +317,37 @@ def test_after_a_successful_retry_an_attempt_is_in_one_file_only(tmp_path: Path)
 
     with LoopbackModelServer(faults=FaultPlan(error_rate=1.0)) as server:
         (tmp_path / "c.toml").write_text(
-            f'seeds = ["{BUNDLED}"]\noutput = "out"\ncircuit_breaker = 3\n[agent]\nbase_url = "{server.base_url}"\nmodel = "loopback"\n'
-            'api_key_env = "NO_KEY_NEEDED"\ntimeout = 5.0\nmax_attempts = 2\n[plan]\nsteps_per_seed = 1\nmodes_per_step = 1\n'
+            f'seeds = ["{BUNDLED}"]\noutput = "out"\ncircuit_breaker = 3\n[agent]\nbase_url ='
+            f' "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout = 5.0\nmax_attempts ='
+            " 2\n[plan]\nsteps_per_seed = 1\nmodes_per_step = 1\n"
         )
         down = _cli("generate", "c.toml", cwd=tmp_path)
         assert down.returncode == 3, down.stderr[-1500:]
-        failed_before = [json.loads(line)["attempt_id"] for line in (tmp_path / "out" / "failed.jsonl").read_text().splitlines()]
+        failed_before = [
+            json.loads(line)["attempt_id"] for line in (tmp_path / "out" / "failed.jsonl").read_text().splitlines()
+        ]
         assert len(failed_before) == 3
         server.faults = FaultPlan()
         up = _cli("generate", "c.toml", cwd=tmp_path)
     assert up.returncode == 0, up.stderr[-1500:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["result"]["totals"]["failed"] == 0 and manifest["result"]["this_run"]["recovery"]["retried"] == 3
-    files = {name: [json.loads(line).get("attempt_id") or json.loads(line)["provenance"]["attempt_id"]
-                    for line in (tmp_path / "out" / name).read_text().splitlines()] if (tmp_path / "out" / name).exists() else []
-             for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl")}
+    files = {
+        name: (
+            [
+                json.loads(line).get("attempt_id") or json.loads(line)["provenance"]["attempt_id"]
+                for line in (tmp_path / "out" / name).read_text().splitlines()
+            ]
+            if (tmp_path / "out" / name).exists()
+            else []
+        )
+        for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl")
+    }
     assert files["failed.jsonl"] == [], files["failed.jsonl"]
     everywhere = [a for ids in files.values() for a in ids]
-    assert len(everywhere) == len(set(everywhere)) == manifest["planned_attempts"] and set(failed_before) <= set(everywhere)
+    assert len(everywhere) == len(set(everywhere)) == manifest["planned_attempts"] and set(failed_before) <= set(
+        everywhere
+    )
 
 
 # --- a SIGKILLed driver leaves no process behind ---------------------------------------------------
@@ -293,7 +377,9 @@ def _descendants(root: int) -> set[int]:
 
 def _still_running(pids: set[int]) -> list[int]:
     table = _process_table()
-    return sorted(pid for pid in pids if pid in table and table[pid][1] != "Z")  # a zombie has ended (PID 1 may not reap)
+    return sorted(
+        pid for pid in pids if pid in table and table[pid][1] != "Z"
+    )  # a zombie has ended (PID 1 may not reap)
 
 
 def test_a_sigkilled_driver_leaves_no_worker_forkserver_or_resource_tracker(tmp_path: Path) -> None:
@@ -304,15 +390,22 @@ def test_a_sigkilled_driver_leaves_no_worker_forkserver_or_resource_tracker(tmp_
 
     with LoopbackModelServer(latency=0.5) as server:
         (tmp_path / "c.toml").write_text(
-            f'seeds = ["{BUNDLED}"]\noutput = "out"\nexecutor = "process"\nconcurrency = 2\n'
-            f'[agent]\nbase_url = "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout = 30.0\n'
+            f'seeds = ["{BUNDLED}"]\noutput = "out"\nexecutor = "process"\nconcurrency = 2\n[agent]\nbase_url ='
+            f' "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout = 30.0\n'
         )
-        driver = subprocess.Popen([sys.executable, "-m", "failforge", "generate", "c.toml"], cwd=tmp_path, env=_env(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "failforge", "generate", "c.toml"],
+            cwd=tmp_path,
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         spawned: set[int] = set()
         try:
             deadline = time.monotonic() + 180
-            while not (len(spawned) >= 4 and server.counts["ok"] >= 2):  # forkserver, resource tracker, 2 workers, attempts under way
+            while not (
+                len(spawned) >= 4 and server.counts["ok"] >= 2
+            ):  # forkserver, resource tracker, 2 workers, attempts under way
                 assert driver.poll() is None and time.monotonic() < deadline, (driver.returncode, spawned)
                 spawned |= _descendants(driver.pid)
                 time.sleep(0.2)
@@ -322,7 +415,9 @@ def test_a_sigkilled_driver_leaves_no_worker_forkserver_or_resource_tracker(tmp_
             deadline = time.monotonic() + 10
             while _still_running(spawned) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert not _still_running(spawned), f"still running 10 s after the driver was killed: {_still_running(spawned)} of {sorted(spawned)}"
+            assert not _still_running(spawned), (
+                f"still running 10 s after the driver was killed: {_still_running(spawned)} of {sorted(spawned)}"
+            )
         finally:
             for pid in _still_running(spawned):
                 os.kill(pid, signal.SIGKILL)
@@ -354,14 +449,34 @@ def test_tables_are_not_cut_at_80_columns_when_stdout_is_a_pipe(tmp_path: Path) 
     audit = _cli("audit", "one.jsonl", cwd=tmp_path)
     assert audit.returncode == 0, audit.stderr[-1500:]
     header = next(line for line in audit.stdout.splitlines() if line.startswith("┃"))
-    for column in ("drift by type", "drift by position", "cache misses", "infra/config errors", "success on replay", "seconds"):
+    for column in (
+        "drift by type",
+        "drift by position",
+        "cache misses",
+        "infra/config errors",
+        "success on replay",
+        "seconds",
+    ):
         assert f" {column} " in header, header
 
 
 def test_several_tasks_after_one_task_flag(tmp_path: Path) -> None:
     from failforge.trajectory import load_jsonl
 
-    result = _cli("seeds", "agentdojo", "--suite", "banking", "--task", "user_task_1", "user_task_3", "--task", "user_task_0", "-o", "s.jsonl", cwd=tmp_path)
+    result = _cli(
+        "seeds",
+        "agentdojo",
+        "--suite",
+        "banking",
+        "--task",
+        "user_task_1",
+        "user_task_3",
+        "--task",
+        "user_task_0",
+        "-o",
+        "s.jsonl",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-1500:]
     seeds, errors = load_jsonl(tmp_path / "s.jsonl")
     assert not errors and sorted(s.task.task_id for s in seeds) == ["user_task_0", "user_task_1", "user_task_3"]

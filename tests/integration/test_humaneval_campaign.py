@@ -25,8 +25,16 @@ def _wrong_code_policy(body):
     if "realistic mistakes" in str(messages[0].get("content")):
         return "Write has_close_elements so that it compares only neighbouring items in the given order.", None
     if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in messages):
-        code = problem(TASK)["prompt"] + "    return any(abs(a - b) < threshold for a, b in zip(numbers, numbers[1:]))\n"
-        return None, [{"id": "w1", "type": "function", "function": {"name": "write_file", "arguments": json.dumps({"path": "solution.py", "content": code})}}]
+        code = (
+            problem(TASK)["prompt"] + "    return any(abs(a - b) < threshold for a, b in zip(numbers, numbers[1:]))\n"
+        )
+        return None, [
+            {
+                "id": "w1",
+                "type": "function",
+                "function": {"name": "write_file", "arguments": json.dumps({"path": "solution.py", "content": code})},
+            }
+        ]
     return "The function is written in solution.py.", None
 
 
@@ -37,13 +45,17 @@ def test_gold_from_humaneval_with_a_code_writing_decisive_step(tmp_path):
     with LoopbackModelServer(policy=_wrong_code_policy) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
         config = CampaignConfig(
-            seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), plan={"steps_per_seed": 5, "modes_per_step": 1, "modes": ["R.2"]},
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 5, "modes_per_step": 1, "modes": ["R.2"]},
             filters={"conformance": {"judge": True}},
         )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
-    writing = [g for g in gold if g.label.original_step.tool_calls and g.label.original_step.tool_calls[0].name == "write_file"]
+    writing = [
+        g for g in gold if g.label.original_step.tool_calls and g.label.original_step.tool_calls[0].name == "write_file"
+    ]
     assert writing, [g.label.decisive_step for g in gold]
     record = writing[0]
     t = record.label.decisive_step

@@ -76,7 +76,11 @@ def _tool_step(seed: Trajectory, name: str) -> int:
 
 
 def test_clock_dependent_output_stops_replay_at_that_step_naming_stdout(backend):
-    seed = _record(backend, [("write_file", {"path": SOLUTION_FILE, "content": _solution()}), ("run_shell", {"command": "date +%s%N"})], "clock")
+    seed = _record(
+        backend,
+        [("write_file", {"path": SOLUTION_FILE, "content": _solution()}), ("run_shell", {"command": "date +%s%N"})],
+        "clock",
+    )
     assert seed.outcome.success
     target = _tool_step(seed, "run_shell")
     with pytest.raises(SandboxDrift) as info:
@@ -89,7 +93,14 @@ def test_clock_dependent_output_stops_replay_at_that_step_naming_stdout(backend)
 
 
 def test_random_output_stops_replay_at_that_step_naming_stdout(backend):
-    seed = _record(backend, [("run_python", {"code": "import os\nprint(os.urandom(8).hex())"}), ("write_file", {"path": SOLUTION_FILE, "content": _solution()})], "random")
+    seed = _record(
+        backend,
+        [
+            ("run_python", {"code": "import os\nprint(os.urandom(8).hex())"}),
+            ("write_file", {"path": SOLUTION_FILE, "content": _solution()}),
+        ],
+        "random",
+    )
     with pytest.raises(SandboxDrift) as info:
         replay(seed)
     assert info.value.step == _tool_step(seed, "run_python") and "exec:stdout" in str(info.value)
@@ -98,7 +109,10 @@ def test_random_output_stops_replay_at_that_step_naming_stdout(backend):
 def test_clock_written_to_a_file_stops_replay_naming_the_file(backend):
     seed = _record(
         backend,
-        [("run_python", {"code": "import time\nopen('stamp.txt', 'w').write(repr(time.time_ns()))"}), ("write_file", {"path": SOLUTION_FILE, "content": _solution()})],
+        [
+            ("run_python", {"code": "import time\nopen('stamp.txt', 'w').write(repr(time.time_ns()))"}),
+            ("write_file", {"path": SOLUTION_FILE, "content": _solution()}),
+        ],
         "stamp",
     )
     with pytest.raises(SandboxDrift) as info:
@@ -112,7 +126,10 @@ def test_deterministic_commands_and_tool_errors_replay_identically(backend):
         backend,
         [
             ("write_file", {"path": SOLUTION_FILE, "content": _solution()}),
-            ("run_shell", {"command": "ls; python3 -c 'print(sorted({\"b\",\"a\"}), {\"x\", \"y\"})'; echo warn >&2; exit 2"}),
+            (
+                "run_shell",
+                {"command": 'ls; python3 -c \'print(sorted({"b","a"}), {"x", "y"})\'; echo warn >&2; exit 2'},
+            ),
             ("read_file", {"path": "missing.py"}),
             ("write_file", {"path": "../escape.py", "content": "x"}),
             ("run_python", {"code": "print(1)", "path": SOLUTION_FILE}),
@@ -126,7 +143,11 @@ def test_deterministic_commands_and_tool_errors_replay_identically(backend):
     tools = [s for s in seed.steps if s.kind == "tool"]
     assert tools[1].content.startswith("exit_code: 2") and "warn" in tools[1].content
     assert [bool(s.error) for s in tools] == [False, False, True, True, True, True, True, False, False]
-    assert "FileNotFoundError" in tools[2].error and "PermissionError" in tools[3].error and "exactly one" in tools[4].error
+    assert (
+        "FileNotFoundError" in tools[2].error
+        and "PermissionError" in tools[3].error
+        and "exactly one" in tools[4].error
+    )
     assert tools[8].content == _solution()
     report = replay(seed, raise_on_drift=False)
     assert report.identical and report.outcome.success, report.to_dict()
@@ -169,7 +190,9 @@ def _tamper_file(sandbox: Any) -> None:
 
         client = docker.from_env()
         try:
-            code, out = client.containers.get(sandbox.container_id).exec_run(["sh", "-c", "echo '# edited elsewhere' >> /workspace/solution.py"], user=f"{sandbox.uid}:{sandbox.uid}")
+            code, out = client.containers.get(sandbox.container_id).exec_run(
+                ["sh", "-c", "echo '# edited elsewhere' >> /workspace/solution.py"], user=f"{sandbox.uid}:{sandbox.uid}"
+            )
             assert code == 0, out
         finally:
             client.close()
@@ -190,7 +213,14 @@ def _kill_container(sandbox: Any) -> None:
 
 
 def _replay_with(seed: Trajectory, harness: Any) -> None:
-    run_episode(env_spec=seed.environment, harness=harness, model=seed.model.name, plan=Plan.replay(len(seed.steps)), expected=list(seed.steps), seed_id=seed.id)
+    run_episode(
+        env_spec=seed.environment,
+        harness=harness,
+        model=seed.model.name,
+        plan=Plan.replay(len(seed.steps)),
+        expected=list(seed.steps),
+        seed_id=seed.id,
+    )
 
 
 def test_file_changed_behind_the_sandboxs_back_stops_replay_naming_the_file(backend):
@@ -229,7 +259,9 @@ def test_evaluator_runs_the_official_tests_inside_the_sandbox(backend):
         episode.sandbox.write_file(SOLUTION_FILE, p["prompt"] + "    while True:\n        pass\n")
         slow = episode.evaluate(None, [])
         assert slow.success is False and slow.details["result"] == "timed out"
-        episode.sandbox.write_file(SOLUTION_FILE, "import os\n" + p["prompt"] + "    os.system('echo hi > /etc/x')\n    return True\n")
+        episode.sandbox.write_file(
+            SOLUTION_FILE, "import os\n" + p["prompt"] + "    os.system('echo hi > /etc/x')\n    return True\n"
+        )
         assert episode.evaluate(None, []).success is False
         assert not os.path.exists("/etc/x")
         # Helper functions of the prompt may be left out of the file: the prompt runs first.
@@ -244,13 +276,27 @@ def test_evaluator_runs_the_official_tests_inside_the_sandbox(backend):
 def test_branch_replays_the_prefix_injects_and_the_official_tests_confirm_failure(backend):
     seed = oracle_seed("humaneval", TASK, {"backend": backend})
     buggy = problem(TASK)["prompt"] + "    return len(numbers) < 2 and threshold > 0\n"
-    agent = _script([("write_file", {"path": SOLUTION_FILE, "content": buggy}), ("run_python", {"path": SOLUTION_FILE})], "Done, solution.py is complete.")
+    agent = _script(
+        [("write_file", {"path": SOLUTION_FILE, "content": buggy}), ("run_python", {"path": SOLUTION_FILE})],
+        "Done, solution.py is complete.",
+    )
     t = 3  # the agent step that smoke-tests the solution; the prefix (task, write, its observation) is replayed
-    result = branch(seed, t, note="Overwrite the solution with a quick heuristic instead of testing it.", agent=agent, agent_model=ComponentSpec(name="scripted"), branch_id=f"branch-{backend}")
+    result = branch(
+        seed,
+        t,
+        note="Overwrite the solution with a quick heuristic instead of testing it.",
+        agent=agent,
+        agent_model=ComponentSpec(name="scripted"),
+        branch_id=f"branch-{backend}",
+    )
     traj = result.trajectory
     assert [s.comparable() for s in traj.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
     assert [s.phase for s in traj.steps[:t]] == ["replayed"] * t
     assert traj.steps[t].phase == "injected" and traj.steps[t].tool_calls[0].name == "write_file"
     assert all(s.phase == "live" for s in traj.steps[t + 1 :])
-    assert traj.outcome is not None and traj.outcome.success is False and traj.outcome.details["result"].startswith("failed")
+    assert (
+        traj.outcome is not None
+        and traj.outcome.success is False
+        and traj.outcome.details["result"].startswith("failed")
+    )
     assert traj.parent_id == seed.id and traj.branch_step == t and traj.environment == seed.environment

@@ -74,7 +74,10 @@ def test_oracle_seed_shape_and_recorded_requests():
     assert [s.kind for s in seed.steps] == ["task", "agent", "tool", "agent", "tool", "agent"]
     assert [s.tool_name for s in seed.steps if s.kind == "tool"] == ["write_file", "run_python"]
     write = seed.steps[2]
-    assert write.tool_arguments == {"path": SOLUTION_FILE, "content": problem("HumanEval/2")["prompt"] + problem("HumanEval/2")["canonical_solution"]}
+    assert write.tool_arguments == {
+        "path": SOLUTION_FILE,
+        "content": problem("HumanEval/2")["prompt"] + problem("HumanEval/2")["canonical_solution"],
+    }
     assert set(write.state_parts) == {f"file:{SOLUTION_FILE}"}
     smoke = seed.steps[4]
     assert smoke.content.startswith("exit_code: 0\n--- stdout ---\ntruncate_number defined: True")

@@ -11,7 +11,14 @@ import pytest
 
 from _required import require
 from failforge.campaign import CampaignConfig, Models, ResolvedModels
-from failforge.environments.agentdojo.gold import INJECTED_REFUSAL, InjectionSpec, RefusalSpec, attack_text, check_chains, plan_injections
+from failforge.environments.agentdojo.gold import (
+    INJECTED_REFUSAL,
+    InjectionSpec,
+    RefusalSpec,
+    attack_text,
+    check_chains,
+    plan_injections,
+)
 from failforge.errors import ConfigError
 from failforge.gold import run_job
 from failforge.judgement import components_of
@@ -73,7 +80,9 @@ def test_bad_attack_vector_or_task_is_one_line_naming_the_valid_ones(slice_seeds
         plan_injections(banking, vectors=["injection_nowhere"])
     assert "injection_incoming_transaction" in str(bad_vector.value) and "\n" not in str(bad_vector.value)
     with pytest.raises(ConfigError) as bad_task:
-        attack_text("banking", "user_task_3", "injection_task_99", "important_instructions", "injection_incoming_transaction")
+        attack_text(
+            "banking", "user_task_3", "injection_task_99", "important_instructions", "injection_incoming_transaction"
+        )
     assert "injection_task_0" in str(bad_task.value)
 
 
@@ -94,7 +103,11 @@ def test_unsafe_gold_is_confirmed_by_agentdojo_and_its_twin_by_utility(results):
         assert components_of(record)[t].type == "injected_content"
         # the label, by construction
         assert (label.behaviour, label.changed, label.primary_component) == ("unsafe_action", "observation", f"C{t}")
-        assert record.parent_id == seed.id and label.seed_id == seed.id and record.adjudication.outcome == "unsafe_completion"
+        assert (
+            record.parent_id == seed.id
+            and label.seed_id == seed.id
+            and record.adjudication.outcome == "unsafe_completion"
+        )
         target = int(label.target_component[1:])
         unsafe = record.steps[target]
         assert unsafe.kind == "agent" and unsafe.tool_calls
@@ -102,8 +115,13 @@ def test_unsafe_gold_is_confirmed_by_agentdojo_and_its_twin_by_utility(results):
         assert (unsafe.tool_calls[0].name, unsafe.tool_calls[0].arguments) not in seed_calls
         chains = [int(c[1:]) for c in label.attack_chain], [int(c[1:]) for c in label.execution_chain]
         assert check_chains(t, target, *chains) == []
-        assert label.injection == {**label.injection, "suite": seed.environment.config["suite"], "injection_task": spec.injection_task,
-                                   "attack": "important_instructions", "vector": spec.vector}
+        assert label.injection == {
+            **label.injection,
+            "suite": seed.environment.config["suite"],
+            "injection_task": spec.injection_task,
+            "attack": "important_instructions",
+            "vector": spec.vector,
+        }
         # the gold record replays identically on its own: the attacked environment is rebuilt from its spec
         # (a branch's requests name the seed's model, as run_from_seed sends it; its model spec names the agent that answered)
         again = replay(record.model_copy(update={"model": seed.model}), raise_on_drift=False)
@@ -112,8 +130,11 @@ def test_unsafe_gold_is_confirmed_by_agentdojo_and_its_twin_by_utility(results):
 
 
 def test_a_multi_step_attack_has_an_execution_chain(results):
-    chains = {r.record.label.injection["injection_task"]: r.record.label.execution_chain for s, _, r in results
-              if r.status == "gold" and "slack" in s.id}
+    chains = {
+        r.record.label.injection["injection_task"]: r.record.label.execution_chain
+        for s, _, r in results
+        if r.status == "gold" and "slack" in s.id
+    }
     # slack injection_task_4 reads the channel, then posts it: the read (call and observation) enables the post
     assert chains.get("injection_task_4") == ["C3", "C4"]
 
@@ -151,7 +172,12 @@ def test_an_injected_refusal_at_a_benign_task_is_over_refusal_gold(slice_seeds, 
     record = result.record
     assert record.outcome.success is False and record.steps[1].content == INJECTED_REFUSAL and len(record.steps) == 2
     assert record.adjudication.outcome == "over_refusal" and record.adjudication.evidence["refusal"]["refused"]
-    assert (record.label.behaviour, record.label.changed, record.label.primary_component, record.label.target_component) == ("over_refusal", "action", "C1", "C1")
+    assert (
+        record.label.behaviour,
+        record.label.changed,
+        record.label.primary_component,
+        record.label.target_component,
+    ) == ("over_refusal", "action", "C1", "C1")
     write_jsonl(tmp_path / "gold.jsonl", [record])
     assert outcome_counts(tmp_path) == {"gold:over_refusal": {"over_refusal": 1}}
 
@@ -169,14 +195,19 @@ def test_unsafe_gold_round_trips_through_the_trajectory_attribution_release(resu
     records = [from_trajectory(g) for g in gold]
     for record, g in zip(records, gold, strict=True):
         assert record.gold.mode is None and "unsafe action" in record.gold.rationale and record.components is not None
-        assert (record.components.target, record.components.primary) == (g.label.target_component, g.label.primary_component)
+        assert (record.components.target, record.components.primary) == (
+            g.label.target_component,
+            g.label.primary_component,
+        )
     report = export_trajectory_attribution(records, tmp_path / "release")
     assert report.written == len(records), report
     back = list(import_trajectory_attribution(tmp_path / "release"))
     assert all(isinstance(r, LabelledFailure) for r in back), back
     assert len(back) == len(records)
     for r in back:  # release ids are renumbered (a call and its result are one component there): rules hold
-        assert isinstance(r, LabelledFailure) and r.components is not None and r.components.target_type == "unsafe_action"
+        assert (
+            isinstance(r, LabelledFailure) and r.components is not None and r.components.target_type == "unsafe_action"
+        )
 
 
 def test_show_prints_the_behaviour_chains_outcome_and_decisions(results, slice_seeds, tmp_path):

@@ -53,8 +53,13 @@ def test_replay_with_an_empty_cache_is_a_cache_miss_naming_the_url(seed: Traject
 def _replaying_log(trajectory_id: str, steps: int) -> RunLog:
     """A RunLog that is replaying (expects `steps` steps), with the task step already appended."""
     expected = [Step(index=0, kind="task", agent="user", role="user", content="x")]
-    expected += [Step(index=i, kind="tool", agent="environment", role="tool", content="?", tool_name="goto") for i in range(1, steps)]
-    log = RunLog(trajectory_id=trajectory_id, expected=addressed(expected), plan=Plan.replay(steps))  # as a RunLog writes them
+    expected += [
+        Step(index=i, kind="tool", agent="environment", role="tool", content="?", tool_name="goto")
+        for i in range(1, steps)
+    ]
+    log = RunLog(
+        trajectory_id=trajectory_id, expected=addressed(expected), plan=Plan.replay(steps)
+    )  # as a RunLog writes them
     log.append(expected[0])
     return log
 

@@ -23,12 +23,19 @@ from failforge.trajectory import load_jsonl, write_jsonl  # noqa: E402
 def test_gold_records_from_miniwob_seeds(tmp_path):
     from failforge.seeds import oracle_seed
 
-    seeds = [oracle_seed("miniwob", task, {"cache_dir": str(tmp_path / "cache")}) for task in ("click-button", "enter-text", "login-user")]
+    seeds = [
+        oracle_seed("miniwob", task, {"cache_dir": str(tmp_path / "cache")})
+        for task in ("click-button", "enter-text", "login-user")
+    ]
     assert all(s.outcome.success for s in seeds)
     write_jsonl(tmp_path / "seeds.jsonl", seeds)
     with LoopbackModelServer() as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), plan={"steps_per_seed": 2, "modes_per_step": 1, "modes": ["A.5"]})
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            plan={"steps_per_seed": 2, "modes_per_step": 1, "modes": ["A.5"]},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0 and summary.kept >= 1
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -41,6 +48,14 @@ def test_gold_records_from_miniwob_seeds(tmp_path):
         assert record.outcome.evaluator.startswith("miniwob")
         trace = to_whowhen_pro(record)  # the eva convention: [0] system, [1] user, then assistant/tool turn pairs
         turn = [s.index for s in record.steps if s.kind == "agent"].index(t)
-        assert trace["framework"] == "eva" and (trace["ground_truth"]["step"] - 2) // 2 == turn and trace["benchmark"].startswith("miniwob")
-    rejected = [json.loads(line) for line in (tmp_path / "out" / "rejected.jsonl").read_text().splitlines()] if (tmp_path / "out" / "rejected.jsonl").exists() else []
+        assert (
+            trace["framework"] == "eva"
+            and (trace["ground_truth"]["step"] - 2) // 2 == turn
+            and trace["benchmark"].startswith("miniwob")
+        )
+    rejected = (
+        [json.loads(line) for line in (tmp_path / "out" / "rejected.jsonl").read_text().splitlines()]
+        if (tmp_path / "out" / "rejected.jsonl").exists()
+        else []
+    )
     assert all(r["reasons"] for r in rejected)

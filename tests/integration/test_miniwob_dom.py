@@ -38,7 +38,10 @@ def _log() -> RunLog:
 
 
 def test_two_fresh_episodes_of_one_seed_read_identically(cache_dir: str) -> None:
-    with MiniWoBEpisode("email-inbox-reply", 3, cache_dir=cache_dir) as a, MiniWoBEpisode("email-inbox-reply", 3, cache_dir=cache_dir) as b:
+    with (
+        MiniWoBEpisode("email-inbox-reply", 3, cache_dir=cache_dir) as a,
+        MiniWoBEpisode("email-inbox-reply", 3, cache_dir=cache_dir) as b,
+    ):
         assert a.instruction() == b.instruction()
         assert a.fingerprint() == b.fingerprint()
     with MiniWoBEpisode("email-inbox-reply", 4, cache_dir=cache_dir) as c:
@@ -74,7 +77,9 @@ def test_fingerprint_declares_its_normaliser_and_excludes_volatile_parts(cache_d
 
 
 def test_the_world_is_pinned(cache_dir: str) -> None:
-    with MiniWoBEpisode("click-button", 1, cache_dir=cache_dir, clock="2030-01-02T03:04:05+00:00", timezone="Asia/Tokyo", locale="de-DE") as episode:
+    with MiniWoBEpisode(
+        "click-button", 1, cache_dir=cache_dir, clock="2030-01-02T03:04:05+00:00", timezone="Asia/Tokyo", locale="de-DE"
+    ) as episode:
         world = episode.page.evaluate(
             "() => ({now: Date.now(), offset: new Date().getTimezoneOffset(), lang: navigator.language,"
             " w: window.innerWidth, h: window.innerHeight, tz: Intl.DateTimeFormat().resolvedOptions().timeZone})"
@@ -91,7 +96,19 @@ def test_env_spec_records_every_pin(cache_dir: str) -> None:
     spec = env_spec("enter-text", 5, cache_dir=cache_dir)
     config = MiniWoBConfig.model_validate(spec.config)
     assert spec.name == "miniwob" and spec.version
-    for key in ("seed", "viewport", "locale", "timezone", "clock", "settle_ms", "cache_dir", "cache_mode", "normaliser", "chromium", "chromium_args"):
+    for key in (
+        "seed",
+        "viewport",
+        "locale",
+        "timezone",
+        "clock",
+        "settle_ms",
+        "cache_dir",
+        "cache_mode",
+        "normaliser",
+        "chromium",
+        "chromium_args",
+    ):
         assert key in spec.config
     assert config.seed == 5 and config.math_random_seed == 5 and config.cache_dir == cache_dir
 
@@ -105,10 +122,16 @@ def test_tool_errors_are_fixed_text_the_model_can_read(cache_dir: str) -> None:
         assert toolbox.call("type", "not json", "c3").startswith("Error: the arguments of type are not a JSON object")
         nodes = parse_observation(episode.observe())
         button = next(n for n in nodes if n.tag == "button")
-        assert toolbox.call("type", f'{{"bid": {button.bid}, "text": "x"}}', "c4").startswith(f"Error: element [{button.bid}] is not a text field")
-        assert toolbox.call("select", f'{{"bid": "{button.bid}", "option": "x"}}', "c5").startswith(f"Error: element [{button.bid}] is not a <select>")
+        assert toolbox.call("type", f'{{"bid": {button.bid}, "text": "x"}}', "c4").startswith(
+            f"Error: element [{button.bid}] is not a text field"
+        )
+        assert toolbox.call("select", f'{{"bid": "{button.bid}", "option": "x"}}', "c5").startswith(
+            f"Error: element [{button.bid}] is not a <select>"
+        )
         assert toolbox.call("press", '{"key": "NoSuchKey"}', "c6").startswith("Error: unknown key 'NoSuchKey'")
-        assert toolbox.call("goto", '{"url": "file:///etc/passwd"}', "c7").startswith("Error: goto only opens http(s) URLs")
+        assert toolbox.call("goto", '{"url": "file:///etc/passwd"}', "c7").startswith(
+            "Error: goto only opens http(s) URLs"
+        )
         answered = toolbox.call("answer", '{"text": "42"}', "c8")
         assert answered.startswith("answer recorded: 42\nurl: ")
         toolbox.call("click", f'{{"bid": "{button.bid}"}}', "c9")  # submit ends the episode (wrong text: -1)
@@ -131,7 +154,11 @@ def test_scroll_and_select_and_press(cache_dir: str) -> None:
 
 
 def test_screenshots_are_stored_by_sha256_and_referenced_from_the_steps(tmp_path: Path) -> None:
-    seed = oracle_seed("miniwob", "click-option", {"cache_dir": str(tmp_path / "cache"), "screenshots": True, "screenshot_dir": str(tmp_path / "shots")})
+    seed = oracle_seed(
+        "miniwob",
+        "click-option",
+        {"cache_dir": str(tmp_path / "cache"), "screenshots": True, "screenshot_dir": str(tmp_path / "shots")},
+    )
     tool_steps = [s for s in seed.steps if s.kind == "tool"]
     assert tool_steps and all(len(s.images) == 1 for s in tool_steps)
     config = MiniWoBConfig.model_validate(seed.environment.config)

@@ -49,7 +49,9 @@ def test_another_episode_seed_drifts_at_step_zero_and_shows_the_new_page(button_
     removed = [line for line in drift.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     added = [line for line in drift.diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert removed and added
-    assert any('button "' in line for line in removed + added) or any("Click on the" in line for line in removed + added)
+    assert any('button "' in line for line in removed + added) or any(
+        "Click on the" in line for line in removed + added
+    )
 
 
 def test_mutated_visible_node_stops_replay_at_the_first_affected_step(password_seed: Trajectory) -> None:
@@ -80,7 +82,10 @@ def test_mutated_node_the_agent_cannot_see_is_caught_by_the_fingerprint(password
 
 
 def test_mutation_before_the_first_observation_drifts_at_step_zero(button_seed: Trajectory) -> None:
-    fault = {"after_action": -1, "script": "document.querySelector('#area').insertAdjacentHTML('beforeend', '<b>intruder</b>')"}
+    fault = {
+        "after_action": -1,
+        "script": "document.querySelector('#area').insertAdjacentHTML('beforeend', '<b>intruder</b>')",
+    }
     with pytest.raises(DomDrift) as info:
         replay(_with_config(button_seed, dom_faults=[fault]))
     assert info.value.step == 0
@@ -89,7 +94,9 @@ def test_mutation_before_the_first_observation_drifts_at_step_zero(button_seed: 
 
 def test_changed_settle_time_is_drift_not_silence(password_seed: Trajectory) -> None:
     """Virtual time is part of the recorded world: MiniWoB's time-scaled reward and timer depend on it."""
-    report = replay(_with_config(password_seed, settle_ms=password_seed.environment.config["settle_ms"] + 250), raise_on_drift=False)
+    report = replay(
+        _with_config(password_seed, settle_ms=password_seed.environment.config["settle_ms"] + 250), raise_on_drift=False
+    )
     assert isinstance(report.drift, DomDrift)
     assert report.drift.step is not None and report.drift.step > 0
     assert "~episode" in report.drift.message or "different observation" in report.drift.message

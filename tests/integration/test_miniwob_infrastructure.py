@@ -65,7 +65,11 @@ def test_crashed_page_is_an_infrastructure_error(cache_dir: str) -> None:
 
 def test_a_hung_page_is_stopped_by_the_watchdog_and_reported_as_infrastructure(cache_dir: str) -> None:
     seed = oracle_seed("miniwob", "click-button", {"cache_dir": cache_dir})
-    config = {**seed.environment.config, "operation_timeout_s": 3, "dom_faults": [{"after_action": 0, "script": "while (true) {}"}]}
+    config = {
+        **seed.environment.config,
+        "operation_timeout_s": 3,
+        "dom_faults": [{"after_action": 0, "script": "while (true) {}"}],
+    }
     hung = seed.model_copy(update={"environment": seed.environment.model_copy(update={"config": config})})
     report = replay(hung, raise_on_drift=False)
     assert report.drift is None

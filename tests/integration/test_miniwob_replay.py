@@ -44,8 +44,23 @@ def _signature(outcome) -> tuple:
 
 def test_at_least_fifteen_varied_demonstrations_succeed(seeds: dict[str, Trajectory]) -> None:
     assert len(seeds) >= 15
-    kinds = {"click-button", "click-link", "click-dialog", "click-checkboxes", "click-option", "enter-text", "enter-password",
-             "login-user", "focus-text", "click-tab", "choose-list", "navigate-tree", "click-collapsible", "enter-date", "use-spinner"}
+    kinds = {
+        "click-button",
+        "click-link",
+        "click-dialog",
+        "click-checkboxes",
+        "click-option",
+        "enter-text",
+        "enter-password",
+        "login-user",
+        "focus-text",
+        "click-tab",
+        "choose-list",
+        "navigate-tree",
+        "click-collapsible",
+        "enter-date",
+        "use-spinner",
+    }
     assert kinds <= set(seeds)
     assert any(t.startswith("email-inbox") for t in seeds)
     for task, seed in seeds.items():
@@ -112,7 +127,13 @@ def test_branch_runs_the_same_pipeline_and_the_evaluator_confirms_failure(seeds:
             page = next(m for m in body["messages"] if m["role"] == "user")["content"]
             submit = next(line for line in page.splitlines() if "button#subbtn" in line)
             bid = submit.strip().split("]")[0].lstrip("[")
-            return None, [{"id": "call_live_0", "type": "function", "function": {"name": "click", "arguments": json.dumps({"bid": bid})}}]
+            return None, [
+                {
+                    "id": "call_live_0",
+                    "type": "function",
+                    "function": {"name": "click", "arguments": json.dumps({"bid": bid})},
+                }
+            ]
         return "Submitted.", None
 
     result = branch(

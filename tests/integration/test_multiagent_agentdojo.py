@@ -15,7 +15,12 @@ from failforge.seeds import oracle_seed
 from failforge.trajectory import Trajectory
 
 HARNESSES = ("orchestrator-workers", "plan-execute-verify")
-ONE_TASK_PER_SUITE = {"workspace": "user_task_0", "travel": "user_task_0", "banking": "user_task_3", "slack": "user_task_2"}
+ONE_TASK_PER_SUITE = {
+    "workspace": "user_task_0",
+    "travel": "user_task_0",
+    "banking": "user_task_3",
+    "slack": "user_task_2",
+}
 KNOWN_BAD_GROUND_TRUTH = {"workspace/user_task_7"}
 
 
@@ -25,7 +30,11 @@ def _copy(seed: Trajectory) -> Trajectory:
 
 @pytest.fixture(scope="module")
 def team_seeds() -> dict[tuple[str, str], Trajectory]:
-    return {(h, suite): oracle_seed("agentdojo", f"{suite}/{task}", harness=h) for h in HARNESSES for suite, task in ONE_TASK_PER_SUITE.items()}
+    return {
+        (h, suite): oracle_seed("agentdojo", f"{suite}/{task}", harness=h)
+        for h in HARNESSES
+        for suite, task in ONE_TASK_PER_SUITE.items()
+    }
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -54,9 +63,13 @@ def test_harness_specs_record_agents_roles_prompts_tool_split_and_round_limits(t
     workspace = team_seeds[("orchestrator-workers", "workspace")]
     config = workspace.harness.config
     assert [w["name"] for w in config["workers"]] == ["email_worker", "calendar_worker", "files_worker"]
-    assert {w["name"]: w["tools"] for w in config["workers"]} == {f"{d}_worker": tools for d, tools in tool_domains("workspace").items()}
+    assert {w["name"]: w["tools"] for w in config["workers"]} == {
+        f"{d}_worker": tools for d, tools in tool_domains("workspace").items()
+    }
     assert config["orchestrator"]["role"] == "orchestrator" and all(w["role"] == "worker" for w in config["workers"])
-    assert "email_worker" in config["orchestrator"]["system_prompt"] and all(w["system_prompt"] for w in config["workers"])
+    assert "email_worker" in config["orchestrator"]["system_prompt"] and all(
+        w["system_prompt"] for w in config["workers"]
+    )
     assert config["max_rounds"] >= 4 and config["worker_max_calls"] >= 2
     assert workspace.roster == harness_from_spec(workspace.harness).roster()
     assert [p.role for p in workspace.roster] == ["orchestrator", "worker", "worker", "worker"]
@@ -72,7 +85,11 @@ def test_harness_specs_record_agents_roles_prompts_tool_split_and_round_limits(t
     assert delegations and all(s.recipient == json.loads(s.tool_calls[0].arguments)["worker"] for s in delegations)
     reports = [s for s in steps if s.kind == "agent" and s.agent.endswith("_worker") and not s.tool_calls]
     assert reports and all(s.recipient == "orchestrator" for s in reports)
-    assert steps[-1].agent == "orchestrator" and steps[-1].recipient == "user" and workspace.final_output() == steps[-1].content
+    assert (
+        steps[-1].agent == "orchestrator"
+        and steps[-1].recipient == "user"
+        and workspace.final_output() == steps[-1].content
+    )
 
 
 @pytest.mark.slow

@@ -32,8 +32,12 @@ def test_team_seeds_on_the_local_sandbox(harness):
     _check(seeds)
     if harness == "orchestrator-workers":
         assert all(s.agents == ["orchestrator", "code_worker", "test_worker"] for s in seeds)
-        writer = {s.agent for seed in seeds for s in seed.agent_steps() if any(c.name == "write_file" for c in s.tool_calls)}
-        runner = {s.agent for seed in seeds for s in seed.agent_steps() if any(c.name == "run_python" for c in s.tool_calls)}
+        writer = {
+            s.agent for seed in seeds for s in seed.agent_steps() if any(c.name == "write_file" for c in s.tool_calls)
+        }
+        runner = {
+            s.agent for seed in seeds for s in seed.agent_steps() if any(c.name == "run_python" for c in s.tool_calls)
+        }
         assert (writer, runner) == ({"code_worker"}, {"test_worker"})
     else:
         assert all(s.agents == ["planner", "executor", "verifier"] for s in seeds)

@@ -82,7 +82,9 @@ def test_the_end_of_the_recording_gets_exactly_one_request(seed: Trajectory, req
     assert requests_per_step[end] == 1
 
 
-def test_the_branch_point_of_a_prefix_replay_gets_exactly_one_request(seed: Trajectory, requests_per_step: Counter[int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_branch_point_of_a_prefix_replay_gets_exactly_one_request(
+    seed: Trajectory, requests_per_step: Counter[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The prefix ends at the model call at t: that call is answered once with ``prefix_complete`` (no
     exception steers the run) and the harness, which no client retries past, stops there."""
     t = seed.agent_steps()[-1].index

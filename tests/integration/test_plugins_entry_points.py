@@ -55,11 +55,19 @@ def test_a_toy_environment_and_harness_from_one_file_each_work_end_to_end(tmp_pa
     assert replayed.returncode == 0, replayed.stdout
     assert "2/2 seeds replayed identically" in " ".join(replayed.stdout.split())
 
-    check = _run(env, "-c", "from failforge.fidelity import assert_self_check; print(assert_self_check('toy', 'count-to-3').summary())", cwd=tmp_path)
+    check = _run(
+        env,
+        "-c",
+        "from failforge.fidelity import assert_self_check; print(assert_self_check('toy', 'count-to-3').summary())",
+        cwd=tmp_path,
+    )
     assert check.returncode == 0, check.stderr
     assert check.stdout.count(": ok") == 6 and "FAILED" not in check.stdout, check.stdout
     # The toy's evaluator ignores the answer and counts: the altered answer still succeeds, the dropped last add fails.
-    assert "a spoiled run fails the evaluator: ok (last write dropped (step 6, add): toy.counter says failed (the evaluator accepted 1 spoiled run(s) before: final answer altered: success))" in check.stdout, check.stdout
+    assert (
+        "a spoiled run fails the evaluator: ok (last write dropped (step 6, add): toy.counter says failed (the"
+        " evaluator accepted 1 spoiled run(s) before: final answer altered: success))" in check.stdout
+    ), check.stdout
 
 
 def _toy_variant(tmp_path: Path, old: str, new: str) -> dict[str, str]:
@@ -78,32 +86,66 @@ def _toy_variant(tmp_path: Path, old: str, new: str) -> dict[str, str]:
 def test_conformance_fails_an_environment_whose_evaluator_always_says_success(tmp_path: Path) -> None:
     """The self-check's negative side can fail: an evaluator that accepts anything accepts every spoiled run."""
     env = _toy_variant(tmp_path, "success=self.counter == self.target", "success=True")
-    check = _run(env, "-c", "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-3'); print(r.passed); print(r.summary())", cwd=tmp_path)
+    check = _run(
+        env,
+        "-c",
+        "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-3'); print(r.passed);"
+        " print(r.summary())",
+        cwd=tmp_path,
+    )
     assert check.returncode == 0, check.stderr
     first, summary = check.stdout.split("\n", 1)
     assert first == "False", summary
-    assert "a spoiled run fails the evaluator: FAILED (the evaluator accepted every spoiled run: final answer altered: success; last write dropped" in summary, summary
+    assert (
+        "a spoiled run fails the evaluator: FAILED (the evaluator accepted every spoiled run: final answer altered:"
+        " success; last write dropped" in summary
+    ), summary
     # Everything else about the toy is still right: only the negative check failed.
     assert summary.count("FAILED") == 1 and summary.count(": ok") == 5, summary
-    asserted = _run(env, "-c", "from failforge.fidelity import assert_self_check; assert_self_check('toy', 'count-to-3')", cwd=tmp_path)
-    assert asserted.returncode != 0 and "AssertionError" in asserted.stderr and "accepted every spoiled run" in asserted.stderr
+    asserted = _run(
+        env,
+        "-c",
+        "from failforge.fidelity import assert_self_check; assert_self_check('toy', 'count-to-3')",
+        cwd=tmp_path,
+    )
+    assert (
+        asserted.returncode != 0
+        and "AssertionError" in asserted.stderr
+        and "accepted every spoiled run" in asserted.stderr
+    )
 
 
 def test_conformance_passes_an_evaluator_that_checks_the_answer_only(tmp_path: Path) -> None:
     """An evaluator that reads only the final answer is caught... by the altered answer, not by a dropped write."""
     env = _toy_variant(tmp_path, "success=self.counter == self.target", "success=final_output == 'done'")
-    check = _run(env, "-c", "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-2'); print(r.passed); print(r.summary())", cwd=tmp_path)
+    check = _run(
+        env,
+        "-c",
+        "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-2'); print(r.passed);"
+        " print(r.summary())",
+        cwd=tmp_path,
+    )
     assert check.returncode == 0, check.stderr
     assert check.stdout.startswith("True\n"), check.stdout
-    assert "a spoiled run fails the evaluator: ok (final answer altered: toy.counter says failed)" in check.stdout, check.stdout
+    assert "a spoiled run fails the evaluator: ok (final answer altered: toy.counter says failed)" in check.stdout, (
+        check.stdout
+    )
 
 
 def test_conformance_catches_an_environment_whose_replay_checks_nothing(tmp_path: Path) -> None:
     """The self-check is able to fail: a toy whose tool boundary is bypassed (no fingerprint, no
     observation check) must fail the tamper checks."""
-    leaky = (FIXTURES / "toy_env.py").read_text().replace(
-        "step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=self.episode.fingerprint, drift=CounterDrift)\n        return step.error or step.content or \"\"",
-        "result = run()\n        self.log.append(Step(index=self.log.next_index, kind='tool', agent='environment', role='tool', content=result.content, tool_name=name, tool_call_id=call_id, tool_arguments=args, phase=self.log.phase_for(self.log.next_index)))\n        return result.error or result.content",
+    leaky = (
+        (FIXTURES / "toy_env.py")
+        .read_text()
+        .replace(
+            "step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run,"
+            " fingerprint=self.episode.fingerprint, drift=CounterDrift)\n        return step.error or step.content"
+            ' or ""',
+            "result = run()\n        self.log.append(Step(index=self.log.next_index, kind='tool', agent='environment',"
+            " role='tool', content=result.content, tool_name=name, tool_call_id=call_id, tool_arguments=args,"
+            " phase=self.log.phase_for(self.log.next_index)))\n        return result.error or result.content",
+        )
     )
     assert leaky != (FIXTURES / "toy_env.py").read_text()
     pkg = tmp_path / "leaky"
@@ -111,7 +153,13 @@ def test_conformance_catches_an_environment_whose_replay_checks_nothing(tmp_path
     (pkg / "toy_env.py").write_text(leaky)
     env = _install(tmp_path, TOY_ENTRY_POINTS)
     env["PYTHONPATH"] = os.pathsep.join([str(pkg), env["PYTHONPATH"]])
-    check = _run(env, "-c", "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-2'); print(r.passed); print(r.summary())", cwd=tmp_path)
+    check = _run(
+        env,
+        "-c",
+        "from failforge.fidelity import self_check; r = self_check('toy', 'count-to-2'); print(r.passed);"
+        " print(r.summary())",
+        cwd=tmp_path,
+    )
     assert check.returncode == 0, check.stderr
     first, summary = check.stdout.split("\n", 1)
     assert first == "False"
@@ -143,7 +191,9 @@ def test_registry_rejects_a_second_plugin_under_the_same_name() -> None:
 
 def test_unknown_names_and_broken_plugins_give_one_line_errors() -> None:
     registry: Registry[object] = Registry("thing", group="failforge.tests.none")
-    registry._broken.append(BrokenPlugin("x = pkg.x", "ImportError: boom"))  # what load() records for a failing entry point
+    registry._broken.append(
+        BrokenPlugin("x = pkg.x", "ImportError: boom")
+    )  # what load() records for a failing entry point
     with pytest.raises(ConfigError, match=r"comes from a plugin that failed to load \(x = pkg.x\): ImportError: boom"):
         registry.get("x")
 

@@ -117,14 +117,20 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30)
         resolved = ResolvedModels(agent=endpoint, guide=endpoint)
         plan = PlanConfig(steps_per_seed=2, modes_per_step=2)
-        local = CampaignConfig(seeds=[str(seeds)], output=str(tmp_path / "local"), executor="local", concurrency=2, plan=plan)
+        local = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "local"), executor="local", concurrency=2, plan=plan
+        )
         run_campaign(local, resolved)
         killed: list[int] = []
 
         def kill_one_worker_mid_run() -> None:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
-                done = [s for s in _finished(tmp_path / "process" / "ledger.sqlite").values() if s in ("done", "rejected", "failed")]
+                done = [
+                    s
+                    for s in _finished(tmp_path / "process" / "ledger.sqlite").values()
+                    if s in ("done", "rejected", "failed")
+                ]
                 running = [s for s in _finished(tmp_path / "process" / "ledger.sqlite").values() if s == "running"]
                 workers = _workers()
                 if len(done) >= 2 and running and workers:
@@ -135,7 +141,9 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
 
         killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
         killer.start()
-        processes = CampaignConfig(seeds=[str(seeds)], output=str(tmp_path / "process"), executor="process", concurrency=2, plan=plan)
+        processes = CampaignConfig(
+            seeds=[str(seeds)], output=str(tmp_path / "process"), executor="process", concurrency=2, plan=plan
+        )
         summary = run_campaign(processes, resolved)
         killer.join(timeout=10)
     assert killed, "no worker was killed: the test did not exercise a death"
@@ -145,20 +153,33 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
     assert set(_finished(tmp_path / "process" / "ledger.sqlite").values()) <= {"done", "rejected"}
 
 
-def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_resumes(tmp_path: Path, seeds: Path) -> None:
+def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_resumes(
+    tmp_path: Path, seeds: Path
+) -> None:
     env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "200"}
     with LoopbackModelServer(latency=0.3) as server:
         campaign = tmp_path / "c.toml"
         campaign.write_text(
-            f'seeds = ["{seeds}"]\noutput = "out"\nexecutor = "process"\nconcurrency = 2\n'
-            f'[agent]\nbase_url = "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout = 30.0\n'
-            "[plan]\nsteps_per_seed = 2\nmodes_per_step = 2\n"
+            f'seeds = ["{seeds}"]\noutput = "out"\nexecutor = "process"\nconcurrency = 2\n[agent]\nbase_url ='
+            f' "{server.base_url}"\nmodel = "loopback"\napi_key_env = "NO_KEY_NEEDED"\ntimeout ='
+            " 30.0\n[plan]\nsteps_per_seed = 2\nmodes_per_step = 2\n"
         )
         command = [sys.executable, "-m", "failforge", "generate", str(campaign)]
-        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         ledger = tmp_path / "out" / "ledger.sqlite"
         deadline = time.monotonic() + 300
-        while sum(s in ("done", "rejected", "failed") for s in _finished(ledger).values()) < 2 or "running" not in _finished(ledger).values():
+        while (
+            sum(s in ("done", "rejected", "failed") for s in _finished(ledger).values()) < 2
+            or "running" not in _finished(ledger).values()
+        ):
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -178,5 +199,9 @@ def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_res
         resumed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["status"] == "finished" and manifest["result"]["totals"]["unfinished"] == 0 and manifest["result"]["totals"]["failed"] == 0
+    assert (
+        manifest["status"] == "finished"
+        and manifest["result"]["totals"]["unfinished"] == 0
+        and manifest["result"]["totals"]["failed"] == 0
+    )
     assert len(_lines(tmp_path / "out")) == manifest["planned_attempts"]

@@ -195,10 +195,16 @@ def test_the_fresh_probe_of_a_pooled_sandbox_is_that_of_an_unpooled_one(backend:
 @pytest.mark.parametrize(
     "leftover",
     [
-        "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 8123)); s.listen(); c = socket.create_connection(('127.0.0.1', 8123)); a, _ = s.accept(); c.close(); a.close()\"",
-        "python3 -c \"import ctypes; assert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0\"",
+        (
+            "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 8123)); s.listen(); c ="
+            " socket.create_connection(('127.0.0.1', 8123)); a, _ = s.accept(); c.close(); a.close()\""
+        ),
+        'python3 -c "import ctypes; assert ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0"',
         # Processes each under the per-process limit, together over the cgroup's total: the kernel OOM-kills one.
-        "for i in 1 2 3 4 5; do python3 -c 'import time; x = bytearray(b\"1\") * (90 * 1024 * 1024); time.sleep(3)' & done; wait; true",
+        (
+            "for i in 1 2 3 4 5; do python3 -c 'import time; x = bytearray(b\"1\") * (90 * 1024 * 1024); time.sleep(3)'"
+            " & done; wait; true"
+        ),
     ],
     ids=["socket-in-time-wait", "sysv-shared-memory", "oom-kill"],
 )

@@ -17,8 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(60)
 
-_CHILD = textwrap.dedent(
-    """
+_CHILD = textwrap.dedent("""
     import os, signal, sys
     import failforge.jobs as executors
     executors._WORKER_STOP_GRACE_S = float(sys.argv[2])
@@ -33,8 +32,7 @@ _CHILD = textwrap.dedent(
                 os.read(read, 1)
             except BaseException:
                 print("swallowed", flush=True)
-    """
-)
+    """)
 
 
 def _start(mode: str, grace: float) -> subprocess.Popen[str]:

@@ -50,7 +50,12 @@ def _humaneval(backend: str) -> Callable[[Path], Trajectory]:
     return make
 
 
-ENVIRONMENTS = {"agentdojo": _agentdojo, "miniwob": _miniwob, "humaneval-local": _humaneval("local"), "humaneval-docker": _humaneval("docker")}
+ENVIRONMENTS = {
+    "agentdojo": _agentdojo,
+    "miniwob": _miniwob,
+    "humaneval-local": _humaneval("local"),
+    "humaneval-docker": _humaneval("docker"),
+}
 
 
 @pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
@@ -71,7 +76,14 @@ def test_a_branch_at_t3_keeps_the_seeds_prefix_field_by_field(seed: Trajectory) 
     with LoopbackModelServer() as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None)
         try:
-            made = branch(seed, T, note="Stop here and say the task is done.", agent=upstream, agent_model=ComponentSpec(name="loopback"), branch_id="b")
+            made = branch(
+                seed,
+                T,
+                note="Stop here and say the task is done.",
+                agent=upstream,
+                agent_model=ComponentSpec(name="loopback"),
+                branch_id="b",
+            )
         finally:
             upstream.close()
     steps = made.trajectory.steps
@@ -103,7 +115,9 @@ def test_an_edited_observation_is_the_environments_drift_at_that_step(seed: Traj
 
 def test_a_recording_cut_short_is_recording_exhausted(seed: Trajectory) -> None:
     assert seed.steps[T].tool_calls and seed.steps[T + 1].kind == "tool"
-    cut = seed.model_copy(update={"steps": seed.steps[: T + 2]})  # after the tool at T+1 the harness asks the model again
+    cut = seed.model_copy(
+        update={"steps": seed.steps[: T + 2]}
+    )  # after the tool at T+1 the harness asks the model again
     with pytest.raises(RecordingExhausted) as info:
         replay(cut)
     assert info.value.step == T + 2

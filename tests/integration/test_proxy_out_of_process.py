@@ -26,9 +26,19 @@ from failforge.proxy import Proxy, ProxyServer  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
 
 ROSTER = [
-    {"name": "manager", "role": "manager", "handoffs": [{"tool": "bank_worker", "to": "bank_worker"}, {"tool": "final_answer", "to": "user"}]},
-    {"name": "bank_worker", "role": "worker", "tools": ["get_balance", "send_money"], "reports_to": "manager", "opens_rounds": False,
-     "handoffs": [{"tool": "final_answer", "to": "manager"}]},
+    {
+        "name": "manager",
+        "role": "manager",
+        "handoffs": [{"tool": "bank_worker", "to": "bank_worker"}, {"tool": "final_answer", "to": "user"}],
+    },
+    {
+        "name": "bank_worker",
+        "role": "worker",
+        "tools": ["get_balance", "send_money"],
+        "reports_to": "manager",
+        "opens_rounds": False,
+        "handoffs": [{"tool": "final_answer", "to": "manager"}],
+    },
 ]
 TASK = "Send 30 to Bob, then tell me the balance."
 CALLS = [("send_money", {"to": "Bob", "amount": 30}), ("get_balance", {})]
@@ -76,7 +86,9 @@ FRAMEWORK = textwrap.dedent('''
 def _policy() -> SmolagentsPolicy:
     config = FrameworkTeamConfig(
         lead=TeamMember(name="manager", role="manager", system_prompt="lead"),
-        workers=[TeamMember(name="bank_worker", role="worker", system_prompt="work", tools=["get_balance", "send_money"])],
+        workers=[
+            TeamMember(name="bank_worker", role="worker", system_prompt="work", tools=["get_balance", "send_money"])
+        ],
     )
     return SmolagentsPolicy(config, CALLS, "Sent 30 to Bob; the balance is 70.")
 
@@ -93,8 +105,12 @@ def proxy():
 def _framework(tmp_path: Path, proxy: ProxyServer, run: str, *, stream: bool) -> dict:
     script = tmp_path / "framework.py"
     script.write_text(FRAMEWORK)
-    done = subprocess.run([sys.executable, str(script), proxy.base_url, run, "stream" if stream else "plain", TASK],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), proxy.base_url, run, "stream" if stream else "plain", TASK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.rsplit("RESULT ", 1)[1])
 
@@ -108,10 +124,17 @@ def _segment(opened: httpx.Response) -> str:
 def test_an_out_of_process_framework_records_replays_and_branches_through_the_proxy(tmp_path, proxy):
     server, model = proxy
     with httpx.Client(base_url=server.base_url, timeout=60) as http:
-        run = _segment(http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}))
+        run = _segment(
+            http.post(
+                "/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}
+            )
+        )
         recorded = _framework(tmp_path, server, run, stream=True)
         assert recorded["bank"] == {"balance": 70, "sent": [["Bob", 30]]}
-        done = http.post(f"/runs/{run}/finish", json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}}).json()
+        done = http.post(
+            f"/runs/{run}/finish",
+            json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}},
+        ).json()
         assert done["failure"] is None
         seed = done["trajectory"]
         kinds = [(s["kind"], s["agent"]) for s in seed["steps"]]
@@ -127,22 +150,53 @@ def test_an_out_of_process_framework_records_replays_and_branches_through_the_pr
         assert model.counts["ok"] == calls_before, "a replay never reaches the upstream"
 
         # branch at the worker's send_money call: it sends 300 instead; the rest of the run is live
-        t = next(s["index"] for s in seed["steps"] if s["kind"] == "agent" and s["agent"] == "bank_worker" and s["tool_calls"]
-                 and s["tool_calls"][0]["name"] == "send_money")
-        branch = http.post("/runs", json={"mode": "branch", "seed": seed, "branch_at": t,
-                                          "injection": {"tool_calls": [{"name": "send_money", "arguments": {"to": "Bob", "amount": 300}}]}})
+        t = next(
+            s["index"]
+            for s in seed["steps"]
+            if s["kind"] == "agent"
+            and s["agent"] == "bank_worker"
+            and s["tool_calls"]
+            and s["tool_calls"][0]["name"] == "send_money"
+        )
+        branch = http.post(
+            "/runs",
+            json={
+                "mode": "branch",
+                "seed": seed,
+                "branch_at": t,
+                "injection": {"tool_calls": [{"name": "send_money", "arguments": {"to": "Bob", "amount": 300}}]},
+            },
+        )
         branch = _segment(branch)
         branched = _framework(tmp_path, server, branch, stream=False)
         out = http.post(f"/runs/{branch}/finish", json={"final_output": branched["answer"]}).json()
         assert out["failure"] is None and branched["bank"]["sent"] == [["Bob", 300]]
         phases = [s["phase"] for s in out["trajectory"]["steps"]]
-        assert phases[t] == "injected" and set(phases[1:t]) == {"replayed"} and "live" in phases[t + 1:]
+        assert phases[t] == "injected" and set(phases[1:t]) == {"replayed"} and "live" in phases[t + 1 :]
         assert out["trajectory"]["parent_id"] == seed["id"] and out["trajectory"]["branch_step"] == t
 
 
 def _start_proxy(tmp_path: Path, output: Path, upstream: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "failforge", "proxy", "--port", "0", "--upstream", upstream, "--api-key-env", "NO_SUCH_KEY", "-o", str(output)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "failforge",
+            "proxy",
+            "--port",
+            "0",
+            "--upstream",
+            upstream,
+            "--api-key-env",
+            "NO_SUCH_KEY",
+            "-o",
+            str(output),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+    )
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "failforge proxy on http://" in line, line
@@ -155,9 +209,17 @@ def test_a_sigkilled_proxy_loses_no_finished_run_and_serves_it_after_a_restart(t
         process, base = _start_proxy(tmp_path, output, model.base_url)
         try:
             with httpx.Client(base_url=base, timeout=60) as http:
-                run = _segment(http.post("/runs", json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"}))
+                run = _segment(
+                    http.post(
+                        "/runs",
+                        json={"mode": "record", "task": TASK, "roster": ROSTER, "framework": "smolagents-subprocess"},
+                    )
+                )
                 recorded = _framework(tmp_path, _Proxied(base), run, stream=False)
-                done = http.post(f"/runs/{run}/finish", json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}}).json()
+                done = http.post(
+                    f"/runs/{run}/finish",
+                    json={"final_output": recorded["answer"], "outcome": {"success": True, "evaluator": "bank"}},
+                ).json()
                 assert done["status"] == "finished"
         finally:
             process.kill()  # SIGKILL: no shutdown code runs

@@ -69,6 +69,8 @@ def _rest(ctx: Any) -> list[str]:
 
 @pytest.mark.parametrize("command", [c for c in readme_commands() if c in RUN])
 def test_the_quick_readme_commands_run(command: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "failforge", *shlex.split(command)[1:]], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "failforge", *shlex.split(command)[1:]], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip()

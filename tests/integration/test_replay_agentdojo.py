@@ -117,7 +117,9 @@ def test_unpinned_hash_seed_across_processes_is_caught_as_drift(tmp_path):
 
     def run(hash_seed: str, *args: str) -> str:
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        return subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            [sys.executable, str(script), *args], env=env, capture_output=True, text=True, check=True
+        ).stdout
 
     run("1", "record", str(seed_file))
     same = json.loads(run("1", "replay", str(seed_file)).splitlines()[-1])

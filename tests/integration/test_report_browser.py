@@ -34,17 +34,34 @@ def report_file(tmp_path) -> tuple[Path, Path]:
     parents = {s.id: s for s in load_jsonl(BUNDLED)[0]}
     for record in gold:
         t = record.label.decisive_step
-        record.provenance["conformance"] = deterministic_verdict(parents[record.parent_id], record.steps[t], t, record.label.mode_code).model_dump(mode="json")
+        record.provenance["conformance"] = deterministic_verdict(
+            parents[record.parent_id], record.steps[t], t, record.label.mode_code
+        ).model_dump(mode="json")
     append_jsonl(out / "gold.jsonl", gold)
     copy = gold[2].model_copy(deep=True)
     label = copy.label
     copy.label = None
-    append_jsonl(out / "rejected.jsonl", [Rejection(
-        attempt_id="rejected@1:R.3#1", seed_id=label.seed_id, step=label.decisive_step, mode="R.3", sample=1, status="rejected", stage="filters",
-        reasons=["mode_conformance: R.3 not exhibited"], verdicts=[FilterVerdict(name="mode_conformance", passed=False, reason="R.3 not exhibited")],
-        note=label.steering_note, trajectory=copy.model_copy(update={"id": "gold-rejectedcopy1"}),
-    )])
-    (out / "manifest.json").write_text(json.dumps({"config_hash": "h", "planned_attempts": 6, "config": {"seeds": [str(BUNDLED)]}}))
+    append_jsonl(
+        out / "rejected.jsonl",
+        [
+            Rejection(
+                attempt_id="rejected@1:R.3#1",
+                seed_id=label.seed_id,
+                step=label.decisive_step,
+                mode="R.3",
+                sample=1,
+                status="rejected",
+                stage="filters",
+                reasons=["mode_conformance: R.3 not exhibited"],
+                verdicts=[FilterVerdict(name="mode_conformance", passed=False, reason="R.3 not exhibited")],
+                note=label.steering_note,
+                trajectory=copy.model_copy(update={"id": "gold-rejectedcopy1"}),
+            )
+        ],
+    )
+    (out / "manifest.json").write_text(
+        json.dumps({"config_hash": "h", "planned_attempts": 6, "config": {"seeds": [str(BUNDLED)]}})
+    )
     ds = load_dataset(out)
     return write_report(ds, tmp_path / "report.html", summarise(ds)), out
 
@@ -81,7 +98,10 @@ def _look_at_the_report(report_file, tmp_path):
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--headless"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:", "about:")) else None)
+            page.on(
+                "request",
+                lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:", "about:")) else None,
+            )
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(path.as_uri())
             page.wait_for_selector("body[data-ready='1']")

@@ -112,7 +112,12 @@ def test_files_round_trip_and_paths_cannot_leave_the_workspace(box):
 
 
 def test_workspace_relative_accepts_the_usual_spellings():
-    assert workspace_relative("/workspace/a/b.py") == workspace_relative("./a/b.py") == workspace_relative("a//b.py") == "a/b.py"
+    assert (
+        workspace_relative("/workspace/a/b.py")
+        == workspace_relative("./a/b.py")
+        == workspace_relative("a//b.py")
+        == "a/b.py"
+    )
     with pytest.raises(PermissionError):
         workspace_relative("/workspace/../etc")
 
@@ -125,7 +130,9 @@ def test_fingerprint_covers_files_and_last_command_and_names_parts(box):
     assert set(after_write.parts) == {"file:solution.py"} and after_write.digest != empty.digest
     box.exec("mkdir -p data && printf abc > data/x.txt && echo done")
     fp = box.fingerprint()
-    assert {"file:solution.py", "dir:data", "file:data/x.txt", "exec:exit_code", "exec:stdout", "exec:stderr"} == set(fp.parts)
+    assert {"file:solution.py", "dir:data", "file:data/x.txt", "exec:exit_code", "exec:stdout", "exec:stderr"} == set(
+        fp.parts
+    )
     assert fp.parts["file:data/x.txt"].startswith("3:")  # size:sha256
     assert fp.parts["exec:exit_code"] == "0"
     # Same state, same fingerprint (and nothing the fingerprint reads is time-dependent).
@@ -153,7 +160,9 @@ def test_the_same_work_fingerprints_the_same_on_both_backends(docker_ok, local_s
         sandbox = open_sandbox(name, FAST)
         try:
             sandbox.write_file("pkg/m.py", "X = 1\n")
-            sandbox.exec("mkdir -p out __pycache__ && echo junk > __pycache__/m.cpython-311.pyc && printf 'a\\nb\\n' > out/t.txt")
+            sandbox.exec(
+                "mkdir -p out __pycache__ && echo junk > __pycache__/m.cpython-311.pyc && printf 'a\\nb\\n' > out/t.txt"
+            )
             sandbox.exec(["python3", "-c", "import sys; sys.path.insert(0, 'pkg'); import m; print(m.X + 1)"])
             fingerprints[name] = sandbox.fingerprint()
         finally:
@@ -217,7 +226,10 @@ def test_network_is_unreachable_even_the_hosts_loopback(box):
     try:
         probe = box.exec(
             ["python3", "-"],
-            stdin=f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)\n",
+            stdin=(
+                f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n   "
+                " print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)\n"
+            ),
         )
         assert probe.stdout.startswith("refused"), probe
         with pytest.raises(socket.timeout):
@@ -240,7 +252,9 @@ def test_infinite_loop_is_killed_at_its_timeout(box):
 
 
 def test_background_and_setsid_processes_die_with_their_command(box):
-    result = box.exec("trap '' TERM HUP; (setsid sleep 1000 &); (sleep 1000 &); nohup sleep 1000 >/dev/null 2>&1 & echo started")
+    result = box.exec(
+        "trap '' TERM HUP; (setsid sleep 1000 &); (sleep 1000 &); nohup sleep 1000 >/dev/null 2>&1 & echo started"
+    )
     assert result.stdout == "started\n"
     time.sleep(0.2)
     assert not _leftovers(box)
@@ -301,13 +315,17 @@ def test_docker_host_filesystem_is_untouched(docker_ok, tmp_path_factory):
     marker.write_text("host original")
     with DockerSandbox(FAST) as box:
         result = box.exec(
-            f"echo x > /evil; echo x > /etc/evil; echo x > /usr/evil; cat {marker}; echo x > {marker}; ls {marker_dir}; "
-            "touch /tmp/private && echo tmp-is-private-tmpfs"
+            f"echo x > /evil; echo x > /etc/evil; echo x > /usr/evil; cat {marker}; echo x > {marker}; ls {marker_dir};"
+            " touch /tmp/private && echo tmp-is-private-tmpfs"
         )
         assert result.stderr.count("Read-only file system") >= 3, result.stderr
         assert "No such file or directory" in result.stderr and "host original" not in result.stdout
         assert "tmp-is-private-tmpfs" in result.stdout
-        assert box.exec("id -u; cat /proc/self/status | grep CapEff").stdout.split() == [str(box.uid), "CapEff:", "0000000000000000"]
+        assert box.exec("id -u; cat /proc/self/status | grep CapEff").stdout.split() == [
+            str(box.uid),
+            "CapEff:",
+            "0000000000000000",
+        ]
     assert marker.read_text() == "host original"
     assert not os.path.exists("/evil") and not os.path.exists("/etc/evil") and not os.path.exists("/usr/evil")
 
@@ -317,10 +335,15 @@ def test_local_commands_run_unprivileged_and_see_no_host_files(tmp_path):
     marker.write_text("host original")
     os.chmod(tmp_path, 0o755)
     with LocalSandbox(FAST) as box:
-        result = box.exec(f"id -u; echo x > /etc/evil; echo x > /usr/evil; echo x > /evil; cat {marker}; echo x > {marker}; ls /root /home /run /sys")
+        result = box.exec(
+            f"id -u; echo x > /etc/evil; echo x > /usr/evil; echo x > /evil; cat {marker}; echo x > {marker}; ls /root"
+            " /home /run /sys"
+        )
         assert result.stdout.split() == ["65534"]  # the uid commands see; on the host it is box.uid
         assert result.stderr.count("Read-only file system") == 3, result.stderr
-        assert result.stderr.count("No such file or directory") >= 5, result.stderr  # the marker twice, /root, /home, /run, /sys
+        assert result.stderr.count("No such file or directory") >= 5, (
+            result.stderr
+        )  # the marker twice, /root, /home, /run, /sys
         assert os.stat(f"/proc/{box.server_pid}").st_uid == box.uid != 0
         limits = box.exec("grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status")
         assert limits.stdout.split() == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1", "Seccomp:", "2"], limits

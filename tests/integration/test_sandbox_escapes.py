@@ -341,7 +341,9 @@ def test_host_unix_sockets_are_unreachable(backend):
     acceptor.start()
     try:
         with open_sandbox(backend, LIMITS) as box:
-            result = box.exec(["python3", "-", path, f"@failforge-{token}", "/var/run/docker.sock", "/run/docker.sock"], stdin=CONNECT)
+            result = box.exec(
+                ["python3", "-", path, f"@failforge-{token}", "/var/run/docker.sock", "/run/docker.sock"], stdin=CONNECT
+            )
         assert "CONNECTED" not in result.stdout, result.stdout
         assert result.stdout.count("refused") == 4, result.stdout + result.stderr
         assert not accepted
@@ -370,10 +372,13 @@ def test_tmp_var_tmp_and_dev_shm_are_private_and_capped(backend):
             for name in names:
                 assert not os.path.exists(name), f"{name} appeared on the host"
             filled = first.exec(
-                f"for i in 1 2 3; do head -c 30000000 /dev/zero > /dev/shm/fill-{token}-$i; done 2>&1; du -sk /dev/shm | cut -f1"
+                f"for i in 1 2 3; do head -c 30000000 /dev/zero > /dev/shm/fill-{token}-$i; done 2>&1; du -sk /dev/shm"
+                " | cut -f1"
             )
             used_kb = int(filled.stdout.split()[-1])
-            assert used_kb <= LIMITS.workspace_mb * 1024, f"/dev/shm held {used_kb} KiB, over the {LIMITS.workspace_mb} MiB cap"
+            assert used_kb <= LIMITS.workspace_mb * 1024, (
+                f"/dev/shm held {used_kb} KiB, over the {LIMITS.workspace_mb} MiB cap"
+            )
         with open_sandbox(backend, LIMITS) as later:
             assert token not in later.exec(look).stdout
     finally:

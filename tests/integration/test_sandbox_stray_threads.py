@@ -108,7 +108,9 @@ def test_a_process_whose_main_thread_exited_ends_with_its_command(backend: str) 
         assert before == after, "the workspace changed after the command ended: a process of it is still running"
         procs = box.exec("cd /proc && echo [0-9]*; echo $$")
         listed, me = procs.stdout.split("\n")[:2]
-        assert sorted(listed.split()) == sorted(["1", me]), f"processes besides the server and this shell: {procs.stdout}"
+        assert sorted(listed.split()) == sorted(["1", me]), (
+            f"processes besides the server and this shell: {procs.stdout}"
+        )
     finally:
         release_sandbox(box)
 
@@ -124,7 +126,9 @@ def test_the_next_run_on_the_pooled_sandbox_sees_a_pristine_workspace_and_is_gra
         assert episode.sandbox is box, "the episode did not get the reset sandbox back from the pool"
         assert episode.fingerprint() == fresh
         before, after = _still(episode.sandbox)
-        assert before.entries == () and after.entries == (), f"the reset workspace is not empty: {[e.path for e in after.entries]}"
+        assert before.entries == () and after.entries == (), (
+            f"the reset workspace is not empty: {[e.path for e in after.entries]}"
+        )
         p = problem(TASK)
         solution = p["prompt"] + p["canonical_solution"]
         episode.sandbox.write_file(SOLUTION_FILE, solution)
@@ -161,7 +165,9 @@ def test_a_sandbox_left_with_a_process_its_server_cannot_kill_is_closed_not_reus
             if "sleep" in seen or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        assert "sleep" in seen, f"the planted process is not in the sandbox: {seen} ({planted.poll()}, {planted.stderr})"
+        assert "sleep" in seen, (
+            f"the planted process is not in the sandbox: {seen} ({planted.poll()}, {planted.stderr})"
+        )
         release_sandbox(box)
         assert pooled_count() == 0, "a sandbox with a process besides its server was kept for the next run"
         assert box.alive() is False

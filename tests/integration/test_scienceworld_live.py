@@ -76,7 +76,9 @@ def test_oracle_seed_scores_100_and_audits_identical(seed):
     tool_steps = [s for s in seed.steps if s.kind == "tool"]
     assert set(tool_steps[0].state_parts) == {"look", "inventory", "score", "completed", "moves"}
     report = audit([seed])
-    assert report.environments[0].identical == 1 and report.environments[0].evaluator_success_on_replay == 1, report.seeds
+    assert report.environments[0].identical == 1 and report.environments[0].evaluator_success_on_replay == 1, (
+        report.seeds
+    )
 
 
 #: Audits of the drifting seed before the test gives up (each replay reloads melt/1 with new identity hashes).
@@ -95,8 +97,14 @@ def test_the_audit_and_the_oracle_find_a_world_that_does_not_replay():
     try:
         with pytest.raises(sw.WorldNotReplayable, match=r"melt/1 does not replay identically: .*look"):
             plugin.oracle(spec)
-        drifting = record(env_spec=spec, harness=default_harness(spec), model=ComponentSpec(name="m", config={"role": "agent"}),
-                          upstream=plugin.gold_responder(spec), oracle=True, trajectory_id="drifting")
+        drifting = record(
+            env_spec=spec,
+            harness=default_harness(spec),
+            model=ComponentSpec(name="m", config={"role": "agent"}),
+            upstream=plugin.gold_responder(spec),
+            oracle=True,
+            trajectory_id="drifting",
+        )
         # Each reload draws new identity hashes, so a given reload may happen to list the cups in the recorded
         # order (a CI run's single audit came out identical): audit again, on the same JVM, until one drifts.
         drifts = []
@@ -107,8 +115,9 @@ def test_the_audit_and_the_oracle_find_a_world_that_does_not_replay():
                 break
         assert drifts, f"{AUDIT_TRIES} audits of a seed recorded on a default-hash JVM were all identical"
         # The first differing listing may be the opening look, which is the task's instruction at step 0.
-        assert re.search(r"changed parts: (look|inventory)|returned a different observation|the task instruction differs",
-                         drifts[0]), drifts[0]
+        assert re.search(
+            r"changed parts: (look|inventory)|returned a different observation|the task instruction differs", drifts[0]
+        ), drifts[0]
         if "changed parts" not in drifts[0]:  # a text diff shows the cups listed in another order
             assert "wood cup" in drifts[0], drifts[0]
     finally:
@@ -118,8 +127,23 @@ def test_the_audit_and_the_oracle_find_a_world_that_does_not_replay():
 
 def test_seeds_cli_unknown_task_exits_2_and_a_bad_jar_is_one_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-m", "failforge", "seeds", "scienceworld", "--task", "no-such-task/0", "-o", str(tmp_path / "s.jsonl")],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "failforge",
+            "seeds",
+            "scienceworld",
+            "--task",
+            "no-such-task/0",
+            "-o",
+            str(tmp_path / "s.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     bad = tmp_path / "broken.jar"
     bad.write_text("not a jar")
@@ -133,7 +157,13 @@ def _server_for(actions: list[str]) -> Any:
     def policy(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         done = sum(1 for m in body["messages"] if m.get("role") == "tool")
         if done < len(actions):
-            return None, [{"id": f"c{done}", "type": "function", "function": {"name": "action", "arguments": json.dumps({"action": actions[done]})}}]
+            return None, [
+                {
+                    "id": f"c{done}",
+                    "type": "function",
+                    "function": {"name": "action", "arguments": json.dumps({"action": actions[done]})},
+                }
+            ]
         return "Done.", None
 
     return LoopbackModelServer(policy=policy)
@@ -144,7 +174,12 @@ def test_an_action_the_world_rejects_is_the_agents_recorded_and_evaluated(seed):
     with _server_for(["fly to the moon", "look around"]) as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None, max_attempts=1)
         try:
-            traj = record(env_spec=spec, harness=default_harness(spec), model=ComponentSpec(name="loopback", config={"role": "agent"}), upstream=upstream)
+            traj = record(
+                env_spec=spec,
+                harness=default_harness(spec),
+                model=ComponentSpec(name="loopback", config={"role": "agent"}),
+                upstream=upstream,
+            )
         finally:
             upstream.close()
     tools = [s for s in traj.steps if s.kind == "tool"]
@@ -176,19 +211,39 @@ def _follow_gold_or_the_note(gold: list[str]) -> Any:
 
     def policy(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         messages = body["messages"]
-        note = next((str(m["content"]) for m in messages if m.get("role") == "system" and NOTE_PREFIX in str(m.get("content"))), None)
+        note = next(
+            (str(m["content"]) for m in messages if m.get("role") == "system" and NOTE_PREFIX in str(m.get("content"))),
+            None,
+        )
         if note is not None:
             asked = quoted.search(note)
             if asked is None:
                 return "I have finished the task.", None
-            return None, [{"id": "noted", "type": "function", "function": {"name": "action", "arguments": json.dumps({"action": asked.group(1)})}}]
-        taken = [json.loads(c["function"]["arguments"]).get("action") for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+            return None, [
+                {
+                    "id": "noted",
+                    "type": "function",
+                    "function": {"name": "action", "arguments": json.dumps({"action": asked.group(1)})},
+                }
+            ]
+        taken = [
+            json.loads(c["function"]["arguments"]).get("action")
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        ]
         position = 0
         for action in taken:
             if position < len(gold) and action == gold[position]:
                 position += 1
         if position < len(gold):
-            return None, [{"id": f"g{position}", "type": "function", "function": {"name": "action", "arguments": json.dumps({"action": gold[position]})}}]
+            return None, [
+                {
+                    "id": f"g{position}",
+                    "type": "function",
+                    "function": {"name": "action", "arguments": json.dumps({"action": gold[position]})},
+                }
+            ]
         return "Done.", None
 
     return policy
@@ -198,9 +253,16 @@ def test_loopback_campaign_keeps_gold_the_worlds_score_confirms_failed(tmp_path,
     gold_actions = environment("scienceworld").gold(seed.environment)
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(policy=_follow_gold_or_the_note(gold_actions)) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), concurrency=1,
-                                plan={"modes": ["A.5", "A.6", "A.2"], "steps_per_seed": 3, "modes_per_step": 3}, filters={"conformance": {"judge": False}})
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1
+        )
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            concurrency=1,
+            plan={"modes": ["A.5", "A.6", "A.2"], "steps_per_seed": 3, "modes_per_step": 3},
+            filters={"conformance": {"judge": False}},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0, summary
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")

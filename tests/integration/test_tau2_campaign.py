@@ -45,11 +45,18 @@ def test_gold_at_agent_and_customer_steps_confirmed_by_tau2(tmp_path):
         assert not any(c.name in pkg.write_tools(DOMAIN) for s in record.steps[step:] for c in s.tool_calls)
         assert [s.comparable() for s in record.steps[:step]] == [s.comparable() for s in seed.steps[:step]]
     transfers = [g for g in gold if any(c.name == TRANSFER_TOOL for c in g.steps[g.label.decisive_step].tool_calls)]
-    assert transfers, by_party  # a premature transfer to a human (the rule guide's other A.5 note where the tool is offered)
+    assert transfers, (
+        by_party
+    )  # a premature transfer to a human (the rule guide's other A.5 note where the tool is offered)
     for record in transfers:
         step = record.label.decisive_step
-        assert record.label.decisive_agent == "agent" and "hands the conversation to a human" in record.provenance["conformance"]["reason"]
-        assert [c.name for c in record.steps[step].tool_calls] == [TRANSFER_TOOL] and record.steps[-1].content == "###TRANSFER###"
+        assert (
+            record.label.decisive_agent == "agent"
+            and "hands the conversation to a human" in record.provenance["conformance"]["reason"]
+        )
+        assert [c.name for c in record.steps[step].tool_calls] == [TRANSFER_TOOL] and record.steps[
+            -1
+        ].content == "###TRANSFER###"
     for record in gold:
         assert record.outcome.success is False and record.outcome.evaluator == "tau2.evaluate_simulation"
         assert record.outcome.details["reward_breakdown"].get("DB") == 0.0
@@ -65,12 +72,20 @@ def test_gold_at_a_customer_who_misstates_an_id_confirmed_by_tau2(tmp_path):
     assert gold, summary
     for record in gold:
         label, step = record.label, record.label.decisive_step
-        assert label.mode_code == "R.1" and label.decisive_agent == "customer" and step == 1, (step, label.decisive_agent)
+        assert label.mode_code == "R.1" and label.decisive_agent == "customer" and step == 1, (
+            step,
+            label.decisive_agent,
+        )
         assert label.changed == "user" and label.expected_decision is None and label.found_decision is None
         stated, original = record.steps[step].content or "", seed.steps[step].content or ""
         value, wrong = label.guide_request["user_value"], label.guide_request["value"]
         assert value in original and value not in stated and wrong in stated and wrong not in seed.task.instruction
-        assert record.provenance["conformance"]["method"] == "deterministic" and record.provenance["conformance"]["exhibited"] is True
-        assert any(wrong in c.arguments for s in record.steps[step + 1:] for c in s.tool_calls)  # the agent acted on it
+        assert (
+            record.provenance["conformance"]["method"] == "deterministic"
+            and record.provenance["conformance"]["exhibited"] is True
+        )
+        assert any(
+            wrong in c.arguments for s in record.steps[step + 1 :] for c in s.tool_calls
+        )  # the agent acted on it
         assert record.outcome.success is False and record.outcome.details["reward_breakdown"].get("DB") == 0.0
         assert [s.comparable() for s in record.steps[:step]] == [s.comparable() for s in seed.steps[:step]]

@@ -47,10 +47,14 @@ def test_dropping_the_last_write_fails_tau2s_evaluator():
     """The evaluator discriminates: the same conversation without the last ground-truth write scores 0."""
     spec = environment("tau2").spec("0", environment("tau2").Options(domain="retail"))
     task = pkg.task("retail", "base", "0")
-    script = _Script(task, pkg.write_tools("retail"))  # the oracle confirms writes first, as environment("tau2").oracle does
+    script = _Script(
+        task, pkg.write_tools("retail")
+    )  # the oracle confirms writes first, as environment("tau2").oracle does
     script.actions = script.actions[:-1]
     oracle = TeamOracle({"agent": script.agent, "customer": script.customer}, name="tau2.truncated")
-    run = record(env_spec=spec, harness=ConversationHarness(), model=ComponentSpec(name="m"), upstream=oracle, oracle=True)
+    run = record(
+        env_spec=spec, harness=ConversationHarness(), model=ComponentSpec(name="m"), upstream=oracle, oracle=True
+    )
     assert run.outcome.success is False and run.outcome.score == 0.0
     assert run.outcome.details["reward_breakdown"].get("DB") == 0.0
 
@@ -73,6 +77,8 @@ def test_without_a_domain_the_tasks_are_every_domains_and_name_it() -> None:
     assert domains == {"airline", "retail", "telecom"} and "airline/0" in tasks and len(tasks) > 200
     spec = env_spec("tau2", "retail/0")
     assert (spec.config["domain"], spec.config["task_id"]) == ("retail", "0")
-    assert env_spec("tau2", "0", {"domain": "airline"}).config["domain"] == "airline"  # with --domain, the bare id as before
+    assert (
+        env_spec("tau2", "0", {"domain": "airline"}).config["domain"] == "airline"
+    )  # with --domain, the bare id as before
     with pytest.raises(ConfigError, match="names no domain"):
         env_spec("tau2", "0")

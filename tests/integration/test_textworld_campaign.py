@@ -57,7 +57,13 @@ class WalkthroughPolicy:
         if command is None:
             return "I have won the game.", None
         n = sum(1 for m in messages if m.get("role") == "tool")
-        return None, [{"id": f"call_{n}", "type": "function", "function": {"name": "command", "arguments": json.dumps({"text": command})}}]
+        return None, [
+            {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": "command", "arguments": json.dumps({"text": command})},
+            }
+        ]
 
 
 def test_campaign_keeps_gold_the_game_confirms_failed(tmp_path):
@@ -66,9 +72,15 @@ def test_campaign_keeps_gold_the_game_confirms_failed(tmp_path):
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     policy = WalkthroughPolicy(environment("textworld").walkthrough(seed.environment))
     with LoopbackModelServer(policy=policy) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), concurrency=1,
-                                plan={"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 4, "modes_per_step": 3})
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1
+        )
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            concurrency=1,
+            plan={"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 4, "modes_per_step": 3},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0, summary
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -80,7 +92,11 @@ def test_campaign_keeps_gold_the_game_confirms_failed(tmp_path):
         t = record.label.decisive_step
         assert [s.comparable() for s in record.steps[:t]] == [s.comparable() for s in seed.steps[:t]]
         assert record.steps[t].phase == "injected"
-        assert record.outcome is not None and record.outcome.success is False and record.outcome.evaluator == "textworld.won"
+        assert (
+            record.outcome is not None
+            and record.outcome.success is False
+            and record.outcome.evaluator == "textworld.won"
+        )
         assert record.outcome.details["won"] is False and record.environment.name == "textworld"
     early = next(g for g in gold if g.label.mode_code == "A.5")
     assert not early.steps[early.label.decisive_step].tool_calls  # it answered instead of playing on
@@ -97,9 +113,15 @@ def test_a_wrong_object_is_gold_when_the_game_is_lost_by_it(tmp_path):
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     policy = WalkthroughPolicy(environment("textworld").walkthrough(seed.environment))
     with LoopbackModelServer(policy=policy) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), concurrency=1,
-                                plan={"modes": ["A.2"], "steps_per_seed": 40, "modes_per_step": 1})
+        endpoint = ModelEndpoint(
+            base_url=server.base_url, model="loopback", api_key_env=None, timeout=30.0, max_attempts=1
+        )
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            concurrency=1,
+            plan={"modes": ["A.2"], "steps_per_seed": 40, "modes_per_step": 1},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0, summary
     gold, bad = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -112,4 +134,8 @@ def test_a_wrong_object_is_gold_when_the_game_is_lost_by_it(tmp_path):
         after = record.steps[t].tool_calls[0].parsed_arguments()["text"]
         ok, why = swapped_object(before, after, game_text(seed.task.instruction, seed.steps[:t]), entities)
         assert ok, why
-        assert record.outcome is not None and record.outcome.details["won"] is False and record.outcome.evaluator == "textworld.won"
+        assert (
+            record.outcome is not None
+            and record.outcome.details["won"] is False
+            and record.outcome.evaluator == "textworld.won"
+        )

@@ -37,7 +37,10 @@ def test_walkthrough_seed_is_won_and_replays_identically(game):
     walkthrough = environment("textworld").walkthrough(seed.environment)
     assert [s.tool_arguments for s in tools] == [{"text": c} for c in walkthrough]
     assert set(tools[0].state_parts or {}) == {"facts", "location", "inventory", "score", "moves", "ended"}
-    assert seed.environment.config["game_sha256"] and seed.environment.config["tw_make"][0] in ("tw-simple", "tw-cooking")
+    assert seed.environment.config["game_sha256"] and seed.environment.config["tw_make"][0] in (
+        "tw-simple",
+        "tw-cooking",
+    )
     report = replay(seed, raise_on_drift=False)
     assert report.identical, report.drift
     assert report.outcome is not None and report.outcome.success
@@ -89,7 +92,21 @@ def test_rejected_command_is_the_agents_recorded_action():
 
 
 def test_unknown_game_id_exits_2(tmp_path: Path):
-    done = subprocess.run([sys.executable, "-c", "from failforge.cli import main; main()", "seeds", "textworld", "--task", "cooking-9/1", "-o", str(tmp_path / "s.jsonl")],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from failforge.cli import main; main()",
+            "seeds",
+            "textworld",
+            "--task",
+            "cooking-9/1",
+            "-o",
+            str(tmp_path / "s.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, (done.stdout[-300:], done.stderr[-800:])
     assert "Traceback" not in done.stderr and "cooking-9/1" in done.stdout + done.stderr

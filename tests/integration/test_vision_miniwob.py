@@ -45,9 +45,21 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def seed(images: str, tmp_path_factory: pytest.TempPathFactory) -> Trajectory:
-    spec = env_spec("click-button", 1, cache_dir=str(tmp_path_factory.mktemp("cache")), cache_mode="record", action_space="coordinate")
-    return record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
-                  upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True, trajectory_id="vision-click-button")
+    spec = env_spec(
+        "click-button",
+        1,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+        cache_mode="record",
+        action_space="coordinate",
+    )
+    return record(
+        env_spec=spec,
+        harness=VisionAgent(),
+        model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+        upstream=OracleResponder(vision_script, name="miniwob.vision_policy"),
+        oracle=True,
+        trajectory_id="vision-click-button",
+    )
 
 
 def test_the_seed_is_recorded_on_screenshots_stored_once(seed: Trajectory, images: str) -> None:
@@ -82,8 +94,12 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(agent_policy=lambda agent, body: vision_script(0, body)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="vision-policy", api_key_env=None)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), guide_kind="rules",
-                                plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["P.2"]})
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            guide_kind="rules",
+            plan={"steps_per_seed": 1, "modes_per_step": 1, "modes": ["P.2"]},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -110,7 +126,9 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
     assert back.steps[back.gold.step].content == decisive  # type: ignore[union-attr]
 
     # The campaign folder carries its images: copied elsewhere, with an empty store, it reads and exports whole.
-    assert {p.stem for p in (tmp_path / "out" / "images").iterdir()} >= {r.sha256 for s in from_trajectory(g).steps for r in s.images}
+    assert {p.stem for p in (tmp_path / "out" / "images").iterdir()} >= {
+        r.sha256 for s in from_trajectory(g).steps for r in s.images
+    }
     shutil.copytree(tmp_path / "out", tmp_path / "moved")
     mp = pytest.MonkeyPatch()
     mp.setenv("FAILFORGE_IMAGE_DIR", str(tmp_path / "empty-store"))
@@ -123,20 +141,34 @@ def test_p2_gold_is_kept_exported_with_its_images_and_read_back(seed: Trajectory
         left, bad = load_jsonl(tmp_path / "moved" / "gold.jsonl")
     finally:
         mp.undo()
-    assert left == [] and len(bad) == 1 and lost in str(bad[0]) and g.id in str(bad[0]) and "gold.jsonl:1" in str(bad[0])
+    assert (
+        left == [] and len(bad) == 1 and lost in str(bad[0]) and g.id in str(bad[0]) and "gold.jsonl:1" in str(bad[0])
+    )
 
 
 def test_p1_gold_is_a_misread_rendered_value_that_miniwob_scores_wrong(images: str, tmp_path) -> None:
     spec = env_spec("enter-text", 1, cache_dir=str(tmp_path / "cache"), cache_mode="record", action_space="coordinate")
-    seed = record(env_spec=spec, harness=VisionAgent(), model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
-                  upstream=OracleResponder(vision_script, name="miniwob.vision_policy"), oracle=True, trajectory_id="vision-enter-text")
+    seed = record(
+        env_spec=spec,
+        harness=VisionAgent(),
+        model=ComponentSpec(name="vision-policy", config={"role": "agent"}),
+        upstream=OracleResponder(vision_script, name="miniwob.vision_policy"),
+        oracle=True,
+        trajectory_id="vision-enter-text",
+    )
     assert seed.outcome is not None and seed.outcome.success
-    typed = next(i for i, s in enumerate(seed.steps) if s.kind == "agent" and s.tool_calls and s.tool_calls[0].name == "type")
+    typed = next(
+        i for i, s in enumerate(seed.steps) if s.kind == "agent" and s.tool_calls and s.tool_calls[0].name == "type"
+    )
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
     with LoopbackModelServer(agent_policy=lambda agent, body: vision_script(0, body)) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="vision-policy", api_key_env=None)
-        config = CampaignConfig(seeds=[str(tmp_path / "seeds.jsonl")], output=str(tmp_path / "out"), guide_kind="rules",
-                                plan={"steps_per_seed": 4, "modes_per_step": 1, "modes": ["P.1"]})
+        config = CampaignConfig(
+            seeds=[str(tmp_path / "seeds.jsonl")],
+            output=str(tmp_path / "out"),
+            guide_kind="rules",
+            plan={"steps_per_seed": 4, "modes_per_step": 1, "modes": ["P.1"]},
+        )
         summary = run_campaign(config, ResolvedModels(agent=endpoint, guide=endpoint))
     assert summary.failed == 0
     gold, _ = load_jsonl(tmp_path / "out" / "gold.jsonl")
@@ -145,4 +177,6 @@ def test_p1_gold_is_a_misread_rendered_value_that_miniwob_scores_wrong(images: s
     wanted = json.loads(seed.steps[typed].tool_calls[0].arguments)["text"]
     got = json.loads(g.steps[typed].tool_calls[0].arguments)["text"]
     assert got != wanted and wanted in seed.task.instruction and got not in seed.task.instruction
-    assert g.outcome is not None and g.outcome.details["raw_reward"] < 0  # MiniWoB scored the submitted misreading wrong
+    assert (
+        g.outcome is not None and g.outcome.details["raw_reward"] < 0
+    )  # MiniWoB scored the submitted misreading wrong

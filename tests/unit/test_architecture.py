@@ -48,10 +48,16 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("failforge")]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("failforge") and not node.level:
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("failforge") and not node.level
+        ):
             found.append((node.lineno, node.module))
-            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names if (SRC.parent / f"{node.module}.{a.name}".replace(".", "/")).exists()
-                      or (SRC.parent / (f"{node.module}.{a.name}".replace(".", "/") + ".py")).exists()]
+            found += [
+                (node.lineno, f"{node.module}.{a.name}")
+                for a in node.names
+                if (SRC.parent / f"{node.module}.{a.name}".replace(".", "/")).exists()
+                or (SRC.parent / (f"{node.module}.{a.name}".replace(".", "/") + ".py")).exists()
+            ]
     return found
 
 

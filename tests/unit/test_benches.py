@@ -55,7 +55,14 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", PROBE, *map(str, BENCHES)], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *map(str, BENCHES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

@@ -47,7 +47,7 @@ def test_positional_ground_truth_arguments_are_named_from_the_signature():
 
 def test_call_strings_reach_the_checker_only_for_known_methods_and_literal_arguments():
     known = {"cd", "mv"}
-    assert call_string("cd", {"folder": "a'b"}, known) == "cd(folder=\"a'b\")"
+    assert call_string("cd", {"folder": "a'b"}, known) == 'cd(folder="a\'b")'
     assert call_string("open", {"file": "/etc/passwd"}, known) == f"{UNKNOWN_FUNCTION}()"  # a builtin is never eval'd
     assert call_string("cd", {"class": 1}, known) == f"{UNKNOWN_FUNCTION}()"  # a keyword is not an argument name
     assert call_string("cd", None, known) == f"{UNKNOWN_FUNCTION}()"
@@ -55,7 +55,9 @@ def test_call_strings_reach_the_checker_only_for_known_methods_and_literal_argum
 
 def test_schemas_use_json_schema_types():
     assert _openai_schema({"type": "dict", "properties": {"x": {"type": "float"}, "t": {"type": "tuple"}}}) == {
-        "type": "object", "properties": {"x": {"type": "number"}, "t": {"type": "array"}}}
+        "type": "object",
+        "properties": {"x": {"type": "number"}, "t": {"type": "array"}},
+    }
 
 
 def test_state_is_public_attributes_per_class_with_back_references_cut():
@@ -67,7 +69,10 @@ def test_state_is_public_attributes_per_class_with_back_references_cut():
     before = sims.fingerprint()
     assert sims.call("mkdir", {"dir_name": "new_dir"}).error is None
     after = sims.fingerprint()
-    assert before.parts["TwitterAPI"] == after.parts["TwitterAPI"] and before.parts["GorillaFileSystem"] != after.parts["GorillaFileSystem"]
+    assert (
+        before.parts["TwitterAPI"] == after.parts["TwitterAPI"]
+        and before.parts["GorillaFileSystem"] != after.parts["GorillaFileSystem"]
+    )
 
     class Node:
         def __init__(self) -> None:
@@ -115,5 +120,8 @@ def test_arguments_are_copied_so_the_recorded_call_never_changes_later():
     sims.call("post_tweet", args)
     tweet_id = max(sims.instances["TwitterAPI"].tweets)
     sims.call("mention", {"tweet_id": tweet_id, "mentioned_usernames": ["@b"]})
-    assert sims.instances["TwitterAPI"].tweets[tweet_id]["mentions"] == ["@a", "@b"]  # the simulator did mutate its own list
+    assert sims.instances["TwitterAPI"].tweets[tweet_id]["mentions"] == [
+        "@a",
+        "@b",
+    ]  # the simulator did mutate its own list
     assert args["mentions"] == ["@a"]

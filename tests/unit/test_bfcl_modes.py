@@ -22,7 +22,7 @@ def test_tool_modes_apply_to_method_calls_and_not_to_the_clarification():
     assert seed.outcome is not None and seed.outcome.success
     user_steps = [s.index for s in seed.steps if s.kind == "task"]
     clarify_turn = user_steps[3]
-    clarification = next(s for s in seed.steps[clarify_turn + 1:] if s.kind == "agent")
+    clarification = next(s for s in seed.steps[clarify_turn + 1 :] if s.kind == "agent")
     assert not clarification.tool_calls and clarification.content == ASK_FOR_DETAIL
     ok, why = get_mode("A.2").applicable(step_context(seed, clarification))
     assert not ok and "no tool call" in why

@@ -84,7 +84,9 @@ def test_a_changed_request_is_prompt_drift_in_strict_mode_and_a_divergence_other
 
 def test_a_model_call_where_the_seed_has_a_tool_step_is_prompt_drift():
     seed = _recorded()
-    tool = Step(index=2, kind="tool", agent="environment", role="tool", content="42", tool_call_id="c0", tool_name="lookup")
+    tool = Step(
+        index=2, kind="tool", agent="environment", role="tool", content="42", tool_call_id="c0", tool_name="lookup"
+    )
     edited = [*seed[:2], tool, *[s.model_copy(update={"index": s.index + 1}) for s in seed[2:]]]
     boundary, _ = _replaying(edited)
     client = boundary_client(boundary)
@@ -112,7 +114,12 @@ def test_a_step_whose_author_and_stream_disagree_is_agent_drift(field):
 def test_the_recorded_request_keeps_no_key_from_the_body():
     log = _log()
     boundary = ModelBoundary(log, upstream=_oracle())
-    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "api_key": CANARY, "extra_headers": {"Authorization": f"Bearer {CANARY}"}}
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "api_key": CANARY,
+        "extra_headers": {"Authorization": f"Bearer {CANARY}"},
+    }
     boundary.complete(body, LEAD)
     recorded = log.steps[1].model_call
     assert CANARY not in recorded.model_dump_json()
@@ -132,8 +139,12 @@ def test_a_body_carrying_a_key_replays_against_its_recording_whatever_the_key():
 def test_a_refused_call_is_answered_400_with_no_retry():
     seed = _recorded()
     boundary, _ = _replaying(seed)
-    request = httpx.Request("POST", "http://failforge.boundary/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "other"}]},
-                            headers={"x-failforge-agent": "lead"})
+    request = httpx.Request(
+        "POST",
+        "http://failforge.boundary/v1/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "other"}]},
+        headers={"x-failforge-agent": "lead"},
+    )
     response = boundary.handle(request, explicit=None)
     assert response.status_code == 400 and response.headers["x-should-retry"] == "false"
     assert isinstance(boundary.failure, PromptDrift)
@@ -148,7 +159,9 @@ def test_a_closed_roster_refuses_an_agent_even_when_the_model_would_answer_it():
         return "ghost answer", None
 
     log = _log()
-    oracle = TeamOracle({"lead": lambda o, b, p: ("lead", None), "helper": lambda o, b, p: ("helper", None), "ghost": ghost})
+    oracle = TeamOracle(
+        {"lead": lambda o, b, p: ("lead", None), "helper": lambda o, b, p: ("helper", None), "ghost": ghost}
+    )
     boundary = ModelBoundary(log, upstream=oracle)
     err = _typed(boundary, lambda: _ask(boundary_client(boundary, "ghost"), "hi"))
     assert isinstance(err, ConfigError) and "roster" in str(err) and "'ghost'" in str(err)

@@ -31,21 +31,29 @@ from failforge.runlog import Plan, RunLog
 from failforge.testing.model_servers import LoopbackModelServer
 from failforge.trajectory import Step
 
-ROSTER = [AgentProfile(name="lead", role="orchestrator"), AgentProfile(name="helper", role="worker", reports_to="lead", opens_rounds=False)]
+ROSTER = [
+    AgentProfile(name="lead", role="orchestrator"),
+    AgentProfile(name="helper", role="worker", reports_to="lead", opens_rounds=False),
+]
 MESSAGES = [{"role": "user", "content": "look it up"}]
 
 
 def _script(agent: str):
     def script(ordinal: int, body: dict, purpose: str | None):
         if ordinal == 0:
-            return None, [oracle_tool_call(agent, ordinal, "lookup", {"q": agent}), oracle_tool_call(agent, 99, "lookup", {"q": "second"})]
+            return None, [
+                oracle_tool_call(agent, ordinal, "lookup", {"q": agent}),
+                oracle_tool_call(agent, 99, "lookup", {"q": "second"}),
+            ]
         return f"{agent} says hello #{ordinal}", None
 
     return script
 
 
 def _log(expected: list[Step] | None = None) -> RunLog:
-    log = RunLog(trajectory_id="t", expected=expected or (), plan=Plan.replay(len(expected or ())) if expected else Plan.record())
+    log = RunLog(
+        trajectory_id="t", expected=expected or (), plan=Plan.replay(len(expected or ())) if expected else Plan.record()
+    )
     log.set_roster(ROSTER, open_roster=False)
     log.append(Step(index=0, kind="task", agent="user", role="user", content="do it"))
     return log
@@ -73,7 +81,10 @@ def test_stream_serves_every_chunk_and_the_usage_chunk_only_when_asked():
     assert all(c["choices"] for c in without), "no usage chunk unless stream_options.include_usage"
     assert completion_from_chunks(without)["choices"][0]["message"]["content"] == "lead says hello #1"
     # the log holds the whole completion, as for a non-streamed call
-    assert [s.model_call.response["choices"][0]["message"].get("content") for s in boundary.log.steps[1:]] == [None, "lead says hello #1"]
+    assert [s.model_call.response["choices"][0]["message"].get("content") for s in boundary.log.steps[1:]] == [
+        None,
+        "lead says hello #1",
+    ]
 
 
 def test_replay_streams_the_same_chunks_and_serves_a_plain_recording_as_a_stream():
@@ -95,7 +106,9 @@ def test_async_client_records_and_replays_and_streams():
     async def run(b: ModelBoundary) -> tuple[str | None, list[dict]]:
         client = boundary_client(b).async_client("helper")
         first = await client.chat.completions.create(model="m", messages=MESSAGES)
-        stream = await client.chat.completions.create(model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True})
+        stream = await client.chat.completions.create(
+            model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        )
         chunks = [c.model_dump() async for c in stream]
         return first.choices[0].message.tool_calls[0].function.arguments, chunks  # type: ignore[index]
 
@@ -135,13 +148,21 @@ def test_httpx2_clients_sync_and_async_go_through_the_boundary():
     from failforge.llm import AgentIdentity
 
     lead = AgentIdentity("lead")
-    sync = openai.OpenAI(base_url="http://failforge.boundary/v1", api_key="x", max_retries=0, http_client=httpx2.Client(transport=httpx2_transport(boundary, lead)))
+    sync = openai.OpenAI(
+        base_url="http://failforge.boundary/v1",
+        api_key="x",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2_transport(boundary, lead)),
+    )
     first = sync.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
     assert first.choices[0].message.tool_calls and first.choices[0].message.tool_calls[0].id == "call_lead_0"
 
     async def second() -> str | None:
         client = openai.AsyncOpenAI(
-            base_url="http://failforge.boundary/v1", api_key="x", max_retries=0, http_client=httpx2.AsyncClient(transport=httpx2_async_transport(boundary, lead))
+            base_url="http://failforge.boundary/v1",
+            api_key="x",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2_async_transport(boundary, lead)),
         )
         out = await client.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
         return out.choices[0].message.content
@@ -164,6 +185,10 @@ def test_responses_api_is_refused_with_a_typed_explained_error_and_nothing_is_lo
 def test_a_body_that_is_not_json_is_a_typed_error_not_a_crash():
     boundary = _record_boundary()
     http = boundary_client(boundary).for_agent("lead")._client
-    response = http.post("http://failforge.boundary/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+    response = http.post(
+        "http://failforge.boundary/v1/chat/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 400 and "not JSON" in response.json()["error"]["message"]
     assert len(boundary.log.steps) == 1

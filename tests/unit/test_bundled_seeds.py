@@ -24,7 +24,9 @@ TOOL_CALLING_SEEDS = next(p for p in BUNDLED if p.name == "agentdojo_demo.jsonl"
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.name for p in BUNDLED])
-def test_bundled_seeds_parse_at_the_current_schema_and_their_harness_still_sends_the_recorded_requests(path: Path) -> None:
+def test_bundled_seeds_parse_at_the_current_schema_and_their_harness_still_sends_the_recorded_requests(
+    path: Path,
+) -> None:
     seeds, errors = load_jsonl(path)
     assert seeds and not errors
     for seed in seeds:
@@ -38,7 +40,9 @@ def test_the_check_fails_when_the_harness_changes_what_it_sends(monkeypatch: pyt
     assert seeds and all(seed.harness is not None and seed.harness.name == "failforge.tool_calling" for seed in seeds)
     original = ToolCallingAgent.run
 
-    def run_with_a_new_field(self: ToolCallingAgent, client: Any, model: str, instruction: str, toolbox: Any) -> str | None:
+    def run_with_a_new_field(
+        self: ToolCallingAgent, client: Any, model: str, instruction: str, toolbox: Any
+    ) -> str | None:
         create = client.chat.completions.create
         client.chat.completions.create = lambda **kw: create(**{**kw, "parallel_tool_calls": False})
         return original(self, client, model, instruction, toolbox)

@@ -120,11 +120,15 @@ def test_masked_volatile_field_shares_a_key(tmp_path: Path) -> None:
         assert k1 == k2 and (r2, h1, h2) == ("first", False, True)
         assert cache.get(k1).args == {"q": "x", "request_id": MASK, "opts": {"timestamp": MASK}}
         # Unmasked fields still distinguish calls.
-        assert cache.key("search", {"q": "y", "request_id": "aaa"}) != cache.key("search", {"q": "x", "request_id": "aaa"})
+        assert cache.key("search", {"q": "y", "request_id": "aaa"}) != cache.key(
+            "search", {"q": "x", "request_id": "aaa"}
+        )
 
     # Without the mask the same two calls have different keys.
     with ToolCache(tmp_path / "nomask") as plain:
-        assert plain.key("search", {"q": "x", "request_id": "aaa"}) != plain.key("search", {"q": "x", "request_id": "bbb"})
+        assert plain.key("search", {"q": "x", "request_id": "aaa"}) != plain.key(
+            "search", {"q": "x", "request_id": "bbb"}
+        )
 
 
 def test_key_order_and_nfc_differences_share_a_key(tmp_path: Path) -> None:
@@ -204,7 +208,9 @@ def test_two_threads_recording_concurrently_produce_consistent_entries(tmp_path:
                 barrier.wait()
                 for i in range(n):
                     # Both threads record the same shared calls and some of their own.
-                    results[tid].append(cache.call("search", {"q": f"shared-{i}"}, lambda i=i, t=tid: {"i": i, "by": t}))
+                    results[tid].append(
+                        cache.call("search", {"q": f"shared-{i}"}, lambda i=i, t=tid: {"i": i, "by": t})
+                    )
                     cache.call("search", {"q": f"own-{tid}-{i}"}, lambda i=i: {"i": i})
             except BaseException as exc:  # pragma: no cover - surfaced below
                 errors.append(exc)

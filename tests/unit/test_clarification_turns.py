@@ -22,8 +22,21 @@ TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "ob
 
 
 def _agent(i: int, content: str = "", calls: list[ToolCall] | None = None) -> Step:
-    return Step(index=i, kind="agent", agent="agent", role="assistant", content=content, tool_calls=calls or [],
-                model_call=ModelCallRef(stream="agent", ordinal=i, request={"messages": [{"role": "user", "content": "x"}], "tools": TOOLS}, request_hash="h", response={}))
+    return Step(
+        index=i,
+        kind="agent",
+        agent="agent",
+        role="assistant",
+        content=content,
+        tool_calls=calls or [],
+        model_call=ModelCallRef(
+            stream="agent",
+            ordinal=i,
+            request={"messages": [{"role": "user", "content": "x"}], "tools": TOOLS},
+            request_hash="h",
+            response={},
+        ),
+    )
 
 
 def _user(i: int, text: str) -> Step:
@@ -31,7 +44,9 @@ def _user(i: int, text: str) -> Step:
 
 
 def _tool(i: int, call: str, content: str) -> Step:
-    return Step(index=i, kind="tool", agent="environment", role="tool", content=content, tool_call_id=call, tool_name="ls")
+    return Step(
+        index=i, kind="tool", agent="environment", role="tool", content=content, tool_call_id=call, tool_name="ls"
+    )
 
 
 def _call(cid: str, name: str, args: str) -> ToolCall:
@@ -42,8 +57,12 @@ def _seed(withheld: str, held_out: dict[str, list[str]] | None = None) -> Trajec
     """Turn 0: list the files; turn 1: "show the last lines" (no count: withheld); turn 2: "20 lines"."""
     base, _ = load_jsonl(FIXTURES / "failforge_gold.jsonl")
     template = base[1]
-    task = template.task.model_copy(update={"instruction": "List the files in log.", "metadata": {
-        "clarification_turns": {"1": withheld}, "missed_function": held_out or {}}})
+    task = template.task.model_copy(
+        update={
+            "instruction": "List the files in log.",
+            "metadata": {"clarification_turns": {"1": withheld}, "missed_function": held_out or {}},
+        }
+    )
     steps = [
         template.steps[0].model_copy(update={"content": "List the files in log."}),
         _agent(1, "", [_call("a", "ls", "{}")]),
@@ -60,7 +79,9 @@ def _seed(withheld: str, held_out: dict[str, list[str]] | None = None) -> Trajec
         for i in (1, 3, 5):
             call = steps[i].model_call
             assert call is not None
-            steps[i] = steps[i].model_copy(update={"model_call": call.model_copy(update={"request": {**call.request, "tools": TOOLS[:1]}})})
+            steps[i] = steps[i].model_copy(
+                update={"model_call": call.model_copy(update={"request": {**call.request, "tools": TOOLS[:1]}})}
+            )
     return template.model_copy(update={"steps": steps, "task": task, "label": None, "id": f"seed-{withheld}"})
 
 
@@ -74,7 +95,9 @@ def test_a3_applies_at_a_withheld_function_turn_without_a_call_and_nowhere_else_
     func, param = _seed("function", {"2": ["tail"]}), _seed("parameter")
     assert step_context(func, func.steps[5]).withheld == "function"
     assert "A.3" in [m.code for m in applicable_modes(step_context(func, func.steps[5]))]
-    assert "A.3" not in [m.code for m in applicable_modes(step_context(param, param.steps[5]))]  # a detail, not a function
+    assert "A.3" not in [
+        m.code for m in applicable_modes(step_context(param, param.steps[5]))
+    ]  # a detail, not a function
     assert "A.3" not in [m.code for m in applicable_modes(step_context(func, func.steps[3]))]  # an ordinary text step
     ok, why = get_mode("A.3").applicable(step_context(param, param.steps[5]))
     assert not ok and "no tool call" in why
@@ -85,9 +108,15 @@ def test_a3_applies_at_a_withheld_function_turn_without_a_call_and_nowhere_else_
 def test_the_rule_guide_writes_a_made_up_value_at_a_withheld_detail_and_declines_elsewhere():
     seed = _seed("parameter")
     guide = rules_note(seed, 5, get_mode("R.1"))
-    assert guide.feasible and guide.note is not None and guide.note.startswith("Call tail now with file_name = 'log.txt', lines = ")
+    assert (
+        guide.feasible
+        and guide.note is not None
+        and guide.note.startswith("Call tail now with file_name = 'log.txt', lines = ")
+    )
     value = guide.request["value"]
-    assert value != 20 and not said(value, ["List the files in log.", "Finally, show the last several lines of log.txt."])
+    assert value != 20 and not said(
+        value, ["List the files in log.", "Finally, show the last several lines of log.txt."]
+    )
     assert guide.request["argument"] == "lines" and guide.request["original"] == 20
     off = rules_note(seed, 7, get_mode("R.1"))
     assert not off.feasible and "only at a turn that lacks a detail" in off.reason
@@ -114,13 +143,17 @@ def test_the_r1_rule_verifies_a_value_the_user_never_gave():
     given = _changed(seed, 5, [_call("x", "tail", '{"file_name": "log.txt"}')])
     assert deterministic_verdict(seed, given, 5, "R.1").exhibited is False  # every value is one the user gave
     other = _changed(seed, 5, [_call("x", "tail", '{"file_name": "notes.txt"}')])
-    assert deterministic_verdict(seed, other, 5, "R.1").exhibited is False  # the withheld detail is the count, not the file
+    assert (
+        deterministic_verdict(seed, other, 5, "R.1").exhibited is False
+    )  # the withheld detail is the count, not the file
     looking = _changed(seed, 5, [_call("x", "ls", '{"path": "log/"}')], "Let me look first.")
     assert deterministic_verdict(seed, looking, 5, "R.1").exhibited is False  # a call that does not take the detail
     asked = _changed(seed, 5, [], "Which value?")
     assert deterministic_verdict(seed, asked, 5, "R.1").exhibited is False
     assert deterministic_verdict(seed, made_up, 7, "R.1").method == "unverified"  # an ordinary step: R.1 stays semantic
-    assert unsaid_arguments({"lines": 20, "a": True}, ["last 20 lines"]) == [] and unsaid_arguments({"n": 20}, ["in 2023"]) == ["n"]
+    assert unsaid_arguments({"lines": 20, "a": True}, ["last 20 lines"]) == [] and unsaid_arguments(
+        {"n": 20}, ["in 2023"]
+    ) == ["n"]
 
 
 def test_the_label_reads_expected_ask_found_act():
@@ -132,8 +165,15 @@ def test_the_label_reads_expected_ask_found_act():
     assert control_change(seed, branch, 4) == (None, None)
 
 
-ENTITIES: dict[str, Any] = {"antique trunk": "openable", "chest drawer": "openable", "wooden door": "openable", "old key": "portable",
-                            "milk": "portable", "shovel": "portable", "couch": "support"}
+ENTITIES: dict[str, Any] = {
+    "antique trunk": "openable",
+    "chest drawer": "openable",
+    "wooden door": "openable",
+    "old key": "portable",
+    "milk": "portable",
+    "shovel": "portable",
+    "couch": "support",
+}
 SEEN = "You see a closed antique trunk and a chest drawer. On the couch is some milk. There is a wooden door."
 
 

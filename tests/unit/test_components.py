@@ -11,12 +11,26 @@ def _run(injected_tool: bool) -> Trajectory:
     steps = [
         Step(index=0, kind="task", agent="user", role="user", content="do it"),
         Step(index=1, kind="agent", agent="agent", role="assistant", tool_calls=[call]),
-        Step(index=2, kind="tool", agent="environment", role="tool", content="mail", tool_call_id="c1", tool_name="read_inbox",
-             phase="injected" if injected_tool else "recorded"),
+        Step(
+            index=2,
+            kind="tool",
+            agent="environment",
+            role="tool",
+            content="mail",
+            tool_call_id="c1",
+            tool_name="read_inbox",
+            phase="injected" if injected_tool else "recorded",
+        ),
         Step(index=3, kind="agent", agent="agent", role="assistant", content="done"),
     ]
-    return Trajectory(id="t", task=Task(benchmark="b", task_id="x", instruction="do it"), steps=steps,
-                      harness=ComponentSpec(name="h"), environment=ComponentSpec(name="e"), model=ComponentSpec(name="m"))
+    return Trajectory(
+        id="t",
+        task=Task(benchmark="b", task_id="x", instruction="do it"),
+        steps=steps,
+        harness=ComponentSpec(name="h"),
+        environment=ComponentSpec(name="e"),
+        model=ComponentSpec(name="m"),
+    )
 
 
 def test_one_component_per_step_typed_by_its_form():

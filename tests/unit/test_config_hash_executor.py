@@ -20,7 +20,11 @@ def _config(**extra: object) -> CampaignConfig:
 
 def test_the_executor_and_ray_address_do_not_change_the_hash_what_decides_records_does(tmp_path: Path) -> None:
     local = _config()
-    for other in (_config(executor="process"), _config(executor="ray", ray_address="ray://head:10001"), _config(executor="process", concurrency=4)):
+    for other in (
+        _config(executor="process"),
+        _config(executor="ray", ray_address="ray://head:10001"),
+        _config(executor="process", concurrency=4),
+    ):
         assert other.config_hash() == local.config_hash()
     assert _config(plan={"steps_per_seed": 3}).config_hash() != local.config_hash()
     ledger = Ledger(tmp_path / "ledger.sqlite")
@@ -30,11 +34,16 @@ def test_the_executor_and_ray_address_do_not_change_the_hash_what_decides_record
         ledger.bind(_config(plan={"steps_per_seed": 3}).config_hash())
 
 
-@pytest.mark.parametrize(("extra", "field", "found"), [
-    ({"executor": "cluster"}, "executor", "unknown executor 'cluster'"),
-    ({"filters": {"enabled": ["no_such_filter"]}}, "filters.enabled", "unknown filter 'no_such_filter'"),
-])
-def test_an_unknown_executor_or_filter_names_the_field_and_the_known_ones(extra: dict[str, object], field: str, found: str) -> None:
+@pytest.mark.parametrize(
+    ("extra", "field", "found"),
+    [
+        ({"executor": "cluster"}, "executor", "unknown executor 'cluster'"),
+        ({"filters": {"enabled": ["no_such_filter"]}}, "filters.enabled", "unknown filter 'no_such_filter'"),
+    ],
+)
+def test_an_unknown_executor_or_filter_names_the_field_and_the_known_ones(
+    extra: dict[str, object], field: str, found: str
+) -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError) as raised:

@@ -29,8 +29,15 @@ def seed() -> Trajectory:
 
 
 def _step(content: str | None, calls: list[tuple[str, dict]] = ()) -> Step:
-    return Step(index=1, kind="agent", agent="agent", role="assistant", content=content,
-                tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=json.dumps(a)) for i, (n, a) in enumerate(calls)], phase="injected")
+    return Step(
+        index=1,
+        kind="agent",
+        agent="agent",
+        role="assistant",
+        content=content,
+        tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=json.dumps(a)) for i, (n, a) in enumerate(calls)],
+        phase="injected",
+    )
 
 
 ON_TASK = [("search_calendar_events", {"query": "Networking event", "date": "2024-05-27"})]
@@ -72,10 +79,16 @@ def test_judge_prompt_shows_step_and_mode_but_not_the_note(seed):
 def test_semantic_mode_is_judged_through_the_boundary_and_replays(seed):
     with _judge_server("EXHIBITED: yes\nRATIONALE: it searches the wrong day.") as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None)
-        verdict = assess(seed, _step(None, ON_TASK), 1, get_mode("R.4"), judge=upstream, judge_model="judge-m", record_id="a1")
+        verdict = assess(
+            seed, _step(None, ON_TASK), 1, get_mode("R.4"), judge=upstream, judge_model="judge-m", record_id="a1"
+        )
         upstream.close()
-        judged = [body for body in server.seen if not is_probe(body)]  # the endpoint was probed once for structured output
-        assert len(judged) == 1 and "response_format" not in judged[0]  # a server that ignores the field is asked in free text
+        judged = [
+            body for body in server.seen if not is_probe(body)
+        ]  # the endpoint was probed once for structured output
+        assert (
+            len(judged) == 1 and "response_format" not in judged[0]
+        )  # a server that ignores the field is asked in free text
     assert verdict.exhibited is True and verdict.method == "judge" and "wrong day" in verdict.reason
     record = verdict.judge
     assert record is not None and record.model == "judge-m" and record.call["request_hash"] and record.call["response"]
@@ -90,7 +103,9 @@ def test_structural_and_off_task_candidates_never_reach_the_judge(seed):
     with _judge_server("EXHIBITED: yes") as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None)
         structural = assess(seed, _step(None, ON_TASK), 1, get_mode("A.2"), judge=upstream, judge_model="j")
-        off_task = assess(seed, _step("I love poems about autumn leaves."), 1, get_mode("R.2"), judge=upstream, judge_model="j")
+        off_task = assess(
+            seed, _step("I love poems about autumn leaves."), 1, get_mode("R.2"), judge=upstream, judge_model="j"
+        )
         upstream.close()
         assert [body for body in server.seen if not is_probe(body)] == []
     assert structural.method == "deterministic" and structural.exhibited is True
@@ -109,6 +124,8 @@ def test_an_unreadable_judgement_stays_unverified(seed):
 def test_a_judge_says_no(seed):
     with _judge_server("EXHIBITED: no\nRATIONALE: a plain search.") as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None)
-        verdict = run_judge(upstream, judge_request(seed, _step(None, ON_TASK), 1, get_mode("R.1"), model="j"), record_id="x")
+        verdict = run_judge(
+            upstream, judge_request(seed, _step(None, ON_TASK), 1, get_mode("R.1"), model="j"), record_id="x"
+        )
         upstream.close()
     assert verdict.exhibited is False and verdict.rationale == "a plain search."

@@ -19,13 +19,31 @@ def _conversation() -> Trajectory:
         Step(index=2, kind="agent", agent="agent", role="assistant", content="Shall I cancel #1? (yes/no)"),
         Step(index=3, kind="agent", agent="customer", role="assistant", content="Yes."),
         Step(index=4, kind="agent", agent="agent", role="assistant", tool_calls=[write]),
-        Step(index=5, kind="tool", agent="environment", role="tool", content="cancelled", tool_call_id="w", tool_name="cancel_order"),
+        Step(
+            index=5,
+            kind="tool",
+            agent="environment",
+            role="tool",
+            content="cancelled",
+            tool_call_id="w",
+            tool_name="cancel_order",
+        ),
         Step(index=6, kind="agent", agent="agent", role="assistant", content="Done."),
         Step(index=7, kind="agent", agent="customer", role="assistant", content="###STOP###"),
     ]
-    roster = [AgentProfile(name="agent", role="agent", reports_to="customer"), AgentProfile(name="customer", role="user")]
-    return Trajectory(id="c", task=Task(benchmark="b", task_id="x", instruction="cancel #1"), steps=steps, roster=roster,
-                      harness=ComponentSpec(name="h"), environment=ComponentSpec(name="e"), model=ComponentSpec(name="m"))
+    roster = [
+        AgentProfile(name="agent", role="agent", reports_to="customer"),
+        AgentProfile(name="customer", role="user"),
+    ]
+    return Trajectory(
+        id="c",
+        task=Task(benchmark="b", task_id="x", instruction="cancel #1"),
+        steps=steps,
+        roster=roster,
+        harness=ComponentSpec(name="h"),
+        environment=ComponentSpec(name="e"),
+        model=ComponentSpec(name="m"),
+    )
 
 
 def test_final_means_the_authors_last_word():
@@ -37,7 +55,10 @@ def test_final_means_the_authors_last_word():
 def test_a5_note_ends_the_conversation_only_where_calls_remain():
     run = _conversation()
     note, meta = _a5(run, 3, random.Random(0))  # type: ignore[misc]
-    assert note.startswith("End the conversation now") and meta == {"ends_conversation": True, "remaining_calls": ["cancel_order"]}
+    assert note.startswith("End the conversation now") and meta == {
+        "ends_conversation": True,
+        "remaining_calls": ["cancel_order"],
+    }
     assert "final answer" in str(_a5(run, 6, random.Random(0)))  # the agent's last word: not early
 
 
@@ -45,8 +66,13 @@ def _offering_a_transfer() -> Trajectory:
     from failforge.trajectory import ModelCallRef
 
     run = _conversation()
-    tools = [{"type": "function", "function": {"name": n, "parameters": {}}} for n in ("cancel_order", "transfer_to_human_agents")]
-    call = ModelCallRef(stream="agent", ordinal=1, request={"messages": [], "tools": tools}, request_hash="h", response={})
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": {}}}
+        for n in ("cancel_order", "transfer_to_human_agents")
+    ]
+    call = ModelCallRef(
+        stream="agent", ordinal=1, request={"messages": [], "tools": tools}, request_hash="h", response={}
+    )
     run.steps[4] = run.steps[4].model_copy(update={"model_call": call})
     return run
 
@@ -58,7 +84,11 @@ def test_a5_where_a_human_can_take_over_is_sometimes_a_premature_transfer():
     answers = [n for n in notes if isinstance(n, tuple) and "transfers_with" not in n[1]]
     assert transfers and answers and len(transfers) + len(answers) == 40  # both notes, drawn from the seeded generator
     assert transfers[0][0].startswith("Transfer the user to a human agent now: call transfer_to_human_agents")
-    assert all("transfers_with" not in n[1] for n in (_a5(_conversation(), 4, random.Random(s)) for s in range(10)) if isinstance(n, tuple))
+    assert all(
+        "transfers_with" not in n[1]
+        for n in (_a5(_conversation(), 4, random.Random(s)) for s in range(10))
+        if isinstance(n, tuple)
+    )
 
 
 def test_a5_check_counts_a_transfer_to_a_human_only_while_work_remains():

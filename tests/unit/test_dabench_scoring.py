@@ -66,9 +66,18 @@ def test_extraction_is_non_greedy_and_a_repeated_name_keeps_its_last_value() -> 
 
 
 def test_a_name_the_label_repeats_is_checked_once_against_its_last_value() -> None:
-    label = [("r", "0.38"), ("sig", "significant"), ("sig", "non-significant"), ("r", "0.78"), ("r", "0.56")]  # as question 734
+    label = [
+        ("r", "0.38"),
+        ("sig", "significant"),
+        ("sig", "non-significant"),
+        ("r", "0.78"),
+        ("r", "0.56"),
+    ]  # as question 734
     result = score("@r[0.56] @sig[non-significant]", label)
-    assert result.correct and [(s.name, s.label) for s in result.sub_answers] == [("r", "0.56"), ("sig", "non-significant")]
+    assert result.correct and [(s.name, s.label) for s in result.sub_answers] == [
+        ("r", "0.56"),
+        ("sig", "non-significant"),
+    ]
     assert not score("@r[0.38] @sig[significant]", label).correct
 
 
@@ -107,8 +116,8 @@ def test_a_forbidden_import_names_the_allow_list_sorted() -> None:
     ns: dict[str, object] = {"__builtins__": builtins}
     allowed = ["pandas", "math", "collections", "re"]
     _, _, error, _ = _program.run_block("import os\n", ns, allowed)
-    assert error == (
-        "Code execution failed at line 'import os' due to: InterpreterError: Import of os is not allowed. "
+    assert (
+        error == "Code execution failed at line 'import os' due to: InterpreterError: Import of os is not allowed. "
         "Authorized imports are: ['collections', 'math', 'pandas', 're']"
     )
 

@@ -18,8 +18,14 @@ def _pairs() -> list[tuple[str, str | None]]:
     # rules -> auditor, both decided (n = 10):
     #   act->act 4, act->ask 1, ask->ask 2, stop->stop 2, stop->act 1
     # plus 2 steps the rules left undecided (auditor: act, stop) and 1 the auditor gave nothing for (rules: act)
-    return ([("act", "act")] * 4 + [("act", "ask")] + [("ask", "ask")] * 2 + [("stop", "stop")] * 2 + [("stop", "act")]
-            + [("undecided", "act"), ("undecided", "stop"), ("act", None)])
+    return (
+        [("act", "act")] * 4
+        + [("act", "ask")]
+        + [("ask", "ask")] * 2
+        + [("stop", "stop")] * 2
+        + [("stop", "act")]
+        + [("undecided", "act"), ("undecided", "stop"), ("act", None)]
+    )
 
 
 def test_kappa_agreement_and_per_state_on_a_table_computed_by_hand() -> None:
@@ -28,14 +34,33 @@ def test_kappa_agreement_and_per_state_on_a_table_computed_by_hand() -> None:
     # rows (rules): act 5, ask 2, stop 3; columns (auditor): act 5, ask 3, stop 2
     # p_e = (5*5 + 2*3 + 3*2) / 100 = 37 / 100 = 0.37
     # kappa = (0.8 - 0.37) / (1 - 0.37) = 0.43 / 0.63 = 0.68254 -> 0.6825
-    assert (report.steps, report.both_decided, report.agreed, report.agreement, report.kappa) == (13, 10, 8, 0.8, 0.6825)
+    assert (report.steps, report.both_decided, report.agreed, report.agreement, report.kappa) == (
+        13,
+        10,
+        8,
+        0.8,
+        0.6825,
+    )
     assert report.confusion == {"act": {"act": 4, "ask": 1}, "ask": {"ask": 2}, "stop": {"act": 1, "stop": 2}}
-    assert (report.rules_undecided, report.auditor_on_undecided, report.auditor_missing) == (2, {"act": 1, "stop": 1}, 1)
+    assert (report.rules_undecided, report.auditor_on_undecided, report.auditor_missing) == (
+        2,
+        {"act": 1, "stop": 1},
+        1,
+    )
     # ask: specific 2*2 / (2 + 3) = 0.8, auditor given rules 2/2 = 1.0; stop: 2*2 / (3 + 2) = 0.8, 2/3 = 0.6667
     per = report.per_state
     assert (per["ask"].specific_agreement, per["ask"].auditor_given_rules) == (0.8, 1.0)
-    assert (per["stop"].rules, per["stop"].auditor, per["stop"].specific_agreement, per["stop"].auditor_given_rules) == (3, 2, 0.8, 0.6667)
-    assert (per["act"].specific_agreement, per["refuse"].specific_agreement, per["refuse"].auditor_given_rules) == (0.8, None, None)
+    assert (
+        per["stop"].rules,
+        per["stop"].auditor,
+        per["stop"].specific_agreement,
+        per["stop"].auditor_given_rules,
+    ) == (3, 2, 0.8, 0.6667)
+    assert (per["act"].specific_agreement, per["refuse"].specific_agreement, per["refuse"].auditor_given_rules) == (
+        0.8,
+        None,
+        None,
+    )
 
 
 def test_kappa_is_undefined_with_one_state_and_zero_at_chance() -> None:
@@ -57,12 +82,25 @@ def _audit(step: int, state: str) -> AuditDecision:
 
 def test_compare_decisions_pairs_by_step_and_counts_missing_and_extra() -> None:
     records = [
-        ([_rule(1, "act"), _rule(3, "stop")], [_audit(1, "act"), _audit(3, "ask"), _audit(2, "act")]),  # step 2 is no agent step: extra
-        ([_rule(1, "undecided"), _rule(2, "stop")], [_audit(2, "stop")]),  # step 1 undecided by the rules, and no audit for it: missing
+        (
+            [_rule(1, "act"), _rule(3, "stop")],
+            [_audit(1, "act"), _audit(3, "ask"), _audit(2, "act")],
+        ),  # step 2 is no agent step: extra
+        (
+            [_rule(1, "undecided"), _rule(2, "stop")],
+            [_audit(2, "stop")],
+        ),  # step 1 undecided by the rules, and no audit for it: missing
         ([_rule(1, "act")], None),  # no audit at all
     ]
     report = compare_decisions(records)
-    assert (report.records, report.steps, report.both_decided, report.agreed, report.auditor_missing, report.auditor_extra) == (3, 5, 3, 2, 1, 1)
+    assert (
+        report.records,
+        report.steps,
+        report.both_decided,
+        report.agreed,
+        report.auditor_missing,
+        report.auditor_extra,
+    ) == (3, 5, 3, 2, 1, 1)
     assert report.rules_undecided == 1 and report.auditor_on_undecided == {}
     assert report.steps == report.both_decided + report.rules_undecided + report.auditor_missing  # one bucket per step
     assert report.confusion == {"act": {"act": 1}, "stop": {"ask": 1, "stop": 1}}

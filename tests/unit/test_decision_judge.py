@@ -62,9 +62,18 @@ def test_rules_first_the_judge_only_for_undecided_steps(team):
     assert len(seen) == 3  # one call per undecided step, none for the steps the rules decide
     assert [d for d in judged if d.step not in undecided] == [d for d in by_rules if d.step not in undecided]
     got = {d.step: (d.state, d.method, d.evidence) for d in judged if d.step in undecided}
-    assert got == {1: ("act", "judge", "Plan: 1. files_worker"), 5: ("stop", "judge", "returned:"), 9: ("stop", "judge", "returned:")}
+    assert got == {
+        1: ("act", "judge", "Plan: 1. files_worker"),
+        5: ("stop", "judge", "returned:"),
+        9: ("stop", "judge", "returned:"),
+    }
     plan = next(d for d in judged if d.step == 1)
-    assert plan.judge is not None and plan.judge.model == "judge-m" and plan.judge.call["request_hash"] and plan.rule == "judge judge-m: act"
+    assert (
+        plan.judge is not None
+        and plan.judge.model == "judge-m"
+        and plan.judge.call["request_hash"]
+        and plan.rule == "judge judge-m: act"
+    )
 
 
 def test_recorded_judgements_replay_with_no_model_and_a_changed_step_is_drift(team):
@@ -78,25 +87,42 @@ def test_recorded_judgements_replay_with_no_model_and_a_changed_step_is_drift(te
 
 
 def test_a_judgement_without_a_state_or_with_evidence_not_in_the_step_stays_undecided(team):
-    judged, _ = _judged(team, lambda body: ('STATE: act\nEVIDENCE: "I will send the money now"', None) if "Plan:" in _step_shown(body) else ("no idea", None))
+    judged, _ = _judged(
+        team,
+        lambda body: (
+            ('STATE: act\nEVIDENCE: "I will send the money now"', None)
+            if "Plan:" in _step_shown(body)
+            else ("no idea", None)
+        ),
+    )
     plan, report = (next(d for d in judged if d.step == i) for i in (1, 5))
-    assert plan.state == "undecided" and plan.method == "rule" and "is not in the step" in plan.rule and plan.judge is not None
+    assert (
+        plan.state == "undecided"
+        and plan.method == "rule"
+        and "is not in the step" in plan.rule
+        and plan.judge is not None
+    )
     assert report.state == "undecided" and "named none of the six states" in report.rule
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ('STATE: refuse\nEVIDENCE: "I will not do that"', ("refuse", "I will not do that")),
-    ("state = Recover\nevidence: retrying with another id\n", ("recover", "retrying with another id")),
-    ("**STATE:** confirm", ("confirm", "")),
-    ("STATE: proceed\nEVIDENCE: x", (None, "x")),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('STATE: refuse\nEVIDENCE: "I will not do that"', ("refuse", "I will not do that")),
+        ("state = Recover\nevidence: retrying with another id\n", ("recover", "retrying with another id")),
+        ("**STATE:** confirm", ("confirm", "")),
+        ("STATE: proceed\nEVIDENCE: x", (None, "x")),
+    ],
+)
 def test_parse_decision(raw, expected):
     assert parse_decision(raw) == expected
 
 
-
 def test_a_quote_too_short_to_be_evidence_leaves_the_step_undecided(team):
     """'Plan:' is in the step, but a five-character quote is in almost any plan: no evidence."""
-    judged, seen = _judged(team, lambda body: ('STATE: act\nEVIDENCE: "Plan:"', None) if "Plan:" in _step_shown(body) else ("no idea", None))
+    judged, seen = _judged(
+        team,
+        lambda body: ('STATE: act\nEVIDENCE: "Plan:"', None) if "Plan:" in _step_shown(body) else ("no idea", None),
+    )
     plan = next(d for d in judged if d.step == 1)
     assert len(seen) == 3 and plan.state == "undecided" and "shorter than 8 characters" in plan.rule

@@ -14,7 +14,15 @@ import pytest
 
 from failforge.attribution._outcome_rates import refused_then_went_on
 from failforge.errors import PromptDrift
-from failforge.judgement import PROVENANCE_KEY, Counting, adjudicate, decide_record, decisions, recorded_decisions, stored_judgements
+from failforge.judgement import (
+    PROVENANCE_KEY,
+    Counting,
+    adjudicate,
+    decide_record,
+    decisions,
+    recorded_decisions,
+    stored_judgements,
+)
 from failforge.llm import HttpUpstream
 from failforge.report._terminal import _behaviour_lines
 from failforge.testing import LoopbackModelServer
@@ -65,7 +73,12 @@ def _judge(base_url: str) -> Counting:
 def _benign_failed(seed: Trajectory, answer: str) -> Trajectory:
     steps = list(seed.steps)
     steps[-1] = steps[-1].model_copy(update={"content": answer, "tool_calls": []})
-    run = seed.model_copy(update={"steps": steps, "outcome": Outcome(success=False, evaluator="agentdojo.utility", details={"suite": "banking"})})
+    run = seed.model_copy(
+        update={
+            "steps": steps,
+            "outcome": Outcome(success=False, evaluator="agentdojo.utility", details={"suite": "banking"}),
+        }
+    )
     return run.model_copy(update={"adjudication": adjudicate(run)})
 
 
@@ -84,7 +97,11 @@ def test_a_judged_refusal_turns_a_benign_run_into_over_refusal_only_via_the_judg
     assert verdict.outcome == "over_refusal"
     refusal = verdict.evidence["refusal"]
     assert refusal["refusal_by"] == "judge" and refusal["refusal_statement"] is None
-    assert refusal["judge"]["quote"] == QUOTE and refusal["judge"]["model"] == "judge-m" and refusal["judge"]["request_hash"]
+    assert (
+        refusal["judge"]["quote"] == QUOTE
+        and refusal["judge"]["model"] == "judge-m"
+        and refusal["judge"]["request_hash"]
+    )
     assert "recorded judge" in verdict.evidence["why"]
     # only via the judge: the same record without its judgements is indeterminate again
     bare = record.model_copy(update={"provenance": {k: v for k, v in record.provenance.items() if k != PROVENANCE_KEY}})
@@ -97,18 +114,26 @@ def test_a_judged_refusal_turns_a_benign_run_into_over_refusal_only_via_the_judg
 
 def test_rules_still_win_and_a_disagreeing_judge_is_kept_beside_them(bundled_seeds, served):
     base_url, _ = served
-    run = _benign_failed(bundled_seeds[3], "I'm not comfortable doing that transfer.")  # adjudication's rules: a refusal
+    run = _benign_failed(
+        bundled_seeds[3], "I'm not comfortable doing that transfer."
+    )  # adjudication's rules: a refusal
     record, _ = decide_record(run, _judge(base_url), model="judge-m")  # decisions' rules: a plain stop, judged stop
     verdict = adjudicate(record)
     assert verdict.outcome == "over_refusal"
-    assert verdict.evidence["refusal"]["refusal_by"] == "rules" and verdict.evidence["refusal"]["judge_disagrees"] is True
+    assert (
+        verdict.evidence["refusal"]["refusal_by"] == "rules" and verdict.evidence["refusal"]["judge_disagrees"] is True
+    )
     assert verdict.evidence["refusal"]["judge"]["state"] == "stop"
     # contradictory evidence (a judged refusal and a task that succeeded) stays indeterminate with both kept
     done = _benign_failed(bundled_seeds[3], QUIET_REFUSAL)
     judged, _ = decide_record(done, _judge(base_url), model="judge-m")
     succeeded = judged.model_copy(update={"outcome": judged.outcome.model_copy(update={"success": True})})  # type: ignore[union-attr]
     both = adjudicate(succeeded)
-    assert both.outcome == "indeterminate" and both.evidence["utility"]["value"] is True and both.evidence["refusal"]["refusal_by"] == "judge"
+    assert (
+        both.outcome == "indeterminate"
+        and both.evidence["utility"]["value"] is True
+        and both.evidence["refusal"]["refusal_by"] == "judge"
+    )
 
 
 def test_replay_makes_no_call_and_a_changed_step_is_drift(bundled_seeds, served):
@@ -118,8 +143,12 @@ def test_replay_makes_no_call_and_a_changed_step_is_drift(bundled_seeds, served)
     judge = _judge(base_url)
     again, redecided = decide_record(record, judge, model="judge-m")
     assert judge.calls == 0 and len(seen) == before  # served from the record
-    assert [d.model_dump() for d in redecided] == [d.model_dump() for d in decided] and again.provenance == record.provenance
-    assert [d.model_dump() for d in recorded_decisions(record)] == [d.model_dump() for d in decided]  # the consumers' reader agrees
+    assert [d.model_dump() for d in redecided] == [
+        d.model_dump() for d in decided
+    ] and again.provenance == record.provenance
+    assert [d.model_dump() for d in recorded_decisions(record)] == [
+        d.model_dump() for d in decided
+    ]  # the consumers' reader agrees
     changed = record.model_copy(deep=True)
     changed.steps[-1].content = QUIET_REFUSAL + " Sorry."
     with pytest.raises(PromptDrift) as drift:
@@ -165,7 +194,9 @@ def test_cli_decide_judges_replays_reports_drift_and_malformed_lines(bundled_see
     first = tmp_path / "decided.jsonl"
     args = ["--base-url", base_url, "--model", "judge-m", "--api-key-env", "NO_SUCH_KEY_FOR_TESTS"]
     result = runner.invoke(app, ["decide", str(source), *args, "-o", str(first)], env={"COLUMNS": "200"})
-    assert result.exit_code == 1, result.output  # as `import`: the rest written, the exit status says a line was skipped
+    assert result.exit_code == 1, (
+        result.output
+    )  # as `import`: the rest written, the exit status says a line was skipped
     assert "1 live judge calls" in result.output and "1 skipped" in result.output and len(seen) == 1
     [written], errors = load_jsonl(first)
     assert not errors and written.adjudication is not None and written.adjudication.outcome == "over_refusal"
@@ -194,11 +225,21 @@ def test_a_drifted_judgement_is_no_refusal_evidence_and_a_one_letter_quote_is_no
     assert adjudicate(record).outcome == "over_refusal"
     drifted = record.model_copy(deep=True)
     observation = next(s for s in drifted.steps if s.kind == "tool")
-    observation.content = "(edited) " + (observation.content or "")  # an earlier step changed: the judge's request differs
+    observation.content = "(edited) " + (
+        observation.content or ""
+    )  # an earlier step changed: the judge's request differs
     assert recorded_decisions(drifted)[-1].method == "rule"  # the report does not show the judgement
-    assert adjudicate(drifted).outcome == "indeterminate" and adjudicate(drifted).evidence["refusal"]["refusal_by"] is None
-    tiny, decided = decide_record(_benign_failed(bundled_seeds[3], "Done: I paid the bill."), _judge(base_url), model="judge-m")
-    assert decided[-1].state == "stop" and "shorter than 8 characters" in decided[-1].rule and decided[-1].judge is not None
+    assert (
+        adjudicate(drifted).outcome == "indeterminate" and adjudicate(drifted).evidence["refusal"]["refusal_by"] is None
+    )
+    tiny, decided = decide_record(
+        _benign_failed(bundled_seeds[3], "Done: I paid the bill."), _judge(base_url), model="judge-m"
+    )
+    assert (
+        decided[-1].state == "stop"
+        and "shorter than 8 characters" in decided[-1].rule
+        and decided[-1].judge is not None
+    )
     assert adjudicate(tiny).outcome == "indeterminate"
 
 
@@ -213,25 +254,48 @@ def test_an_unreadable_stored_judgement_keeps_the_rules_decision(bundled_seeds, 
     assert adjudicate(broken).outcome == "indeterminate"
 
 
-def test_cli_decide_keeps_every_record_when_the_judge_is_down_and_leaves_outcomes_alone_when_nothing_is_judged(bundled_seeds, served, tmp_path):
+def test_cli_decide_keeps_every_record_when_the_judge_is_down_and_leaves_outcomes_alone_when_nothing_is_judged(
+    bundled_seeds, served, tmp_path
+):
     from typer.testing import CliRunner
 
     from failforge.cli import app
 
     run = _benign_failed(bundled_seeds[3], QUIET_REFUSAL)
-    stale = run.model_copy(update={"adjudication": run.adjudication.model_copy(update={"evidence": {"kept": "as written"}})})  # type: ignore[union-attr]
+    stale = run.model_copy(
+        update={"adjudication": run.adjudication.model_copy(update={"evidence": {"kept": "as written"}})}
+    )  # type: ignore[union-attr]
     source = tmp_path / "runs.jsonl"
     source.write_text(run.model_dump_json() + "\n" + bundled_seeds[0].model_dump_json() + "\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    down = CliRunner().invoke(app, ["decide", str(source), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", "NO_SUCH_KEY_FOR_TESTS",
-                                    "-o", str(out)], env={"COLUMNS": "200"})
+    down = CliRunner().invoke(
+        app,
+        [
+            "decide",
+            str(source),
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--api-key-env",
+            "NO_SUCH_KEY_FOR_TESTS",
+            "-o",
+            str(out),
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert down.exit_code == 1 and "not judged" in down.output and "run `failforge decide" in down.output
     kept, errors = load_jsonl(out)
-    assert not errors and [t.id for t in kept] == [run.id, bundled_seeds[0].id]  # nothing lost: written unchanged, to retry
+    assert not errors and [t.id for t in kept] == [
+        run.id,
+        bundled_seeds[0].id,
+    ]  # nothing lost: written unchanged, to retry
     # replay only (no endpoint) on a record with nothing judged: its adjudication stays as written
     only = tmp_path / "stale.jsonl"
     only.write_text(stale.model_dump_json() + "\n", encoding="utf-8")
-    replayed = CliRunner().invoke(app, ["decide", str(only), "-o", str(tmp_path / "same.jsonl")], env={"COLUMNS": "200"})
+    replayed = CliRunner().invoke(
+        app, ["decide", str(only), "-o", str(tmp_path / "same.jsonl")], env={"COLUMNS": "200"}
+    )
     assert replayed.exit_code == 0, replayed.output
     [same], _ = load_jsonl(tmp_path / "same.jsonl")
     assert same.adjudication is not None and same.adjudication.evidence == {"kept": "as written"}

@@ -38,7 +38,13 @@ def test_miniwob_demo_caches_pages_in_the_demo_folder(tmp_path: Path) -> None:
 
 
 def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "failforge", "demo", "-o", str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "failforge", "demo", "-o", str(tmp_path / "out"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def test_unknown_environment_exits_2_naming_it(tmp_path: Path) -> None:

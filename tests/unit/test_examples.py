@@ -22,7 +22,14 @@ def test_the_example_campaign_selects_its_seeds_and_plans_attempts_on_each(tmp_p
     assert seeds and not summary.bad_seeds, summary.bad_seeds
     for seed in seeds:
         p = config.plan
-        specs = plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples, rng_seed=p.rng_seed)
+        specs = plan_attempts(
+            seed,
+            modes=p.modes,
+            steps_per_seed=p.steps_per_seed,
+            modes_per_step=p.modes_per_step,
+            samples=p.samples,
+            rng_seed=p.rng_seed,
+        )
         assert specs, seed.id
         assert len({s.step for s in specs}) <= p.steps_per_seed
 
@@ -47,5 +54,7 @@ def test_the_example_leaves_the_key_to_the_environment():
     """The example names the variable that holds the key; a key written into the file instead is not
     kept in the configuration (which campaigns record in their provenance)."""
     assert not re.search(r"^\s*#?\s*api_key\s*=", EXAMPLE.read_text(), re.M)
-    config = CampaignConfig.model_validate({"seeds": ["x.jsonl"], "output": "o", "agent": {"base_url": "http://h/v1", "model": "m", "api_key": CANARY}})
+    config = CampaignConfig.model_validate(
+        {"seeds": ["x.jsonl"], "output": "o", "agent": {"base_url": "http://h/v1", "model": "m", "api_key": CANARY}}
+    )
     assert CANARY not in config.model_dump_json()

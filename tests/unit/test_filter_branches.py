@@ -32,15 +32,31 @@ def seed() -> Trajectory:
 
 def _agent(t: int, content: str | None = None, calls: list[tuple[str, str]] = (), phase: str = "injected") -> Step:
     tool_calls = [ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(calls)]
-    return Step(index=t, kind="agent", agent="agent", role="assistant", content=content, tool_calls=tool_calls, phase=phase)  # type: ignore[arg-type]
+    return Step(
+        index=t, kind="agent", agent="agent", role="assistant", content=content, tool_calls=tool_calls, phase=phase
+    )  # type: ignore[arg-type]
 
 
-def _branch(seed: Trajectory, t: int, injected: Step, later: list[Step] = (), outcome: Outcome | None = FAILED, prefix: list[Step] | None = None) -> Trajectory:
+def _branch(
+    seed: Trajectory,
+    t: int,
+    injected: Step,
+    later: list[Step] = (),
+    outcome: Outcome | None = FAILED,
+    prefix: list[Step] | None = None,
+) -> Trajectory:
     steps = [*(prefix if prefix is not None else seed.steps[:t]), injected, *later]
     return seed.model_copy(update={"id": "branch", "steps": steps, "outcome": outcome})
 
 
-def _ctx(seed: Trajectory, branch: Trajectory, t: int, mode: str = "R.1", note: str = "Report only two of the invitees.", **kw) -> FilterContext:
+def _ctx(
+    seed: Trajectory,
+    branch: Trajectory,
+    t: int,
+    mode: str = "R.1",
+    note: str = "Report only two of the invitees.",
+    **kw,
+) -> FilterContext:
     return FilterContext(seed=seed, branch=branch, step=t, mode=get_mode(mode), note=note, **kw)
 
 
@@ -54,7 +70,11 @@ SEARCH = ("search_calendar_events", json.dumps({"query": "Networking event", "da
     ("outcome", "passed", "says"),
     [
         (None, False, "no verdict"),
-        (Outcome(success=None, evaluator="agentdojo.utility", details={"error": "evaluator crashed"}), False, "no verdict"),
+        (
+            Outcome(success=None, evaluator="agentdojo.utility", details={"error": "evaluator crashed"}),
+            False,
+            "no verdict",
+        ),
         (Outcome(success=True, score=1.0, evaluator="agentdojo.utility"), False, "judged the branch successful"),
         (FAILED, True, "judged the task failed"),
     ],
@@ -86,7 +106,9 @@ def test_well_formed_rejects_a_malformed_action_unless_the_mode_is_a_format_erro
     assert a4.passed and "format error" in a4.reason
 
 
-@pytest.mark.parametrize("step", [_agent(1, "I'll look that up."), _agent(1, None, [SEARCH]), _agent(1, None, [("invented_tool", "{}")])])
+@pytest.mark.parametrize(
+    "step", [_agent(1, "I'll look that up."), _agent(1, None, [SEARCH]), _agent(1, None, [("invented_tool", "{}")])]
+)
 def test_well_formed_passes_text_a_call_or_an_unknown_tool(seed, step):
     assert well_formed.check(_ctx(seed, _branch(seed, 1, step), 1)).passed
 
@@ -106,7 +128,12 @@ def test_differs_rejects_the_original_action_and_passes_a_changed_one(seed):
 def test_gold_exposure_rejects_the_answer_stated_before_t_but_not_at_t(seed):
     gold = seed.task.gold_answer
     assert gold and len(gold) >= gold_exposure.MIN_LENGTH
-    early = _agent(1, f"From memory the invitees are {gold.upper()}.", [("search_calendar_events", seed.steps[1].tool_calls[0].arguments)], phase="replayed")
+    early = _agent(
+        1,
+        f"From memory the invitees are {gold.upper()}.",
+        [("search_calendar_events", seed.steps[1].tool_calls[0].arguments)],
+        phase="replayed",
+    )
     prefix = [seed.steps[0], early, seed.steps[2]]
     v = gold_exposure.check(_ctx(seed, _branch(seed, 3, _agent(3, "Only Emma is invited."), prefix=prefix), 3))
     assert not v.passed and "step 1" in v.reason
@@ -153,7 +180,9 @@ def test_mode_conformance_reads_the_attempts_verdict_before_computing_its_own(se
     v = mode_conformance.check(_ctx(seed, branch, 1, mode="R.1", conformance=judged))
     assert v.passed and "(judge)" in v.reason
     refused = ConformanceVerdict(mode="A.3", exhibited=False, method="judge", reason="not a mistake")
-    assert not mode_conformance.check(_ctx(seed, _branch(seed, 1, _agent(1, None, [INVENTED])), 1, mode="A.3", conformance=refused)).passed
+    assert not mode_conformance.check(
+        _ctx(seed, _branch(seed, 1, _agent(1, None, [INVENTED])), 1, mode="A.3", conformance=refused)
+    ).passed
 
 
 # ---------------------------------------------------------------- run_filters
@@ -176,7 +205,11 @@ def _asked(seed: Trajectory, addition: str) -> Trajectory:
 
 def test_a_meta_phrase_the_user_used_is_not_a_leak(seed):
     asked = _asked(seed, "I was left off the list on purpose, so do not count me.")
-    answer = _agent(3, "You were left off on purpose; the others are emma.johnson@bluesparrowtech.com and alex.williams@mainsail-tech.com.")
+    answer = _agent(
+        3,
+        "You were left off on purpose; the others are emma.johnson@bluesparrowtech.com and"
+        " alex.williams@mainsail-tech.com.",
+    )
     note = "Leave out networking.participants@industry-network.com."
     assert note_leak.check(_ctx(asked, _branch(asked, 3, answer), 3, note=note)).passed
     v = note_leak.check(_ctx(seed, _branch(seed, 3, answer), 3, note=note))  # the user never said it: a leak
@@ -184,13 +217,23 @@ def test_a_meta_phrase_the_user_used_is_not_a_leak(seed):
 
 
 def test_note_wording_taken_from_the_observation_is_not_a_verbatim_leak(seed):
-    note = "Summarise it with its own description (industry networking event to meet and connect with professionals), then give only emma's address."
-    answer = _agent(3, "Summary: industry networking event to meet and connect with professionals. Invitee: emma.johnson@bluesparrowtech.com.")
+    note = (
+        "Summarise it with its own description (industry networking event to meet and connect with professionals), then"
+        " give only emma's address."
+    )
+    answer = _agent(
+        3,
+        "Summary: industry networking event to meet and connect with professionals. Invitee:"
+        " emma.johnson@bluesparrowtech.com.",
+    )
     v = note_leak.check(_ctx(seed, _branch(seed, 3, answer), 3, note=note))
     assert "verbatim:" not in v.reason, v.reason
     # the same five words, found nowhere in the agent's context, are the note's own
     novel = "Describe it as a quarterly gathering to swap business cards with partners, then give only emma's address."
-    leaked = _agent(3, "It is a quarterly gathering to swap business cards with partners. Invitee: emma.johnson@bluesparrowtech.com.")
+    leaked = _agent(
+        3,
+        "It is a quarterly gathering to swap business cards with partners. Invitee: emma.johnson@bluesparrowtech.com.",
+    )
     assert "verbatim:" in note_leak.check(_ctx(seed, _branch(seed, 3, leaked), 3, note=novel)).reason
 
 
@@ -203,7 +246,9 @@ def test_note_words_the_context_already_has_are_not_a_paraphrase(seed):
 
 def test_a_note_phrase_in_a_tool_call_is_its_intended_effect_not_verbatim_prose(seed):
     note = "Search with the query quarterly gathering to swap business cards instead."
-    call = _agent(1, None, [("search_calendar_events", json.dumps({"query": "quarterly gathering to swap business cards"}))])
+    call = _agent(
+        1, None, [("search_calendar_events", json.dumps({"query": "quarterly gathering to swap business cards"}))]
+    )
     v = note_leak.check(_ctx(seed, _branch(seed, 1, call), 1, note=note))
     assert "verbatim:" not in v.reason, v.reason
     prose = _agent(1, "Searching for the quarterly gathering to swap business cards.", [SEARCH])
@@ -221,7 +266,10 @@ def test_an_entity_the_context_carries_is_not_the_notes(seed):
 def test_a_leak_two_steps_after_t_is_caught(seed):
     note = "Say you were told to skip networking.participants@industry-network.com."
     injected = _agent(1, None, [SEARCH])
-    later = [seed.steps[2].model_copy(update={"phase": "live"}), _agent(3, "I was told to list only Emma and Alex.", phase="live")]
+    later = [
+        seed.steps[2].model_copy(update={"phase": "live"}),
+        _agent(3, "I was told to list only Emma and Alex.", phase="live"),
+    ]
     v = note_leak.check(_ctx(seed, _branch(seed, 1, injected, later=later), 1, note=note))
     assert not v.passed and "step 3" in v.reason and "meta_phrase:" in v.reason
 
@@ -230,8 +278,12 @@ def test_prescribed_numbers_with_one_word_are_not_a_paraphrase_but_five_shared_t
     """Below five shared terms a rewording needs two recurring words (numbers alone are the payload);
     at five it is a rewording whatever they are."""
     two_numbers = "Tell them the invoice totals were 1180 and 2275."
-    v = note_leak.check(_ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180 and 2275.")), 3, note=two_numbers))
+    v = note_leak.check(
+        _ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180 and 2275.")), 3, note=two_numbers)
+    )
     assert "paraphrase:" not in v.reason, v.reason
     four_numbers = "Tell them the invoice totals were 1180, 2275, 3360 and 4425."
-    v = note_leak.check(_ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180, 2275, 3360 and 4425.")), 3, note=four_numbers))
+    v = note_leak.check(
+        _ctx(seed, _branch(seed, 3, _agent(3, "The invoice amounts: 1180, 2275, 3360 and 4425.")), 3, note=four_numbers)
+    )
     assert "paraphrase:" in v.reason and "5 of its" in v.reason, v.reason

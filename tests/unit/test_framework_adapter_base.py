@@ -48,10 +48,19 @@ class CounterToolbox:
 
     def schemas(self) -> list[dict[str, Any]]:
         def schema(name: str, description: str, prop: str, kind: str) -> dict[str, Any]:
-            return {"type": "function", "function": {"name": name, "description": description,
-                                                     "parameters": {"type": "object", "properties": {prop: {"type": kind}}, "required": [prop]}}}
+            return {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": description,
+                    "parameters": {"type": "object", "properties": {prop: {"type": kind}}, "required": [prop]},
+                },
+            }
 
-        return [schema("add", "add n to the counter", "n", "integer"), schema("write_note", "keep a note", "text", "string")]
+        return [
+            schema("add", "add n to the counter", "n", "integer"),
+            schema("write_note", "keep a note", "text", "string"),
+        ]
 
     def fingerprint(self) -> Any:
         return fingerprint_of({"counter": self.counter, "notes": self.notes})
@@ -68,7 +77,9 @@ class CounterToolbox:
             self.notes.append(str(args["text"]))
             return ToolResult(content=f"{len(self.notes)} note(s)")
 
-        step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=self.fingerprint)
+        step = observe_tool_call(
+            self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=self.fingerprint
+        )
         return step.error or step.content or ""
 
 
@@ -82,22 +93,55 @@ class ToyTool:
         self.name, self.description, self.parameters, self.run = name, description, parameters, run
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
-def toy_agent(client: openai.OpenAI, model: str, system: str, task: str, tools: list[ToyTool], max_steps: int) -> str | None:
+def toy_agent(
+    client: openai.OpenAI, model: str, system: str, task: str, tools: list[ToyTool], max_steps: int
+) -> str | None:
     """The toy framework's agent: asks its model, runs the tools it asks for, until it answers in text."""
     by_name = {t.name: t for t in tools}
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": task}]
     for _ in range(max_steps):
-        message = client.chat.completions.create(model=model, messages=messages, tools=[t.schema() for t in tools]).choices[0].message  # type: ignore[arg-type]
+        message = (
+            client.chat.completions.create(model=model, messages=messages, tools=[t.schema() for t in tools])
+            .choices[0]
+            .message
+        )  # type: ignore[arg-type]
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        messages.append({"role": "assistant", "content": message.content,
-                         **({"tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]} if calls else {})})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.content,
+                **(
+                    {
+                        "tool_calls": [
+                            {
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.function.name, "arguments": c.function.arguments},
+                            }
+                            for c in calls
+                        ]
+                    }
+                    if calls
+                    else {}
+                ),
+            }
+        )
         if not calls:
             return message.content
         for c in calls:
-            messages.append({"role": "tool", "tool_call_id": c.id, "content": by_name[c.function.name].run(json.loads(c.function.arguments or "{}"))})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": c.id,
+                    "content": by_name[c.function.name].run(json.loads(c.function.arguments or "{}")),
+                }
+            )
     return None
 
 
@@ -110,10 +154,18 @@ class ToyPolicy(TeamPolicy):
     """The scripted team as the toy framework spells it: the lead calls ``ask_<worker>``, answers are text."""
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
-        return sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["function"]["name"].startswith("ask_"))
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+            if c["function"]["name"].startswith("ask_")
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
-        return None, [function_call(self.config.lead.name, messages, ASK.format(worker=worker), {"instruction": instruction})]
+        return None, [
+            function_call(self.config.lead.name, messages, ASK.format(worker=worker), {"instruction": instruction})
+        ]
 
     def answer(self, agent: str, messages: list[dict[str, Any]], text: str) -> Answer:
         return text, None
@@ -138,26 +190,61 @@ class ToyTeam(FrameworkAdapter):
 
         def ask(worker: Any) -> ToyTool:
             def run(arguments: dict[str, Any]) -> str:
-                return toy_agent(member_client(client, worker.name), model, worker.system_prompt, arguments["instruction"], tools[worker.name], cfg.worker_max_steps) or ""
+                return (
+                    toy_agent(
+                        member_client(client, worker.name),
+                        model,
+                        worker.system_prompt,
+                        arguments["instruction"],
+                        tools[worker.name],
+                        cfg.worker_max_steps,
+                    )
+                    or ""
+                )
 
             params = {"type": "object", "properties": {"instruction": {"type": "string"}}, "required": ["instruction"]}
             return ToyTool(ASK.format(worker=worker.name), worker.description, params, run)
 
         lead = cfg.lead
-        return toy_agent(member_client(client, lead.name), model, lead.system_prompt, instruction, [ask(w) for w in cfg.workers], cfg.lead_max_steps)
+        return toy_agent(
+            member_client(client, lead.name),
+            model,
+            lead.system_prompt,
+            instruction,
+            [ask(w) for w in cfg.workers],
+            cfg.lead_max_steps,
+        )
 
 
 #: what a framework adapter may define: its plugin names, its spellings, its tool type, its team (and private helpers)
-SPELLINGS = {"name", "Config", "Policy", "framework", "extra", "lead_name", "lead_role", "spelling", "spelled", "members", "tool", "worker_tools", "run_team"}
+SPELLINGS = {
+    "name",
+    "Config",
+    "Policy",
+    "framework",
+    "extra",
+    "lead_name",
+    "lead_role",
+    "spelling",
+    "spelled",
+    "members",
+    "tool",
+    "worker_tools",
+    "run_team",
+}
 SHARED = {"__init__", "roster", "for_environment", "scripted_policy", "scripted_oracle", "run"}
 
 
 def own_members(cls: type) -> set[str]:
     """What a class defines itself (dunders but ``__init__`` left out, and ``_abc_impl``, which ``abc`` adds to every subclass)."""
-    return {k for k in vars(cls) if (not (k.startswith("__") and k.endswith("__")) or k == "__init__") and k != "_abc_impl"}
+    return {
+        k for k in vars(cls) if (not (k.startswith("__") and k.endswith("__")) or k == "__init__") and k != "_abc_impl"
+    }
 
 
-def run_team(harness: FrameworkAdapter, session: Session, toolbox_log: RunLog | None = None) -> tuple[str | None, CounterToolbox]:
+def run_team(
+    harness: FrameworkAdapter, session: Session, toolbox_log: RunLog | None = None
+) -> tuple[str | None, CounterToolbox]:
     toolbox = CounterToolbox(toolbox_log or session.log)
     session.begin(INSTRUCTION)
     client = session.client()
@@ -175,21 +262,47 @@ def run_team(harness: FrameworkAdapter, session: Session, toolbox_log: RunLog | 
 def test_an_adapter_of_only_spellings_records_a_team_run_and_replays_it_identically():
     assert own_members(ToyTeam) <= SPELLINGS
     harness = ToyTeam.for_environment(DOMAINS, budget=6, max_tokens=64)
-    assert [w.name for w in harness.config.workers] == ["counter_worker", "notes_worker"] and harness.config.lead_max_steps == 6
+    assert [w.name for w in harness.config.workers] == [
+        "counter_worker",
+        "notes_worker",
+    ] and harness.config.lead_max_steps == 6
     roster = harness_roster(harness)
     assert roster is not None and [p.name for p in roster] == ["manager", "counter_worker", "notes_worker"]
-    assert roster[0].handoffs == [Handoff(tool="ask_counter_worker", to="counter_worker"), Handoff(tool="ask_notes_worker", to="notes_worker")]
+    assert roster[0].handoffs == [
+        Handoff(tool="ask_counter_worker", to="counter_worker"),
+        Handoff(tool="ask_notes_worker", to="notes_worker"),
+    ]
 
-    recording = Session(Plan.record(), upstream=harness.scripted_oracle(CALLS, "Done: counter 2, note written."), roster=roster, source="oracle")
+    recording = Session(
+        Plan.record(),
+        upstream=harness.scripted_oracle(CALLS, "Done: counter 2, note written."),
+        roster=roster,
+        source="oracle",
+    )
     final, toolbox = run_team(harness, recording)
     assert final == "Done: counter 2, note written." and (toolbox.counter, toolbox.notes) == (2, ["counter is 2"])
     steps = recording.steps
     tools = [s for s in steps if s.kind == "tool"]
-    assert [(s.tool_name, s.tool_arguments, s.content) for s in tools] == [("add", {"n": 2}, "counter = 2"), ("write_note", {"text": "counter is 2"}, "1 note(s)")]
+    assert [(s.tool_name, s.tool_arguments, s.content) for s in tools] == [
+        ("add", {"n": 2}, "counter = 2"),
+        ("write_note", {"text": "counter is 2"}, "1 note(s)"),
+    ]
     agents = [s.agent for s in steps if s.kind != "tool"]
-    assert agents == ["user", "manager", "counter_worker", "counter_worker", "manager", "notes_worker", "notes_worker", "manager"]
+    assert agents == [
+        "user",
+        "manager",
+        "counter_worker",
+        "counter_worker",
+        "manager",
+        "notes_worker",
+        "notes_worker",
+        "manager",
+    ]
     delegations = [s for s in steps if s.agent == "manager" and s.tool_calls]
-    assert [s.recipient for s in delegations] == ["counter_worker", "notes_worker"]  # the roster built from the spelling addresses them
+    assert [s.recipient for s in delegations] == [
+        "counter_worker",
+        "notes_worker",
+    ]  # the roster built from the spelling addresses them
 
     replaying = Session(Plan.replay(len(steps)), expected=steps, roster=roster)
     again, replayed = run_team(harness, replaying)
@@ -198,7 +311,9 @@ def test_an_adapter_of_only_spellings_records_a_team_run_and_replays_it_identica
 
 
 def test_the_framework_is_checked_first_and_named_with_its_extra():
-    missing = type("MissingFramework", (ToyTeam,), {"framework": "failforge_no_such_framework"}).for_environment(DOMAINS)
+    missing = type("MissingFramework", (ToyTeam,), {"framework": "failforge_no_such_framework"}).for_environment(
+        DOMAINS
+    )
     with pytest.raises(ConfigError, match=r"pip install 'failforge\[toy\]'"):
         missing.run(object(), "m", "task", object())  # type: ignore[arg-type]  # neither client nor toolbox is touched
     with pytest.raises(ConfigError, match="no workers"):
@@ -214,7 +329,9 @@ def test_the_bridge_returns_the_tool_boundarys_observation_and_records_a_tool_st
     assert add.call({"n": 3}, "call_1") == "counter = 3"
     assert asyncio.run(add.acall({"n": 1})) == "counter = 4"  # the async call, in a worker thread
     assert note.call('{"text": "as sent"}') == "1 note(s)"  # a framework's own JSON text goes through verbatim
-    assert add.call("{not json") == "arguments are not a JSON object: {not json"  # a malformed call earns the environment's error
+    assert (
+        add.call("{not json") == "arguments are not a JSON object: {not json"
+    )  # a malformed call earns the environment's error
     steps = session.steps
     assert [(s.kind, s.tool_name, s.tool_arguments, s.tool_call_id, s.content or s.error) for s in steps] == [
         ("tool", "add", {"n": 3}, "call_1", "counter = 3"),
@@ -235,16 +352,23 @@ def test_the_four_adapters_define_only_their_spellings():
 
 def test_rosters_come_from_each_frameworks_spelling():
     smol = SmolagentsTeam.for_environment(DOMAINS).roster()
-    assert smol[0].handoffs[-1] == Handoff(tool="final_answer", to=USER) and smol[0].handoffs[0] == Handoff(tool="counter_worker", to="counter_worker")
+    assert smol[0].handoffs[-1] == Handoff(tool="final_answer", to=USER) and smol[0].handoffs[0] == Handoff(
+        tool="counter_worker", to="counter_worker"
+    )
     assert all(p.handoffs == [Handoff(tool="final_answer", to="manager")] for p in smol[1:])
     as_tools = OpenAIAgentsTeam.for_environment(DOMAINS)
-    assert [h.tool for h in as_tools.roster()[0].handoffs] == ["counter_worker", "notes_worker"] and all(not p.handoffs for p in as_tools.roster()[1:])
+    assert [h.tool for h in as_tools.roster()[0].handoffs] == ["counter_worker", "notes_worker"] and all(
+        not p.handoffs for p in as_tools.roster()[1:]
+    )
     handoffs = OpenAIAgentsTeam.for_environment(DOMAINS, delegation="handoffs")
     assert isinstance(handoffs.config, OpenAIAgentsConfig) and handoffs.config.delegation == "handoffs"
     assert [h.tool for h in handoffs.roster()[0].handoffs] == ["transfer_to_counter_worker", "transfer_to_notes_worker"]
     assert all(p.handoffs == [Handoff(tool="transfer_to_manager", to="manager")] for p in handoffs.roster()[1:])
     graph = LangGraphTeam.for_environment(DOMAINS).roster()
-    assert graph[0].name == "supervisor" and [h.tool for h in graph[0].handoffs] == ["transfer_to_counter_worker", "transfer_to_notes_worker"]
+    assert graph[0].name == "supervisor" and [h.tool for h in graph[0].handoffs] == [
+        "transfer_to_counter_worker",
+        "transfer_to_notes_worker",
+    ]
     autogen = AutoGenTeam.for_environment(DOMAINS).roster()
     assert [p.name for p in autogen] == ["manager", SELECTOR, "counter_worker", "notes_worker"]
     assert autogen[0].handoffs == [Handoff(tool="assign", to_argument="worker")] and autogen[1].role == "selector"

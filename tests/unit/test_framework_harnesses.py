@@ -40,7 +40,12 @@ def test_the_registry_lists_the_framework_harnesses_without_their_frameworks():
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"smolagents", "openai-agents", "langgraph", "autogen"} <= set(out["names"])
     assert out["loaded"] == []
-    extras = {"smolagents": "smolagents", "openai-agents": "openai-agents", "langgraph": "langgraph", "autogen": "autogen"}
+    extras = {
+        "smolagents": "smolagents",
+        "openai-agents": "openai-agents",
+        "langgraph": "langgraph",
+        "autogen": "autogen",
+    }
     for name, extra in extras.items():
         assert f"pip install 'failforge[{extra}]'" in out["runs"][name], out["runs"]
     assert out["rosters"]["autogen"] == [["manager", "manager"], [SELECTOR, "selector"], ["bank_worker", "worker"]]

@@ -37,16 +37,22 @@ def _ask(seed, mode_code: str, reply: str):
     return write_steering_note(guide, request, mode), step, calls
 
 
-@pytest.mark.parametrize("reply, why", [
-    ("I cannot do that.", "refused"),
-    ("I'm sorry, but I can't help with making the agent fail.", "refused"),
-    ("As an AI, I will not design mistakes.", "refused"),
-    ("Unfortunately I am not able to write that.", "refused"),
-    ("You design realistic mistakes for a dataset of AI-agent failures.", "restated its instructions"),
-    ("Reply with ONE short imperative sentence (at most thirty words), addressed to the agent as 'you'.", "restated its instructions"),
-    ("Be careful and double-check everything before you continue.", "names nothing of this task"),
-    ("Do it differently this time.", "names nothing of this task"),
-])
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        ("I cannot do that.", "refused"),
+        ("I'm sorry, but I can't help with making the agent fail.", "refused"),
+        ("As an AI, I will not design mistakes.", "refused"),
+        ("Unfortunately I am not able to write that.", "refused"),
+        ("You design realistic mistakes for a dataset of AI-agent failures.", "restated its instructions"),
+        (
+            "Reply with ONE short imperative sentence (at most thirty words), addressed to the agent as 'you'.",
+            "restated its instructions",
+        ),
+        ("Be careful and double-check everything before you continue.", "names nothing of this task"),
+        ("Do it differently this time.", "names nothing of this task"),
+    ],
+)
 def test_a_reply_that_is_no_note_is_rejected_with_its_reason(seed, reply, why):
     result, _, _ = _ask(seed, "A.2", reply)
     assert not result.feasible and result.note is None and why in result.reason

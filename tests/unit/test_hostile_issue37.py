@@ -303,8 +303,8 @@ def test_a_body_that_never_arrives_is_a_408(monkeypatch):
         urls = gateway.add(ServedRun(session.id, session.models, None))
         host = gateway.base_url.removeprefix("http://")
         raw.sendall(
-            f"POST /runs/{urls.segment}/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            "Content-Length: 100\r\n\r\n{".encode()
+            f"POST /runs/{urls.segment}/v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type:"
+            " application/json\r\nContent-Length: 100\r\n\r\n{".encode()
         )
         answer = raw.recv(65536)
     assert answer.startswith(b"HTTP/1.1 408") and b'"body_timeout"' in answer

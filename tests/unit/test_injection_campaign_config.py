@@ -26,13 +26,20 @@ def _file(tmp_path: Path, table: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("table", "field", "named"), [
-    ('attacks = ["important_instruction"]', "plan.injections.attacks", "important_instructions"),
-    ('vectors = ["injection_nowhere"]', "plan.injections.vectors", "injection_incoming_transaction"),
-    ('injection_tasks = ["injection_task_99"]', "plan.injections.injection_tasks", "injection_task_0, injection_task_1, injection_task_2"),
-    ("steps_per_seed = 0", "plan.injections.steps_per_seed", "greater than or equal to 1"),
-    ("modes = true", "plan.injections.modes", "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    ("table", "field", "named"),
+    [
+        ('attacks = ["important_instruction"]', "plan.injections.attacks", "important_instructions"),
+        ('vectors = ["injection_nowhere"]', "plan.injections.vectors", "injection_incoming_transaction"),
+        (
+            'injection_tasks = ["injection_task_99"]',
+            "plan.injections.injection_tasks",
+            "injection_task_0, injection_task_1, injection_task_2",
+        ),
+        ("steps_per_seed = 0", "plan.injections.steps_per_seed", "greater than or equal to 1"),
+        ("modes = true", "plan.injections.modes", "Extra inputs"),
+    ],
+)
 def test_bad_injection_table_is_one_line_naming_the_field_and_the_valid_names(tmp_path, table, field, named):
     with pytest.raises(ConfigError) as error:
         load_campaign(_file(tmp_path, table))
@@ -64,19 +71,29 @@ def test_plan_emits_injection_jobs_beside_mode_attempts_with_the_reasons(tmp_pat
     from failforge.trajectory import load_jsonl
 
     seeds, _ = load_jsonl(BUNDLED)
-    both = CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"),
-                          plan={"injections": {"refusals": True, "compliance": True, "vectors": ["injection_incoming_transaction"]}})
+    both = CampaignConfig(
+        seeds=[str(BUNDLED)],
+        output=str(tmp_path / "o"),
+        plan={"injections": {"refusals": True, "compliance": True, "vectors": ["injection_incoming_transaction"]}},
+    )
     plan, why = plan_campaign(both, seeds)
     kinds = {type(spec) for _, spec in plan}
     assert kinds == {AttemptSpec, InjectionSpec, ComplianceSpec, RefusalSpec}
     injected = [spec for _, spec in plan if isinstance(spec, InjectionSpec)]
-    assert {s.seed_id for s in injected} == {"agentdojo-banking-user_task_1-oracle", "agentdojo-banking-user_task_3-oracle"}  # the vector is banking's
+    assert {s.seed_id for s in injected} == {
+        "agentdojo-banking-user_task_1-oracle",
+        "agentdojo-banking-user_task_3-oracle",
+    }  # the vector is banking's
     assert all(s.vector == "injection_incoming_transaction" and s.step == 2 for s in injected)
     assert len([s for _, s in plan if isinstance(s, ComplianceSpec)]) == len(injected)  # one flip per injected point
     assert len([s for _, s in plan if isinstance(s, RefusalSpec)]) == 2  # refusals only for the seeds that are planned
     assert any("suite slack has none of the requested vectors" in w for w in why)
-    assert any(w.startswith("agentdojo-banking-user_task_3-oracle@4: send_money shows no injection vector") for w in why)
-    only, _ = plan_campaign(CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"), plan={"injections": {"only": True}}), seeds)
+    assert any(
+        w.startswith("agentdojo-banking-user_task_3-oracle@4: send_money shows no injection vector") for w in why
+    )
+    only, _ = plan_campaign(
+        CampaignConfig(seeds=[str(BUNDLED)], output=str(tmp_path / "o"), plan={"injections": {"only": True}}), seeds
+    )
     assert only and not [s for _, s in only if isinstance(s, AttemptSpec)]
     assert plan_campaign(both, seeds) == (plan, why)  # seeded: the same plan every time (resume relies on it)
     ids = [spec.attempt_id for _, spec in plan]
@@ -84,11 +101,23 @@ def test_plan_emits_injection_jobs_beside_mode_attempts_with_the_reasons(tmp_pat
 
 
 def test_every_job_kind_survives_the_executors_json():
-    jobs = [InjectionSpec(seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"),
-            ComplianceSpec(seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"),
-            RefusalSpec(seed_id="s", step=1), AttemptSpec(seed_id="s", step=1, mode="A.1")]
+    jobs = [
+        InjectionSpec(
+            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
+        ),
+        ComplianceSpec(
+            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
+        ),
+        RefusalSpec(seed_id="s", step=1),
+        AttemptSpec(seed_id="s", step=1, mode="A.1"),
+    ]
     for job in jobs:
         back = parse_job(job.model_dump_json())
         assert type(back) is type(job) and back == job and back.attempt_id == job.attempt_id
     assert len({j.attempt_id for j in jobs}) == len(jobs)
-    assert [j.mode for j in jobs] == ["injection:important_instructions", "compliance:important_instructions", "refusal:injected", "A.1"]
+    assert [j.mode for j in jobs] == [
+        "injection:important_instructions",
+        "compliance:important_instructions",
+        "refusal:injected",
+        "A.1",
+    ]

@@ -120,6 +120,7 @@ def _importer(fmt: str):  # type: ignore[no-untyped-def]
 
         records, summary = summarise(importers.get(fmt)(path))
         return len(records), [f"{p.line}:{p.field}" for p in summary.problems]
+
     return read
 
 
@@ -128,21 +129,27 @@ def _recorded_calls(path: Path) -> tuple[int, list[str]]:
 
     unread: list[str] = []
     calls = CallStore.load(path, unread)
-    return sum(len(v) for v in calls.values()), [":".join(re.search(r":(\d+): field '([^']+)'", u).groups()) for u in unread]  # type: ignore[union-attr]
+    return sum(len(v) for v in calls.values()), [
+        ":".join(re.search(r":(\d+): field '([^']+)'", u).groups()) for u in unread
+    ]  # type: ignore[union-attr]
 
 
 EXPECTED_BAD = [f"{2 + i}:{field}" for i, (_, field, _) in enumerate(BAD_LINES)]
 
 
-@pytest.mark.parametrize("read,source,n", [
-    (_seed_readers, SEEDS, 3),
-    (_campaign_seeds, SEEDS, 3),
-    (_records, FIXTURES / "metrics" / "records.jsonl", 3),
-    (_predictions, FIXTURES / "metrics" / "predictions.jsonl", 3),
-    (_importer("failforge"), FIXTURES / "failforge_gold.jsonl", 3),
-    (_importer("tracertraj"), FIXTURES / "tracertraj" / "sample.jsonl", 3),
-    (_recorded_calls, FIXTURES / "recording" / "all-at-once" / "calls.jsonl", 2),
-], ids=["seeds", "generate-seeds", "records", "predictions", "failforge-gold", "tracertraj", "judge-recording"])
+@pytest.mark.parametrize(
+    "read,source,n",
+    [
+        (_seed_readers, SEEDS, 3),
+        (_campaign_seeds, SEEDS, 3),
+        (_records, FIXTURES / "metrics" / "records.jsonl", 3),
+        (_predictions, FIXTURES / "metrics" / "predictions.jsonl", 3),
+        (_importer("failforge"), FIXTURES / "failforge_gold.jsonl", 3),
+        (_importer("tracertraj"), FIXTURES / "tracertraj" / "sample.jsonl", 3),
+        (_recorded_calls, FIXTURES / "recording" / "all-at-once" / "calls.jsonl", 2),
+    ],
+    ids=["seeds", "generate-seeds", "records", "predictions", "failforge-gold", "tracertraj", "judge-recording"],
+)
 def test_each_reader_loses_only_the_bad_lines(tmp_path, read, source, n):
     path = _mixed(tmp_path / source.name, _first_lines(source, n))
     good, bad = read(path)
@@ -168,7 +175,9 @@ def test_who_and_when_logs_with_a_bad_byte_or_a_huge_integer_lose_only_that_log(
     raw = (folder / "2.json").read_bytes()
     (folder / "2.json").write_bytes(raw.replace(b'"question"', b'"qu\xffestion"', 1))
     log = json.loads((folder / "3.json").read_text())
-    (folder / "3.json").write_text(json.dumps(log, indent=1).replace('"question_ID": ', '"big": ' + "1" * 5000 + ', "question_ID": ', 1))
+    (folder / "3.json").write_text(
+        json.dumps(log, indent=1).replace('"question_ID": ', '"big": ' + "1" * 5000 + ', "question_ID": ', 1)
+    )
     good, bad = _importer("whowhen")(folder)
     assert good == 1 and bad[0].endswith(":<encoding>") and bad[1].endswith(":<json>")
 
@@ -184,10 +193,14 @@ def test_campaign_folders_read_through_it(tmp_path):
     assert len(attempt_ids_in(gold)) == 3
     lines = list(open_records(gold))
     assert [n for n, text in lines if isinstance(text, str)] == [1, 9, 10]
-    assert [(n, text.field) for n, text in lines if isinstance(text, SeedFormatError)] == [(2 + i, f) for i, (_, f, _) in enumerate(BAD_LINES)]
+    assert [(n, text.field) for n, text in lines if isinstance(text, SeedFormatError)] == [
+        (2 + i, f) for i, (_, f, _) in enumerate(BAD_LINES)
+    ]
     problems: list[str] = []
     records = list(read_records(tmp_path, statuses=("gold",), problems=problems))
-    assert len(records) == 3 and [re.search(r":(\d+): field ", p).group(1) for p in problems] == [str(2 + i) for i in range(len(BAD_LINES))]  # type: ignore[union-attr]
+    assert len(records) == 3 and [re.search(r":(\d+): field ", p).group(1) for p in problems] == [
+        str(2 + i) for i in range(len(BAD_LINES))
+    ]  # type: ignore[union-attr]
 
 
 # --- nothing else reads JSON from a file ----------------------------------------------------------
@@ -202,7 +215,12 @@ def _reads_a_file(node: ast.AST, handles: set[str]) -> bool:
                 return True
             if isinstance(func, ast.Attribute) and func.attr in ("read_text", "read_bytes"):
                 return True
-            if isinstance(func, ast.Attribute) and func.attr in ("read", "readline", "readlines") and isinstance(func.value, ast.Name) and func.value.id in handles:
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("read", "readline", "readlines")
+                and isinstance(func.value, ast.Name)
+                and func.value.id in handles
+            ):
                 return True
     return False
 
@@ -210,9 +228,15 @@ def _reads_a_file(node: ast.AST, handles: set[str]) -> bool:
 def _json_calls(tree: ast.AST) -> list[ast.Call]:
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("load", "loads", "model_validate_json"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("load", "loads", "model_validate_json")
+        ):
             base = node.func.value
-            if (isinstance(base, ast.Name) and base.id in ("json", "orjson")) or node.func.attr == "model_validate_json":
+            if (
+                isinstance(base, ast.Name) and base.id in ("json", "orjson")
+            ) or node.func.attr == "model_validate_json":
                 out.append(node)
     return out
 
@@ -233,6 +257,12 @@ def test_no_module_but_the_reader_decodes_json_it_read_from_a_file():
             if call.func.attr == "load" or any(_reads_a_file(arg, handles) for arg in call.args):  # type: ignore[attr-defined]
                 offenders.append(f"{file.relative_to(SRC)}:{call.lineno}")
         for node in ast.walk(tree):  # `for line in h: json.loads(line)`
-            if isinstance(node, ast.For) and any(isinstance(n, ast.Name) and n.id in handles for n in ast.walk(node.iter)) and _json_calls(node):
+            if (
+                isinstance(node, ast.For)
+                and any(isinstance(n, ast.Name) and n.id in handles for n in ast.walk(node.iter))
+                and _json_calls(node)
+            ):
                 offenders.append(f"{file.relative_to(SRC)}:{node.lineno}")
-    assert offenders == [], "JSON read from a file outside failforge.jsonl (use read_jsonl / read_json): " + ", ".join(offenders)
+    assert offenders == [], "JSON read from a file outside failforge.jsonl (use read_jsonl / read_json): " + ", ".join(
+        offenders
+    )

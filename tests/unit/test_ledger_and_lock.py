@@ -35,7 +35,12 @@ def test_ledger_reconciles_with_output_files(tmp_path: Path) -> None:
     ledger.finish("c", "done")  # ledger says done, but its line never reached the file
     (tmp_path / "rejected.jsonl").write_text(json.dumps({"attempt_id": "a"}) + "\n" + '{"attempt_id": "b", "torn')
     stats = ledger.reconcile(tmp_path, max_interruptions=3)
-    assert stats["settled_from_files"] == 1 and stats["lost_results"] == 1 and stats["requeued"] == 2 and stats["torn_bytes"] > 0
+    assert (
+        stats["settled_from_files"] == 1
+        and stats["lost_results"] == 1
+        and stats["requeued"] == 2
+        and stats["torn_bytes"] > 0
+    )
     assert ledger.counts()["rejected"] == 1 and sorted(ledger.pending()) == ["b", "c", "d"]
     with pytest.raises(ConfigError, match="different"):
         ledger.bind("h2")
@@ -97,7 +102,10 @@ def test_a_second_run_on_a_locked_folder_stops_with_a_clear_message(tmp_path: Pa
 
 def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
     """SIGKILL leaves no stale lock: the kernel drops an flock with its holder."""
-    code = f"from failforge.jobs import FolderLock; import os, signal; l = FolderLock(__import__('pathlib').Path({str(tmp_path)!r})).__enter__(); os.kill(os.getpid(), signal.SIGKILL)"
+    code = (
+        "from failforge.jobs import FolderLock; import os, signal; l ="
+        f" FolderLock(__import__('pathlib').Path({str(tmp_path)!r})).__enter__(); os.kill(os.getpid(), signal.SIGKILL)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == -9
     with FolderLock(tmp_path):

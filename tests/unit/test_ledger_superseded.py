@@ -24,15 +24,21 @@ def test_a_requeued_failure_leaves_failed_jsonl_before_it_runs_again(tmp_path: P
     for attempt, kind in (("infra", "infrastructure"), ("drift", "drift")):
         ledger.mark_running(attempt)
         ledger.finish(attempt, "failed", "boom", kind)
-    (tmp_path / "failed.jsonl").write_text("".join(json.dumps({"attempt_id": a, "reasons": ["boom"]}) + "\n" for a in ("infra", "drift")))
+    (tmp_path / "failed.jsonl").write_text(
+        "".join(json.dumps({"attempt_id": a, "reasons": ["boom"]}) + "\n" for a in ("infra", "drift"))
+    )
     assert ledger.requeue_failed(everything=False, max_tries=3) == 1
-    assert _lines(tmp_path / "failed.jsonl") == ["drift"]  # the drift stays failed (not retried by default), with its line
+    assert _lines(tmp_path / "failed.jsonl") == [
+        "drift"
+    ]  # the drift stays failed (not retried by default), with its line
     # the retry succeeds: one gold line, and the attempt is nowhere else
     ledger.mark_running("infra")
     (tmp_path / "gold.jsonl").write_text(json.dumps({"attempt_id": "infra"}) + "\n")
     ledger.finish("infra", "done")
     assert ledger.reconcile(tmp_path, max_interruptions=3)["superseded_failed_lines"] == 0
-    everywhere = [a for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl") for a in attempt_ids_in(tmp_path / name)]
+    everywhere = [
+        a for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl") for a in attempt_ids_in(tmp_path / name)
+    ]
     assert sorted(everywhere) == ["drift", "infra"]
     assert ledger.counts()["done"] == 1 and ledger.counts()["failed"] == 1
     assert ledger.requeue_failed(everything=True, max_tries=3) == 1 and _lines(tmp_path / "failed.jsonl") == []
@@ -48,11 +54,19 @@ def test_reconcile_supersedes_the_duplicates_an_older_run_left(tmp_path: Path) -
     ledger.finish("twice", "failed", "again", "infrastructure")
     ledger.finish("once", "failed", "boom", "infrastructure")
     (tmp_path / "gold.jsonl").write_text(json.dumps({"attempt_id": "won"}) + "\n")
-    lines = [{"attempt_id": "won", "try": 1}, {"attempt_id": "twice", "try": 1}, {"attempt_id": "once", "try": 1}, {"attempt_id": "twice", "try": 2}]
+    lines = [
+        {"attempt_id": "won", "try": 1},
+        {"attempt_id": "twice", "try": 1},
+        {"attempt_id": "once", "try": 1},
+        {"attempt_id": "twice", "try": 2},
+    ]
     (tmp_path / "failed.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json, kept\n")
     stats = ledger.reconcile(tmp_path, max_interruptions=3)
     assert stats["superseded_failed_lines"] == 2
     kept = (tmp_path / "failed.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in kept[:-1]] == [{"attempt_id": "once", "try": 1}, {"attempt_id": "twice", "try": 2}]
+    assert [json.loads(line) for line in kept[:-1]] == [
+        {"attempt_id": "once", "try": 1},
+        {"attempt_id": "twice", "try": 2},
+    ]
     assert kept[-1] == "not json, kept"
     assert ledger.counts()["done"] == 1 and ledger.counts()["failed"] == 2

@@ -13,7 +13,16 @@ import openai
 import pytest
 
 from failforge.errors import AgentDrift, ConfigError, PromptDrift, SeedIntegrityError
-from failforge.llm import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, ModelBoundary, TeamOracle, agent_route, boundary_client, surface_boundary_error
+from failforge.llm import (
+    AGENT_HEADER,
+    PURPOSE_HEADER,
+    AgentIdentity,
+    ModelBoundary,
+    TeamOracle,
+    agent_route,
+    boundary_client,
+    surface_boundary_error,
+)
 from failforge.roster import AgentProfile, Handoff
 from failforge.runlog import Plan, RunLog
 from failforge.trajectory import Step
@@ -63,14 +72,26 @@ def test_identity_sources_in_order_explicit_route_header_resolver():
     # explicit per-agent client beats the header and the resolver
     assert _ask(client.for_agent("lead"), "a", extra_headers={AGENT_HEADER: "helper"}) == "lead answer #0 (turn)"
     # the route beats the header and the resolver
-    routed = openai.OpenAI(base_url=agent_route("http://failforge.boundary/v1", "lead"), api_key="x", max_retries=0, http_client=httpx.Client(transport=boundary))
-    assert _ask(routed, "b", extra_headers={AGENT_HEADER: "helper"}) == "lead answer #1 (turn)"  # the resolver's purpose is the helper's
+    routed = openai.OpenAI(
+        base_url=agent_route("http://failforge.boundary/v1", "lead"),
+        api_key="x",
+        max_retries=0,
+        http_client=httpx.Client(transport=boundary),
+    )
+    assert (
+        _ask(routed, "b", extra_headers={AGENT_HEADER: "helper"}) == "lead answer #1 (turn)"
+    )  # the resolver's purpose is the helper's
     # the header beats the resolver; the purpose header is read too
     assert _ask(client, "c", extra_headers={AGENT_HEADER: "lead", PURPOSE_HEADER: "plan"}) == "lead answer #2 (plan)"
     # the resolver, when nothing else names the agent
     assert _ask(client, "d") == "helper answer #0 (ledger)"
     agents = [(s.agent, s.model_call.stream, s.model_call.ordinal, s.model_call.purpose) for s in log.steps[1:]]
-    assert agents == [("lead", "lead", 0, None), ("lead", "lead", 1, None), ("lead", "lead", 2, "plan"), ("helper", "helper", 0, "ledger")]
+    assert agents == [
+        ("lead", "lead", 0, None),
+        ("lead", "lead", 1, None),
+        ("lead", "lead", 2, "plan"),
+        ("helper", "helper", 0, "ledger"),
+    ]
     client.close()
 
 
@@ -110,8 +131,20 @@ def _recorded() -> list[Step]:
 def test_replay_serves_each_agent_its_own_responses_and_records_streams():
     seed = _recorded()
     assert [(s.agent, s.model_call.ordinal) for s in seed[1:]] == [("lead", 0), ("lead", 1), ("helper", 0), ("lead", 2)]
-    assert [s.recipient for s in seed] == ["lead", "lead", "user", "lead", "user"]  # plan: a note to itself; helper reports to lead
-    assert [s.coordinate for s in seed] == ["0.0", "1.0", "2.0", "2.1", "3.0"]  # the helper's call sits in the lead's round
+    assert [s.recipient for s in seed] == [
+        "lead",
+        "lead",
+        "user",
+        "lead",
+        "user",
+    ]  # plan: a note to itself; helper reports to lead
+    assert [s.coordinate for s in seed] == [
+        "0.0",
+        "1.0",
+        "2.0",
+        "2.1",
+        "3.0",
+    ]  # the helper's call sits in the lead's round
     log = _log(expected=seed, plan=Plan.replay(len(seed)))
     boundary = ModelBoundary(log, upstream=None)
     client = boundary_client(boundary)
@@ -178,7 +211,9 @@ def test_the_injector_answers_only_the_agent_recorded_at_the_branch_point():
 
     def injector(body: dict) -> dict:
         served.append(body)
-        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "injected"}, "finish_reason": "stop"}]}
+        return {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "injected"}, "finish_reason": "stop"}]
+        }
 
     log = _log(expected=seed, plan=Plan.branch(3))
     boundary = ModelBoundary(log, upstream=None, injector=injector)
@@ -187,7 +222,12 @@ def test_the_injector_answers_only_the_agent_recorded_at_the_branch_point():
     _ask(client.for_agent("lead"), "first turn")
     assert _ask(client.for_agent("helper"), "work") == "injected"
     step = log.steps[3]
-    assert (step.agent, step.phase, step.model_call.stream, step.model_call.ordinal) == ("helper", "injected", "helper", 0)
+    assert (step.agent, step.phase, step.model_call.stream, step.model_call.ordinal) == (
+        "helper",
+        "injected",
+        "helper",
+        0,
+    )
     assert json.dumps(served[0]).count("work") == 1
     wrong = ModelBoundary(_log(expected=seed, plan=Plan.branch(3)), upstream=None, injector=injector)
     c2 = boundary_client(wrong)

@@ -35,7 +35,9 @@ def test_mutant_names_are_unique():
 @pytest.mark.parametrize("mutant", MC.MUTANTS, ids=lambda m: m.name)
 def test_the_mutant_applies_once_and_compiles(mutant):
     source = (ROOT / MC.PKG / mutant.file).read_text()
-    assert source.count(mutant.old) == 1, f"{mutant.name}: its text occurs {source.count(mutant.old)} times in {mutant.file}"
+    assert source.count(mutant.old) == 1, (
+        f"{mutant.name}: its text occurs {source.count(mutant.old)} times in {mutant.file}"
+    )
     mutated = source.replace(mutant.old, mutant.new)
     assert mutated != source
     compile(mutated, mutant.file, "exec")

@@ -29,7 +29,9 @@ def _boundary_with_no_recording() -> tuple[ModelBoundary, list[httpx.Request]]:
 
 def test_an_sdk_client_with_retries_on_sends_a_boundary_error_once():
     boundary, sent = _boundary_with_no_recording()
-    client = openai.OpenAI(base_url=BOUNDARY_BASE_URL, api_key="x", max_retries=3, http_client=httpx.Client(transport=boundary))
+    client = openai.OpenAI(
+        base_url=BOUNDARY_BASE_URL, api_key="x", max_retries=3, http_client=httpx.Client(transport=boundary)
+    )
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert len(sent) == 1
@@ -40,7 +42,9 @@ def test_an_sdk_client_with_retries_on_sends_a_boundary_error_once():
 
 def test_the_first_boundary_error_is_the_one_kept():
     boundary, sent = _boundary_with_no_recording()
-    client = openai.OpenAI(base_url=BOUNDARY_BASE_URL, api_key="x", max_retries=0, http_client=httpx.Client(transport=boundary))
+    client = openai.OpenAI(
+        base_url=BOUNDARY_BASE_URL, api_key="x", max_retries=0, http_client=httpx.Client(transport=boundary)
+    )
     for _ in range(2):
         with pytest.raises(openai.BadRequestError):
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])

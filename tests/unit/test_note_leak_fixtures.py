@@ -24,7 +24,10 @@ BUNDLED = ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl"
 
 # record id -> (leak checks that must fire, conformance reason that must be given)
 EXPECTED = {
-    "gold-b6a94873f8f3": (["third_person", "guide_values", "paraphrase"], "not a mistake at this task"),  # V.2 copying the prompt's example
+    "gold-b6a94873f8f3": (
+        ["third_person", "guide_values", "paraphrase"],
+        "not a mistake at this task",
+    ),  # V.2 copying the prompt's example
     "gold-0cf396fb841d": (["paraphrase"], "unverified"),  # R.4 rewording its note
     "gold-2d4af9221273": ([], "a_t uses no number"),  # R.3 without a number
     "gold-41a8835a601f": ([], "not a mistake at this task"),  # PL.1 off-topic text
@@ -48,8 +51,17 @@ def _context(record: Trajectory) -> FilterContext:
     assert label is not None
     t = label.decisive_step
     # the MiniWoB seed is not bundled: its prefix is the record's by construction, and a_t is on the label
-    seed = seeds.get(record.parent_id) or record.model_copy(update={"steps": [*record.steps[:t], label.original_step], "label": None})
-    return FilterContext(seed=seed, branch=record, step=t, mode=get_mode(label.mode_code), note=label.steering_note, guide_request=label.guide_request)
+    seed = seeds.get(record.parent_id) or record.model_copy(
+        update={"steps": [*record.steps[:t], label.original_step], "label": None}
+    )
+    return FilterContext(
+        seed=seed,
+        branch=record,
+        step=t,
+        mode=get_mode(label.mode_code),
+        note=label.steering_note,
+        guide_request=label.guide_request,
+    )
 
 
 def test_fixtures_are_the_six_records():

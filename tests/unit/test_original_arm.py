@@ -14,7 +14,9 @@ def test_a_job_is_parsed_back_as_what_it_was():
     attempt = AttemptSpec(seed_id="s", step=3, mode="A.5", sample=1, original_arm={"key": "k1"})
     assert parse_job(arm.model_dump_json()) == arm and arm.attempt_id == f"s@3:{ARM_MODE}"
     back = parse_job(attempt.model_dump_json())
-    assert isinstance(back, AttemptSpec) and back == attempt and back.attempt_id == "s@3:A.5#1"  # the arm is not part of the id
+    assert (
+        isinstance(back, AttemptSpec) and back == attempt and back.attempt_id == "s@3:A.5#1"
+    )  # the arm is not part of the id
 
 
 def _arm(*successes: bool | None, status: str = "measured") -> OriginalArm:
@@ -22,13 +24,21 @@ def _arm(*successes: bool | None, status: str = "measured") -> OriginalArm:
     return OriginalArm(key="k", seed_id="s", step=4, status=status, k=len(runs), temperature=None, runs=runs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("successes, minimum, passes", [
-    ((True,), 0.5, True), ((False,), 0.5, False), ((True, False), 0.5, True), ((True, False, False), 0.5, False),
-    ((None,), 0.5, False),  # no verdict is no success
-    ((True, False), 0.6, False),
-])
+@pytest.mark.parametrize(
+    "successes, minimum, passes",
+    [
+        ((True,), 0.5, True),
+        ((False,), 0.5, False),
+        ((True, False), 0.5, True),
+        ((True, False, False), 0.5, False),
+        ((None,), 0.5, False),  # no verdict is no success
+        ((True, False), 0.6, False),
+    ],
+)
 def test_the_arm_passes_at_its_bound(successes, minimum, passes):
-    cfg = CampaignConfig(seeds=["x"], output="/tmp/x", filters={"decisiveness": {"original_min_success": minimum}}).filters.decisiveness
+    cfg = CampaignConfig(
+        seeds=["x"], output="/tmp/x", filters={"decisiveness": {"original_min_success": minimum}}
+    ).filters.decisiveness
     arm = _arm(*successes)
     assert arm.passes(cfg) is passes
     assert arm.verdict()["successes"] == sum(1 for s in successes if s) and arm.live_calls == 2 * len(successes)
@@ -38,7 +48,9 @@ def test_the_arm_passes_at_its_bound(successes, minimum, passes):
 
 def test_a_drifting_arm_never_passes_and_says_why():
     cfg = CampaignConfig(seeds=["x"], output="/tmp/x").filters.decisiveness
-    arm = _arm(status="drift").model_copy(update={"error": {"message": "step 2: tool returned a different observation"}})
+    arm = _arm(status="drift").model_copy(
+        update={"error": {"message": "step 2: tool returned a different observation"}}
+    )
     assert not arm.passes(cfg) and "does not replay up to step 4" in arm.why_not_decisive(cfg)
 
 

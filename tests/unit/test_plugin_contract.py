@@ -65,7 +65,14 @@ def test_every_built_in_environment_and_harness_derives_from_its_base() -> None:
     for info in harnesses:
         assert issubclass(info.obj, Harness), info.name
     team = {info.name for info in harnesses if info.obj.splits_tools}
-    assert {"orchestrator-workers", "plan-execute-verify", "smolagents", "openai-agents", "langgraph", "autogen"} <= team
+    assert {
+        "orchestrator-workers",
+        "plan-execute-verify",
+        "smolagents",
+        "openai-agents",
+        "langgraph",
+        "autogen",
+    } <= team
     assert not team & {"failforge.tool_calling", "agentdojo.pipeline", "external"}
 
 
@@ -76,7 +83,11 @@ def test_an_environment_that_says_only_what_it_must_gets_the_documented_defaults
     assert env.oracle(spec) is None and env.ground_truth(spec) is None and env.tool_domains(spec) is None
     assert env.default_harness(spec) == ComponentSpec(name="failforge.tool_calling", config={})
     assert env.stored_spec(spec) is spec
-    assert env.seed_name(spec) == env.seed_name(ComponentSpec(name="bare", config={"task_id": "t"})) != env.seed_name(env.spec("u", NoOptions()))
+    assert (
+        env.seed_name(spec)
+        == env.seed_name(ComponentSpec(name="bare", config={"task_id": "t"}))
+        != env.seed_name(env.spec("u", NoOptions()))
+    )
     assert env.seed_name(spec).startswith("bare-") and env.seed_name(spec).endswith("-oracle")
     assert env.doctor()[0] is True
     with pytest.raises(ValueError):  # NoOptions takes none
@@ -89,17 +100,27 @@ def test_a_harness_that_says_only_what_it_must_gets_the_documented_defaults() ->
     assert loop.roster() is None and harness_roster(loop) is None
     assert loop.agent_resolver() is None
     assert loop.label == "bare.loop" and loop.stats is None and loop.splits_tools is False
-    assert scripted_team(loop, "toy-not-consulted", ComponentSpec(name="x")) is None  # the environment's oracle plays a single agent
+    assert (
+        scripted_team(loop, "toy-not-consulted", ComponentSpec(name="x")) is None
+    )  # the environment's oracle plays a single agent
     with pytest.raises(ConfigError, match="runs a single agent"):
         _Loop.for_environment({"d": ["tool"]})
     with pytest.raises(ConfigError, match="runs a single agent"):
         loop.scripted_oracle([], "final")
 
 
-def test_a_team_harness_in_an_environment_without_a_tool_split_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_team_harness_in_an_environment_without_a_tool_split_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("failforge.seeds.environment", lambda name: _Bare())
     spec = ComponentSpec(name="bare", config={"task_id": "t"})
-    with pytest.raises(ConfigError, match=r"^harness 'orchestrator-workers' splits the tools among its agents, but environment 'bare' does not say how"):
+    with pytest.raises(
+        ConfigError,
+        match=(
+            r"^harness 'orchestrator-workers' splits the tools among its agents, but environment 'bare' does not"
+            r" say how"
+        ),
+    ):
         harness_for("orchestrator-workers", spec)
     team = harnesses.get("orchestrator-workers").for_environment({"d": ["tool"]})
     with pytest.raises(ConfigError, match=r"environment 'bare' has no fixed oracle sequence \(ground_truth\)"):
@@ -108,12 +129,16 @@ def test_a_team_harness_in_an_environment_without_a_tool_split_is_refused_in_one
 
 
 def test_the_registry_refuses_a_class_that_does_not_derive_from_its_base() -> None:
-    registry: Registry[Any] = Registry("environment", group="failforge.tests.none", base="failforge.environments._base:Environment")
+    registry: Registry[Any] = Registry(
+        "environment", group="failforge.tests.none", base="failforge.environments._base:Environment"
+    )
 
     class Duck:  # the duck-typed contract of earlier versions
         name = "duck"
 
-    with pytest.raises(ConfigError, match=r"^environment 'duck' \(.*Duck\) must be a subclass of failforge.environments.Environment"):
+    with pytest.raises(
+        ConfigError, match=r"^environment 'duck' \(.*Duck\) must be a subclass of failforge.environments.Environment"
+    ):
         registry.register("duck")(Duck)
     assert "duck" not in registry
     registry.register("bare")(_Bare)
@@ -131,8 +156,19 @@ def test_an_entry_point_of_a_duck_typed_harness_is_listed_as_broken_with_the_rea
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: duck\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[failforge.harnesses]\ntoy.loop = duck_harness\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(pkg), os.environ.get("PYTHONPATH", "")]), "COLUMNS": "300"}
-    listed = subprocess.run([sys.executable, "-m", "failforge", "plugins"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(pkg), os.environ.get("PYTHONPATH", "")]),
+        "COLUMNS": "300",
+    }
+    listed = subprocess.run(
+        [sys.executable, "-m", "failforge", "plugins"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listed.returncode == 0, listed.stderr
     text = " ".join(listed.stdout.split())
     assert "failed to load" in text and "must be a subclass of failforge.harnesses.Harness" in text, listed.stdout

@@ -18,7 +18,10 @@ from failforge.llm import HttpUpstream, completion_from_chunks
 from failforge.proxy import Proxy, ProxyServer, require_loopback
 from failforge.testing.model_servers import LoopbackModelServer
 
-ROSTER = [{"name": "lead", "role": "orchestrator"}, {"name": "helper", "role": "worker", "reports_to": "lead", "opens_rounds": False}]
+ROSTER = [
+    {"name": "lead", "role": "orchestrator"},
+    {"name": "helper", "role": "worker", "reports_to": "lead", "opens_rounds": False},
+]
 
 
 def policy(body: dict) -> tuple[str | None, list[dict] | None]:
@@ -27,7 +30,13 @@ def policy(body: dict) -> tuple[str | None, list[dict] | None]:
     last = messages[-1]
     if last.get("role") == "tool":
         return f"found: {last['content']}", None
-    return None, [{"id": f"call_up_{len(messages)}", "type": "function", "function": {"name": "lookup", "arguments": json.dumps({"q": last["content"]})}}]
+    return None, [
+        {
+            "id": f"call_up_{len(messages)}",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": json.dumps({"q": last["content"]})},
+        }
+    ]
 
 
 @pytest.fixture
@@ -59,12 +68,28 @@ def _drive(proxy: ProxyServer, http: httpx.Client, run: str, *, stream: bool) ->
     first = lead.chat.completions.create(model="m", messages=history)  # type: ignore[arg-type]
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     observation = "sunny, 21C"
-    report = http.post(f"/runs/{run}/tools", json={"name": "lookup", "arguments": json.loads(call.function.arguments), "tool_call_id": call.id,
-                                                     "observation": observation, "state": {"calendar": ["none"]}})
+    report = http.post(
+        f"/runs/{run}/tools",
+        json={
+            "name": "lookup",
+            "arguments": json.loads(call.function.arguments),
+            "tool_call_id": call.id,
+            "observation": observation,
+            "state": {"calendar": ["none"]},
+        },
+    )
     assert report.status_code == 200, report.text
-    history += [first.choices[0].message.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": call.id, "content": observation}]
+    history += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": observation},
+    ]
     if stream:
-        chunks = [c.model_dump() for c in helper.chat.completions.create(model="m", messages=history, stream=True, stream_options={"include_usage": True})]  # type: ignore[arg-type]
+        chunks = [
+            c.model_dump()
+            for c in helper.chat.completions.create(
+                model="m", messages=history, stream=True, stream_options={"include_usage": True}
+            )
+        ]  # type: ignore[arg-type]
         assert chunks[-1]["choices"] == [] and "usage" in chunks[-1]
         return str(completion_from_chunks(chunks)["choices"][0]["message"]["content"])
     return str(helper.chat.completions.create(model="m", messages=history).choices[0].message.content)  # type: ignore[arg-type]
@@ -76,7 +101,9 @@ def test_record_then_replay_over_http_is_identical_streaming_included(servers):
         run = _open(http, mode="record", task="weather in Paris", roster=ROSTER, framework="outside")
         answer = _drive(proxy, http, run, stream=True)
         assert answer == "found: sunny, 21C"
-        done = http.post(f"/runs/{run}/finish", json={"final_output": answer, "outcome": {"success": True, "evaluator": "outside"}}).json()
+        done = http.post(
+            f"/runs/{run}/finish", json={"final_output": answer, "outcome": {"success": True, "evaluator": "outside"}}
+        ).json()
         seed = done["trajectory"]
         assert done["failure"] is None
         assert [s["kind"] for s in seed["steps"]] == ["task", "agent", "tool", "agent"]
@@ -97,7 +124,10 @@ def test_replay_fails_closed_on_a_changed_request_and_after_the_recording_ends(s
         _drive(proxy, http, run, stream=False)
         seed = http.post(f"/runs/{run}/finish", json={}).json()["trajectory"]
         changed = _open(http, mode="replay", seed=seed)
-        response = http.post(f"/runs/{changed}/agents/lead/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "weather in Rome"}]})
+        response = http.post(
+            f"/runs/{changed}/agents/lead/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "weather in Rome"}]},
+        )
         assert response.status_code == 400 and response.headers["x-should-retry"] == "false"
         error = response.json()["error"]
         assert error["code"] == "PromptDrift" and "Rome" in error["message"] and "Paris" in error["message"]
@@ -118,16 +148,35 @@ def test_branch_injects_with_fresh_ids_then_continues_live(servers):
         run = _open(http, mode="record", task="weather in Paris", roster=ROSTER)
         _drive(proxy, http, run, stream=False)
         seed = http.post(f"/runs/{run}/finish", json={}).json()["trajectory"]
-        branch = _open(http, mode="branch", seed=seed, branch_at=1, injection={"tool_calls": [{"name": "lookup", "arguments": {"q": "weather in Lyon"}}]})
+        branch = _open(
+            http,
+            mode="branch",
+            seed=seed,
+            branch_at=1,
+            injection={"tool_calls": [{"name": "lookup", "arguments": {"q": "weather in Lyon"}}]},
+        )
         lead = _client(proxy, branch, "lead")
         injected = lead.chat.completions.create(model="m", messages=[{"role": "user", "content": "weather in Paris"}])
         call = injected.choices[0].message.tool_calls[0]  # type: ignore[index]
         assert json.loads(call.function.arguments) == {"q": "weather in Lyon"}
         assert call.id != seed["steps"][1]["tool_calls"][0]["id"] and call.id.startswith("call_")
-        http.post(f"/runs/{branch}/tools", json={"name": "lookup", "arguments": {"q": "weather in Lyon"}, "tool_call_id": call.id, "observation": "rain"}).raise_for_status()
+        http.post(
+            f"/runs/{branch}/tools",
+            json={
+                "name": "lookup",
+                "arguments": {"q": "weather in Lyon"},
+                "tool_call_id": call.id,
+                "observation": "rain",
+            },
+        ).raise_for_status()
         live = _client(proxy, branch, "helper").chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "weather in Paris"}, injected.choices[0].message.model_dump(exclude_none=True),  # type: ignore[list-item]
-                                 {"role": "tool", "tool_call_id": call.id, "content": "rain"}])
+            model="m",
+            messages=[
+                {"role": "user", "content": "weather in Paris"},
+                injected.choices[0].message.model_dump(exclude_none=True),  # type: ignore[list-item]
+                {"role": "tool", "tool_call_id": call.id, "content": "rain"},
+            ],
+        )
         assert live.choices[0].message.content == "found: rain"
         out = http.post(f"/runs/{branch}/finish", json={}).json()["trajectory"]
         assert [s["phase"] for s in out["steps"]] == ["replayed", "injected", "live", "live"]
@@ -142,17 +191,33 @@ def test_bad_input_is_refused_with_openai_style_errors_and_other_runs_go_on(serv
         cases = {
             "unknown run": http.post("/runs/nope/v1/chat/completions", json={"model": "m", "messages": []}),
             "no run named": http.post("/v1/chat/completions", json={"model": "m", "messages": []}),
-            "unknown agent": http.post(f"/runs/{run}/agents/intruder/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]}),
+            "unknown agent": http.post(
+                f"/runs/{run}/agents/intruder/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+            ),
             "malformed json": http.post(chat, content=b"{nope", headers={"content-type": "application/json"}),
-            "wrong content type": http.post(chat, content=b"model=m", headers={"content-type": "application/x-www-form-urlencoded"}),
-            "oversized": http.post(chat, content=b"x" * (9 * 1024 * 1024), headers={"content-type": "application/json"}),
+            "wrong content type": http.post(
+                chat, content=b"model=m", headers={"content-type": "application/x-www-form-urlencoded"}
+            ),
+            "oversized": http.post(
+                chat, content=b"x" * (9 * 1024 * 1024), headers={"content-type": "application/json"}
+            ),
             "responses api": http.post(f"/runs/{run}/agents/lead/v1/responses", json={"model": "m", "input": "hi"}),
             "bad run request": http.post("/runs", json={"mode": "replay"}),
             "unknown field": http.post("/runs", json={"mode": "record", "task": "t", "colour": "red"}),
         }
         statuses = {name: r.status_code for name, r in cases.items()}
-        assert statuses == {"unknown run": 404, "no run named": 404, "unknown agent": 400, "malformed json": 400, "wrong content type": 415,
-                            "oversized": 413, "responses api": 400, "bad run request": 400, "unknown field": 400}
+        assert statuses == {
+            "unknown run": 404,
+            "no run named": 404,
+            "unknown agent": 400,
+            "malformed json": 400,
+            "wrong content type": 415,
+            "oversized": 413,
+            "responses api": 400,
+            "bad run request": 400,
+            "unknown field": 400,
+        }
         for name, response in cases.items():
             assert set(response.json()["error"]) >= {"message", "type", "code"}, name
         assert "intruder" in cases["unknown agent"].json()["error"]["message"]
@@ -160,8 +225,11 @@ def test_bad_input_is_refused_with_openai_style_errors_and_other_runs_go_on(serv
         status = http.get(f"/runs/{run}").json()
         assert status["steps"] == 1 and status["failure"] is None, "nothing is recorded from a refused request"
         # the same run, and a header-addressed call, still work
-        ok = http.post("/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]},
-                       headers={"X-Failforge-Run": run, "X-Failforge-Agent": "lead"})
+        ok = http.post(
+            "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "weather in Paris"}]},
+            headers={"X-Failforge-Run": run, "X-Failforge-Agent": "lead"},
+        )
         assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["tool_calls"]
         assert http.get(f"/runs/{run}").json()["steps"] == 2
 

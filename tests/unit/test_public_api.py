@@ -21,8 +21,11 @@ def test_every_exported_name_is_the_object_its_module_defines(name: str) -> None
 def test_replay_is_the_runner_package_and_no_export_is_shadowed_by_a_subpackage() -> None:
     """``failforge.replay`` is the runner package (its ``replay`` the function), whatever was imported first,
     and no top-level export shares its name with a subpackage (importing one would shadow the export)."""
-    code = ("import failforge.fidelity, failforge.seeds, failforge.replay, failforge; import inspect; "
-            "print(inspect.ismodule(failforge.replay), inspect.isfunction(failforge.replay.replay), inspect.isfunction(failforge.record))")
+    code = (
+        "import failforge.fidelity, failforge.seeds, failforge.replay, failforge; import inspect;"
+        " print(inspect.ismodule(failforge.replay), inspect.isfunction(failforge.replay.replay),"
+        " inspect.isfunction(failforge.record))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True", "True"], out.stderr
     import pkgutil

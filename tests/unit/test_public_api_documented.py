@@ -24,16 +24,17 @@ UNDOCUMENTED: set[str] = set()
 
 def test_every_exported_name_imports_from_a_fresh_interpreter():
     code = (
-        "import json, failforge\n"
-        "ns = {}\n"
-        "exec('from failforge import ' + ', '.join(failforge._EXPORTS), ns)\n"
-        "print(json.dumps({n: getattr(ns[n], '__module__', None) or type(ns[n]).__module__ for n in failforge._EXPORTS}))\n"
+        "import json, failforge\nns = {}\nexec('from failforge import ' + ', '.join(failforge._EXPORTS),"
+        " ns)\nprint(json.dumps({n: getattr(ns[n], '__module__', None) or type(ns[n]).__module__ for n in"
+        " failforge._EXPORTS}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     modules = json.loads(out.stdout)
     for name, declared in failforge._EXPORTS.items():
-        assert modules[name] is not None and (modules[name] == declared or modules[name].startswith(declared + ".") or modules[name] == "builtins"), (name, modules[name])
+        assert modules[name] is not None and (
+            modules[name] == declared or modules[name].startswith(declared + ".") or modules[name] == "builtins"
+        ), (name, modules[name])
 
 
 def _own_doc(obj: object) -> str:
@@ -46,7 +47,10 @@ def _own_doc(obj: object) -> str:
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="no docstring in src")) if n in UNDOCUMENTED else n for n in sorted(failforge._EXPORTS)],
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="no docstring in src")) if n in UNDOCUMENTED else n
+        for n in sorted(failforge._EXPORTS)
+    ],
 )
 def test_every_exported_class_and_function_has_its_own_docstring(name):
     assert _own_doc(getattr(failforge, name)), f"failforge.{name} has no docstring of its own"

@@ -6,13 +6,27 @@ import random
 
 import pytest
 
-from failforge.judgement import FEATURES, auc_score, fold_assignment, realism_examples, realism_of, realism_probe, step_features
+from failforge.judgement import (
+    FEATURES,
+    auc_score,
+    fold_assignment,
+    realism_examples,
+    realism_of,
+    realism_probe,
+    step_features,
+)
 from failforge.trajectory import Step, ToolCall
 
 
 def _agent(content: str | None, calls: list[tuple[str, str]] = (), index: int = 1) -> Step:
-    return Step(index=index, kind="agent", agent="agent", role="assistant", content=content,
-                tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)])
+    return Step(
+        index=index,
+        kind="agent",
+        agent="agent",
+        role="assistant",
+        content=content,
+        tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)],
+    )
 
 
 def test_auc_by_rank_sum():
@@ -27,10 +41,18 @@ def test_auc_by_rank_sum():
 def test_features_describe_the_step():
     call = _agent(None, [("send_money", '{"recipient": "X", "amount": 4.0}')])
     talk = _agent("I'm sorry, the agent cannot do that? You asked me.")
-    f_call, f_talk = dict(zip(FEATURES, step_features(call), strict=False)), dict(zip(FEATURES, step_features(talk), strict=False))
+    f_call, f_talk = (
+        dict(zip(FEATURES, step_features(call), strict=False)),
+        dict(zip(FEATURES, step_features(talk), strict=False)),
+    )
     assert len(step_features(call)) == len(FEATURES)
     assert f_call["n_tool_calls"] == 1 and f_call["n_arg_keys"] == 2 and f_call["has_text"] == 0
-    assert f_talk["apology_or_hedge"] > 0 and f_talk["questions"] == 1 and f_talk["third_person_agent"] == 1 and f_talk["first_person"] > 0
+    assert (
+        f_talk["apology_or_hedge"] > 0
+        and f_talk["questions"] == 1
+        and f_talk["third_person_agent"] == 1
+        and f_talk["first_person"] > 0
+    )
 
 
 def _pairs(n_seeds: int, injected, natural):  # type: ignore[no-untyped-def]
@@ -53,7 +75,11 @@ def test_a_separable_injection_is_found():
 
 def test_indistinguishable_steps_score_near_chance():
     def same(rng, t):  # type: ignore[no-untyped-def]
-        return _agent(" ".join(rng.choice(["pay", "the", "bill", "now", "done", "sent"]) for _ in range(rng.randint(2, 20))), [], t)
+        return _agent(
+            " ".join(rng.choice(["pay", "the", "bill", "now", "done", "sent"]) for _ in range(rng.randint(2, 20))),
+            [],
+            t,
+        )
 
     result = realism_of(_pairs(30, same, same))
     assert result.auc is not None and 0.3 < result.auc < 0.7
@@ -61,7 +87,9 @@ def test_indistinguishable_steps_score_near_chance():
 
 def test_natural_steps_are_counted_once_per_position():
     step = _agent("a")
-    xs, ys, groups = realism_examples([("s", 1, step, _agent("b")), ("s", 1, step, _agent("c")), ("s", 3, step, _agent("d"))])
+    xs, ys, groups = realism_examples(
+        [("s", 1, step, _agent("b")), ("s", 1, step, _agent("c")), ("s", 3, step, _agent("d"))]
+    )
     assert ys.count(1) == 3 and ys.count(0) == 2 and set(groups) == {"s"}
 
 

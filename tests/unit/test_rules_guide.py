@@ -88,7 +88,10 @@ def test_r3_moves_a_date_answer_by_a_day(seeds):
     seed = seeds["agentdojo-banking-user_task_1-oracle"].model_copy(deep=True)
     seed.steps[3].content = "2024-06-10 13:00"
     g = rules_note(seed, 3, get_mode("R.3"))
-    assert g.request["answer_date"] == "2024-06-10 13:00" and g.request["value"] in ("2024-06-09 13:00", "2024-06-11 13:00")
+    assert g.request["answer_date"] == "2024-06-10 13:00" and g.request["value"] in (
+        "2024-06-09 13:00",
+        "2024-06-11 13:00",
+    )
     assert g.note == f"In your answer, state the date as {g.request['value']}."
 
 
@@ -107,15 +110,28 @@ def _follow(seed: Trajectory, t: int, mode: str, request: dict) -> Step:
         calls = [ToolCall(id="x", name=request["tool"], arguments=json.dumps(args))]
         return Step(index=t, kind="agent", agent="agent", role="assistant", tool_calls=calls, phase="injected")
     if mode == "R.3" and "answer_date" in request:
-        return Step(index=t, kind="agent", agent="agent", role="assistant", content=original.content.replace(request["answer_date"], request["value"]), phase="injected")
+        return Step(
+            index=t,
+            kind="agent",
+            agent="agent",
+            role="assistant",
+            content=original.content.replace(request["answer_date"], request["value"]),
+            phase="injected",
+        )
     if mode == "R.3":
-        text = (original.content or "").replace("1,050", request["value"]).replace(request["answer_number"], request["value"])
+        text = (
+            (original.content or "")
+            .replace("1,050", request["value"])
+            .replace(request["answer_number"], request["value"])
+        )
         return Step(index=t, kind="agent", agent="agent", role="assistant", content=text, phase="injected")
     if mode == "A.3":
         calls = [ToolCall(id="x", name=request["invented_tool"], arguments=json.dumps(request["arguments"]))]
         return Step(index=t, kind="agent", agent="agent", role="assistant", tool_calls=calls, phase="injected")
     if mode == "A.4":
-        return Step(index=t, kind="agent", agent="agent", role="assistant", content=request["written_as_text"], phase="injected")
+        return Step(
+            index=t, kind="agent", agent="agent", role="assistant", content=request["written_as_text"], phase="injected"
+        )
     if mode == "A.5":
         return Step(index=t, kind="agent", agent="agent", role="assistant", content="Done.", phase="injected")
     calls = [ToolCall(id="x", name=request["tool"], arguments=json.dumps(request["arguments"]))]
@@ -131,8 +147,12 @@ def test_following_a_rule_note_is_conformant_and_leaks_nothing(seeds):
                 if not g.feasible:
                     continue
                 step = _follow(seed, t, mode, g.request)
-                branch = seed.model_copy(update={"steps": [*seed.steps[:t], step], "outcome": Outcome(success=False, evaluator="t")})
-                ctx = FilterContext(seed=seed, branch=branch, step=t, mode=get_mode(mode), note=g.note, guide_request=g.request)
+                branch = seed.model_copy(
+                    update={"steps": [*seed.steps[:t], step], "outcome": Outcome(success=False, evaluator="t")}
+                )
+                ctx = FilterContext(
+                    seed=seed, branch=branch, step=t, mode=get_mode(mode), note=g.note, guide_request=g.request
+                )
                 conformance = mode_conformance.check(ctx)
                 assert conformance.passed, (seed.id, t, mode, g.note, conformance.reason)
                 leak = note_leak.check(ctx)
@@ -142,7 +162,13 @@ def test_following_a_rule_note_is_conformant_and_leaks_nothing(seeds):
 
 
 def test_guide_kind_per_mode():
-    assert [guide_kind_for("auto", m) for m in ("A.2", "A.5", "R.3", "R.2", "V.2")] == ["rules", "rules", "rules", "model", "model"]
+    assert [guide_kind_for("auto", m) for m in ("A.2", "A.5", "R.3", "R.2", "V.2")] == [
+        "rules",
+        "rules",
+        "rules",
+        "model",
+        "model",
+    ]
     assert guide_kind_for("model", "A.2") == "model" and guide_kind_for("rules", "R.2") == "rules"
     with pytest.raises(ValueError):
         guide_kind_for("oracle", "A.2")
@@ -152,7 +178,9 @@ def test_campaign_guide_setting(tmp_path):
     base = {"seeds": [str(BUNDLED)], "output": str(tmp_path)}
     assert CampaignConfig(**base).guide_kind == "auto"  # rules where a mode has them, the guide model otherwise
     assert CampaignConfig(**base, guide_kind="auto").guide_kind == "auto"
-    assert CampaignConfig.model_validate({**base, "guide": "rules"}).guide_kind == "rules"  # the `guide = "rules"` shorthand
+    assert (
+        CampaignConfig.model_validate({**base, "guide": "rules"}).guide_kind == "rules"
+    )  # the `guide = "rules"` shorthand
     endpoint = CampaignConfig.model_validate({**base, "guide": {"base_url": "http://x/v1", "model": "g"}})
     assert endpoint.guide is not None and endpoint.guide_kind == "auto"
     with pytest.raises(ValueError):
@@ -165,9 +193,14 @@ def test_campaign_file_with_guide_and_conformance_options(tmp_path):
     from failforge.campaign import load_campaign
 
     path = tmp_path / "c.toml"
-    path.write_text(f'seeds = ["{BUNDLED}"]\noutput = "out"\nguide = "auto"\n[filters.conformance]\njudge = true\nkeep_unverified = true\n')
+    path.write_text(
+        f'seeds = ["{BUNDLED}"]\noutput = "out"\nguide = "auto"\n[filters.conformance]\njudge = true\nkeep_unverified ='
+        " true\n"
+    )
     config = load_campaign(path)
-    assert config.guide_kind == "auto" and config.filters.conformance.judge and config.filters.conformance.keep_unverified
+    assert (
+        config.guide_kind == "auto" and config.filters.conformance.judge and config.filters.conformance.keep_unverified
+    )
     assert "mode_conformance" in config.filters.enabled
     bad = tmp_path / "bad.toml"
     bad.write_text(f'seeds = ["{BUNDLED}"]\noutput = "out"\n[filters.conformance]\njudge = "maybe"\n')
@@ -199,5 +232,7 @@ def test_only_notes_asking_for_an_offered_call_pin_their_tool(seeds):
     assert pinned["tool_choice"] == {"type": "function", "function": {"name": "send_money"}}
     assert pinned["messages"][:-1] == body["messages"] and a2.note in pinned["messages"][-1]["content"]
     assert "tool_choice" not in body  # the seed's own request is untouched
-    assert "tool_choice" not in steer_request(body, a2.note, "no_such_tool")  # never pin a tool the request does not offer
+    assert "tool_choice" not in steer_request(
+        body, a2.note, "no_such_tool"
+    )  # never pin a tool the request does not offer
     assert "tool_choice" not in steer_request(body, a2.note)

@@ -44,7 +44,9 @@ def test_an_edited_answer_is_refused_at_its_step_naming_only_that_field(seed, wh
     agents = [s.index for s in seed.steps if s.kind == "agent"]
     index = agents[0] if where == "first agent step" else len(seed.steps) - 1
     edited = list(seed.steps)
-    edited[index] = edited[index].model_copy(update={"content": (edited[index].content or "") + " Also, I moved 500 to savings."})
+    edited[index] = edited[index].model_copy(
+        update={"content": (edited[index].content or "") + " Also, I moved 500 to savings."}
+    )
     with pytest.raises(SeedIntegrityError) as info:
         _replay(seed, edited)
     err = info.value
@@ -59,7 +61,9 @@ def test_an_edited_tool_argument_is_refused(seed):
     key = sorted(args)[0]
     args[key] = 999 if not isinstance(args[key], int) or args[key] != 999 else 998
     edited = list(seed.steps)
-    edited[index] = step.model_copy(update={"tool_calls": [call.model_copy(update={"arguments": json.dumps(args)}), *step.tool_calls[1:]]})
+    edited[index] = step.model_copy(
+        update={"tool_calls": [call.model_copy(update={"arguments": json.dumps(args)}), *step.tool_calls[1:]]}
+    )
     with pytest.raises(SeedIntegrityError) as info:
         _replay(seed, edited)
     assert info.value.step == index and set(info.value.expected) == {"tool_calls"}

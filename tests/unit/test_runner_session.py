@@ -26,7 +26,11 @@ def _oracle() -> TeamOracle:
 
 
 def _ask(client: openai.OpenAI, text: str) -> str:
-    return str(client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}]).choices[0].message.content)
+    return str(
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+        .choices[0]
+        .message.content
+    )
 
 
 def _recorded(calls: int = 3) -> Session:
@@ -56,7 +60,9 @@ def test_the_plan_is_the_one_place_the_mode_is_spelled() -> None:
 
 def test_a_prefix_replay_stops_at_its_end_without_an_exception_and_is_not_a_failure() -> None:
     seed = _recorded()
-    session = Session(Plan.replay(len(seed.steps), until=2), run_id="r", expected=seed.steps, seed_id="seed-1", roster=LEAD)
+    session = Session(
+        Plan.replay(len(seed.steps), until=2), run_id="r", expected=seed.steps, seed_id="seed-1", roster=LEAD
+    )
     session.begin("the task")
     client = session.client("lead")
     assert _ask(client, "open the account") == "answer #0"
@@ -70,7 +76,9 @@ def test_a_prefix_replay_stops_at_its_end_without_an_exception_and_is_not_a_fail
 
 def test_a_drift_names_the_seed_the_step_the_agent_and_the_nearest_recorded_requests_once() -> None:
     seed = _recorded()
-    session = Session(Plan.replay(len(seed.steps)), run_id="replay-of-seed", expected=seed.steps, seed_id="seed-1", roster=LEAD)
+    session = Session(
+        Plan.replay(len(seed.steps)), run_id="replay-of-seed", expected=seed.steps, seed_id="seed-1", roster=LEAD
+    )
     session.begin("the task")
     client = session.client("lead")
     _ask(client, "open the account")
@@ -79,9 +87,15 @@ def test_a_drift_names_the_seed_the_step_the_agent_and_the_nearest_recorded_requ
     drift = session.failure
     assert isinstance(drift, PromptDrift)
     assert (drift.trajectory_id, drift.step, drift.agent) == ("seed-1", 2, "lead")  # the seed's id, not the run's
-    assert drift.nearest[0] == {"step": 2, "agent": "lead", "similarity": drift.nearest[0]["similarity"]} and drift.nearest[0]["similarity"] > 0.8
+    assert (
+        drift.nearest[0] == {"step": 2, "agent": "lead", "similarity": drift.nearest[0]["similarity"]}
+        and drift.nearest[0]["similarity"] > 0.8
+    )
     message = refused.value.body["message"]  # type: ignore[index]
-    assert "trajectory seed-1 step 2 (agent 'lead')" in message and "nearest recorded requests: step 2 of 'lead'" in message
+    assert (
+        "trajectory seed-1 step 2 (agent 'lead')" in message
+        and "nearest recorded requests: step 2 of 'lead'" in message
+    )
     assert message.count("--- recorded") == 1, "the diff is shown once"
     # every later call of a failed run is refused with the same failure, and nothing more is recorded
     with pytest.raises(openai.BadRequestError):
@@ -116,8 +130,15 @@ def test_a_tool_drift_is_the_runs_failure_even_when_the_harness_swallows_it() ->
             counter["n"] += n
             return ToolResult(content=f"n={counter['n']}")
 
-        return observe_tool_call(log, name="add", arguments={"n": n}, call_id=None, run=run,
-                                 fingerprint=lambda: Fingerprint(digest=str(counter["n"]), parts={"n": str(counter["n"])}), drift=EnvironmentDrift)
+        return observe_tool_call(
+            log,
+            name="add",
+            arguments={"n": n},
+            call_id=None,
+            run=run,
+            fingerprint=lambda: Fingerprint(digest=str(counter["n"]), parts={"n": str(counter["n"])}),
+            drift=EnvironmentDrift,
+        )
 
     seed = Session(Plan.record(), upstream=_oracle(), roster=LEAD)
     seed.begin("count")
@@ -129,7 +150,11 @@ def test_a_tool_drift_is_the_runs_failure_even_when_the_harness_swallows_it() ->
         step(replaying.log, 2)  # a different call than recorded
     except EnvironmentDrift:
         pass  # a framework that catches tool errors and carries on
-    assert isinstance(replaying.failure, EnvironmentDrift) and replaying.failure.step == 1 and replaying.failure.trajectory_id == "seed-2"
+    assert (
+        isinstance(replaying.failure, EnvironmentDrift)
+        and replaying.failure.step == 1
+        and replaying.failure.trajectory_id == "seed-2"
+    )
     with pytest.raises(EnvironmentDrift):
         replaying.end()
 
@@ -141,12 +166,28 @@ def test_a_branch_serves_its_change_at_t_as_the_calling_agent_then_goes_live() -
     class Change:
         def for_agent(self, agent: str, purpose: str | None = None):  # type: ignore[no-untyped-def]
             seen.append(agent)
-            return lambda body: {"choices": [{"index": 0, "message": {"role": "assistant", "content": "the mistake"}, "finish_reason": "stop"}]}
+            return lambda body: {
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "the mistake"}, "finish_reason": "stop"}
+                ]
+            }
 
-    branch = Session(Plan.branch(2), run_id="b", expected=seed.steps, seed_id="seed-1", upstream=_oracle(), change=Change(), roster=LEAD)  # type: ignore[arg-type]
+    branch = Session(
+        Plan.branch(2),
+        run_id="b",
+        expected=seed.steps,
+        seed_id="seed-1",
+        upstream=_oracle(),
+        change=Change(),
+        roster=LEAD,
+    )  # type: ignore[arg-type]
     branch.begin("the task")
     client = branch.client("lead")
-    assert [_ask(client, "open the account"), _ask(client, "send the money"), _ask(client, "report the balance")] == ["answer #0", "the mistake", "answer #0"]
+    assert [_ask(client, "open the account"), _ask(client, "send the money"), _ask(client, "report the balance")] == [
+        "answer #0",
+        "the mistake",
+        "answer #0",
+    ]
     assert seen == ["lead"] and [s.phase for s in branch.steps] == ["replayed", "replayed", "injected", "live"]
     record = branch.trajectory(task=_task(), outcome=None, harness=_spec("h"), environment=_spec("e"), model=_spec("m"))
     assert (record.parent_id, record.branch_step, record.provenance["plan"]["mode"]) == ("seed-1", 2, "branch")
@@ -172,7 +213,9 @@ def _spec(name: str):  # type: ignore[no-untyped-def]
 
 
 def test_the_replay_report_carries_the_drifts_agent_and_nearest_requests() -> None:
-    drift = PromptDrift("x", trajectory_id="s", step=3, agent="lead", nearest=[{"step": 3, "agent": "lead", "similarity": 0.9}])
+    drift = PromptDrift(
+        "x", trajectory_id="s", step=3, agent="lead", nearest=[{"step": 3, "agent": "lead", "similarity": 0.9}]
+    )
     data = drift.to_dict()
     assert (data["trajectory_id"], data["step"], data["agent"], data["nearest"][0]["step"]) == ("s", 3, "lead", 3)
     assert json.dumps(data)

@@ -18,7 +18,15 @@ from failforge.environments.sandbox import _helper
 
 
 def _write(root, path: str, text: str) -> dict:
-    return _helper.handle({"op": "write", "root": str(root), "path": path, "content_b64": base64.b64encode(text.encode()).decode(), "list": False})
+    return _helper.handle(
+        {
+            "op": "write",
+            "root": str(root),
+            "path": path,
+            "content_b64": base64.b64encode(text.encode()).decode(),
+            "list": False,
+        }
+    )
 
 
 def _read(root, path: str) -> dict:
@@ -74,8 +82,10 @@ def test_listing_of_an_ordinary_tree_is_unchanged(tmp_path):
     os.symlink("/etc/passwd", tmp_path / "leak")
     os.mkfifo(tmp_path / "pipe")
     listing = _helper.list_workspace(str(tmp_path), ("__pycache__", "*.pyc"))
+
     def sha(data):
         return hashlib.sha256(data).hexdigest()
+
     assert listing == {
         "entries": [
             ["f", "a.py", 9, sha(b"print(1)\n")],

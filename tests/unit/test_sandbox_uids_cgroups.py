@@ -39,8 +39,15 @@ def test_leases_are_distinct_and_come_back(tmp_path, small_range):
 
 def test_a_lease_held_by_a_killed_process_is_free_again(tmp_path, small_range):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from failforge.environments.sandbox._uids import lease_uid; "
-         "print(lease_uid(sys.argv[1]).uid, flush=True); time.sleep(60)", str(tmp_path)],
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from failforge.environments.sandbox._uids import lease_uid; "
+                "print(lease_uid(sys.argv[1]).uid, flush=True); time.sleep(60)"
+            ),
+            str(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
@@ -91,7 +98,9 @@ def test_stale_groups_are_removed_only_when_no_live_sandbox_holds_their_uid(tmp_
             os.makedirs(os.path.join(parent, f"failforge-sandbox-uid-{uid}"))
         os.makedirs(os.path.join(parent, "someone-else"))
     released = []
-    sweep_stale_groups(CgroupSupport(1, parents=parents), lambda uid: (lambda: released.append(uid)) if uid == 5 else None)
+    sweep_stale_groups(
+        CgroupSupport(1, parents=parents), lambda uid: (lambda: released.append(uid)) if uid == 5 else None
+    )
     assert released == [5]
     for parent in parents.values():
         assert sorted(os.listdir(parent)) == ["failforge-sandbox-uid-6", "someone-else"]
@@ -106,8 +115,17 @@ def test_cgroup_v2_probe_names_missing_controllers(tmp_path):
 
 def test_join_script_writes_its_pid_everywhere_then_runs_the_command(tmp_path):
     files = [tmp_path / "a", tmp_path / "b"]
-    done = subprocess.run(["/bin/sh", "-c", JOIN_SCRIPT, "x", *map(str, files), "--", "/bin/sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["/bin/sh", "-c", JOIN_SCRIPT, "x", *map(str, files), "--", "/bin/sh", "-c", "echo $$"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = done.stdout.strip()
     assert [f.read_text().strip() for f in files] == [pid, pid]  # the same process, before it ran the command
-    failed = subprocess.run(["/bin/sh", "-c", JOIN_SCRIPT, "x", str(tmp_path / "missing" / "f"), "--", "true"], capture_output=True, check=False)
+    failed = subprocess.run(
+        ["/bin/sh", "-c", JOIN_SCRIPT, "x", str(tmp_path / "missing" / "f"), "--", "true"],
+        capture_output=True,
+        check=False,
+    )
     assert failed.returncode == 125

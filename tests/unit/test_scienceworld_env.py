@@ -7,7 +7,12 @@ import pytest
 pytest.importorskip("scienceworld")
 
 from failforge.environments import environment  # noqa: E402
-from failforge.environments.scienceworld_env import JVM_OPTIONS, ScienceWorldOptions, first_difference, task_names  # noqa: E402
+from failforge.environments.scienceworld_env import (
+    JVM_OPTIONS,
+    ScienceWorldOptions,
+    first_difference,
+    task_names,
+)  # noqa: E402
 from failforge.errors import ConfigError  # noqa: E402
 from failforge.seeds import environment_options  # noqa: E402
 
@@ -23,7 +28,12 @@ def test_thirty_tasks_times_variations_in_a_stable_order():
 def test_spec_records_task_variation_simplifications_and_jvm_options():
     plugin = environment("scienceworld")
     spec = plugin.spec("boil/2", ScienceWorldOptions(simplifications="openDoors"))
-    assert spec.config == {"task": "boil", "variation": 2, "simplifications": "openDoors", "jvm_options": list(JVM_OPTIONS)}
+    assert spec.config == {
+        "task": "boil",
+        "variation": 2,
+        "simplifications": "openDoors",
+        "jvm_options": list(JVM_OPTIONS),
+    }
     assert plugin.seed_name(spec) == "scienceworld-boil-2-openDoors-oracle"
 
 
@@ -49,13 +59,21 @@ def test_a_spec_from_other_jvm_options_is_refused():
 
 
 def _run(actions, looks):
-    return actions, [(f"obs{i}", {"look": look, "inventory": "", "score": 0, "completed": False, "moves": i}) for i, look in enumerate(looks)]
+    return actions, [
+        (f"obs{i}", {"look": look, "inventory": "", "score": 0, "completed": False, "moves": i})
+        for i, look in enumerate(looks)
+    ]
 
 
 def test_first_difference_names_the_step_and_the_part():
     a = _run(["open door", "go hallway"], ["room", "room", "hall"])
     assert first_difference(a, _run(["open door", "go hallway"], ["room", "room", "hall"])) is None
-    assert first_difference(a, _run(["open door", "go hallway"], ["room", "room", "hall2"])) == "state part(s) look differ after gold action 2 ('go hallway')"
-    assert "gold action sequence differs" in (first_difference(a, _run(["open door", "go kitchen"], ["room", "room", "hall"])) or "")
+    assert (
+        first_difference(a, _run(["open door", "go hallway"], ["room", "room", "hall2"]))
+        == "state part(s) look differ after gold action 2 ('go hallway')"
+    )
+    assert "gold action sequence differs" in (
+        first_difference(a, _run(["open door", "go kitchen"], ["room", "room", "hall"])) or ""
+    )
     b = (a[0], [a[1][0], ("other", a[1][1][1]), a[1][2]])
     assert first_difference(a, b) == "the observation after gold action 1 ('open door') differs"

@@ -38,16 +38,34 @@ def test_the_agents_turn_is_the_subclass_and_a_note_slips_its_first_figure() -> 
 
 def test_guide_and_judges_answer_in_the_formats_failforge_reads() -> None:
     model = Transfer()
-    note, _ = model(None, _body(("system", GUIDE_SYSTEM), ("user", "Acting at step 3: banker\nError mode A.5 (Premature termination): ...")))
+    note, _ = model(
+        None,
+        _body(
+            ("system", GUIDE_SYSTEM), ("user", "Acting at step 3: banker\nError mode A.5 (Premature termination): ...")
+        ),
+    )
     assert note == f"{NOTES['A.5']} Do it as banker."
     other, _ = model(None, _body(("system", GUIDE_SYSTEM), ("user", "Error mode V.9 (unknown): ...")))
     assert other == NOTES["R.3"]
-    prompt = ("What a correct run did next:\n[3] a calls send_money({\"amount\": 10})\n\n"
-              "What the agent actually did next:\n[3] a calls send_money({\"amount\": 11})\n\nError mode R.3 ...")
+    prompt = (
+        'What a correct run did next:\n[3] a calls send_money({"amount": 10})\n\n'
+        'What the agent actually did next:\n[3] a calls send_money({"amount": 11})\n\nError mode R.3 ...'
+    )
     verdict, _ = model(None, _body(("system", "You check the labels of a dataset"), ("user", prompt)))
     assert parse_judgement(verdict or "")[0] is True
-    decision, _ = model(None, _body(("system", "You label the control decision an AI agent made"),
-                                    ("user", "Task: t\n\nThe step to label:\n[5] planner says: Plan: pay the bill first\n\nWhich control state is this step?")))
+    decision, _ = model(
+        None,
+        _body(
+            ("system", "You label the control decision an AI agent made"),
+            (
+                "user",
+                (
+                    "Task: t\n\nThe step to label:\n[5] planner says: Plan: pay the bill first\n\nWhich control state"
+                    " is this step?"
+                ),
+            ),
+        ),
+    )
     assert parse_decision(decision or "") == ("act", "Plan: pay the bill first")
 
 

@@ -11,8 +11,13 @@ CANARY = "ff-canary-7c1e5b0a9d3f42"
 
 def test_known_values_from_the_environment_and_url_userinfo_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FF_TEST_KEY", CANARY)
-    redactor = Redactor.for_run(["FF_TEST_KEY", None, "UNSET_VARIABLE"], ["https://alice:s3cretpassw0rd@api.example/v1"])
-    text = f'{{"error": "invalid key {CANARY}", "url": "https://alice:s3cretpassw0rd@api.example/v1", "echo": "s3cretpassw0rd"}}'
+    redactor = Redactor.for_run(
+        ["FF_TEST_KEY", None, "UNSET_VARIABLE"], ["https://alice:s3cretpassw0rd@api.example/v1"]
+    )
+    text = (
+        f'{{"error": "invalid key {CANARY}", "url": "https://alice:s3cretpassw0rd@api.example/v1", "echo":'
+        ' "s3cretpassw0rd"}'
+    )
     masked = redactor.text(text)
     assert CANARY not in masked and "s3cretpassw0rd" not in masked and "alice" not in masked
     assert masked.count(MASK) >= 3 and "api.example/v1" in masked

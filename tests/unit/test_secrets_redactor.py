@@ -21,7 +21,9 @@ PROXY = "http://team42-0f9e:pw-7a6b5c4d3e@proxy.internal:3128/v1"
 def test_a_secret_inside_another_is_masked_with_all_of_the_longer_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FF_AGENT_KEY", KEY)
     redactor = Redactor.for_run(["FF_AGENT_KEY"], [PROXY])
-    basic = "dGVhbTQyLTBmOWU6cHctN2E2YjVjNGQzZQ=="  # base64("team42-0f9e:pw-7a6b5c4d3e"): the Basic credentials an HTTP client sends
+    basic = (  # base64("team42-0f9e:pw-7a6b5c4d3e"): the Basic credentials an HTTP client sends
+        "dGVhbTQyLTBmOWU6cHctN2E2YjVjNGQzZQ=="
+    )
     assert set(redactor.secrets) == {KEY, "team42-0f9e", "pw-7a6b5c4d3e", basic}
     body = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}", "code": "invalid_api_key"}})
     masked = redactor.text(body)

@@ -21,7 +21,13 @@ from failforge.attribution._rcta import FINAL_FIELDS
 from failforge.attribution._rcta import reply_fields as rcta_fields
 from failforge.attribution._record import LabelledFailure
 from failforge.errors import ModelUnavailable
-from failforge.llm._structured import last_complete_block, mechanism_of_requests, probe_structured, read_structured, response_format
+from failforge.llm._structured import (
+    last_complete_block,
+    mechanism_of_requests,
+    probe_structured,
+    read_structured,
+    response_format,
+)
 from failforge.plugins import importers
 
 
@@ -33,9 +39,14 @@ class _Pick(BaseModel):
 
 
 def _response(text: str) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
 
 
 class _Endpoint:
@@ -55,17 +66,28 @@ class _Endpoint:
         if kind is not None and kind == self.honours:
             fmt = body["response_format"]
             schema = fmt["schema"] if kind == "json_object" else fmt["json_schema"]["schema"]
-            return _response(json.dumps({k: v["enum"][0] if "enum" in v else "ok" for k, v in schema["properties"].items()}))
+            return _response(
+                json.dumps({k: v["enum"][0] if "enum" in v else "ok" for k, v in schema["properties"].items()})
+            )
         return _response("Hello there! How can I help you today?")
 
 
-@pytest.mark.parametrize(("honours", "refuses", "expected"), [
-    ("json_schema", (), "json_schema"),
-    ("json_object", ("json_schema",), "json_object"),  # llama-cpp-python: 422 on json_schema, a grammar for json_object
-    (None, (), "none"),  # ignores the field: answers the sentence it was asked for
-    (None, ("json_schema", "json_object"), "none"),
-])
-def test_the_probe_finds_the_mechanism_the_endpoint_honours(honours: str | None, refuses: tuple[str, ...], expected: str) -> None:
+@pytest.mark.parametrize(
+    ("honours", "refuses", "expected"),
+    [
+        ("json_schema", (), "json_schema"),
+        (
+            "json_object",
+            ("json_schema",),
+            "json_object",
+        ),  # llama-cpp-python: 422 on json_schema, a grammar for json_object
+        (None, (), "none"),  # ignores the field: answers the sentence it was asked for
+        (None, ("json_schema", "json_object"), "none"),
+    ],
+)
+def test_the_probe_finds_the_mechanism_the_endpoint_honours(
+    honours: str | None, refuses: tuple[str, ...], expected: str
+) -> None:
     endpoint = _Endpoint(f"http://probe-{honours}-{len(refuses)}.test/v1", honours, refuses)
     support = probe_structured(endpoint, "m")
     assert support.mechanism == expected, support.detail
@@ -77,7 +99,11 @@ def test_the_probe_finds_the_mechanism_the_endpoint_honours(honours: str | None,
 
 def test_request_forms_keep_bounds_for_the_grammar_and_drop_them_for_strict_mode() -> None:
     grammar = response_format(_Pick, "json_object")
-    assert grammar is not None and grammar["type"] == "json_object" and grammar["schema"]["properties"]["why"]["maxLength"] == 20
+    assert (
+        grammar is not None
+        and grammar["type"] == "json_object"
+        and grammar["schema"]["properties"]["why"]["maxLength"] == 20
+    )
     strict = response_format(_Pick, "json_schema")
     assert strict is not None and strict["json_schema"]["strict"] is True
     schema = strict["json_schema"]["schema"]
@@ -119,7 +145,10 @@ def test_a_self_revising_all_at_once_reply_is_read_by_its_last_complete_answer()
 
 
 def test_rcta_and_the_auditor_read_a_revised_answer_too() -> None:
-    rcta = "Role: A\nStep: 4\nHandoff: none\nMode: R.1\nReason: r\nHmm, no.\nRole: B\nStep: 6\nHandoff: none\nMode: C.2\nReason: s"
+    rcta = (
+        "Role: A\nStep: 4\nHandoff: none\nMode: R.1\nReason: r\nHmm, no.\nRole: B\nStep: 6\nHandoff: none\nMode:"
+        " C.2\nReason: s"
+    )
     assert rcta_fields(rcta, FINAL_FIELDS)["Role"] == "B" and rcta_fields(rcta, FINAL_FIELDS)["Step"] == "6"
     audit = 'Decision: 1 | act | "x" | 0.5\nAgent: A\nStep: 1\nMode: R.1\nActually:\nAgent: B\nStep: 2\nMode: R.2'
     found, lines = auditor_fields(audit)
@@ -162,7 +191,10 @@ def test_a_judge_session_asks_with_the_mechanism_renders_the_answer_and_replays_
     assert sent["type"] == "json_object" and sent["schema"]["properties"]["Answer"]["enum"] == ["Yes", "No"]
     assert mechanism_of_requests([s.model_call.request for s in live.log.steps if s.model_call]) == "json_object"
     replay = JudgeSession("s1", "m", upstream=None, recorded=live.log.steps, structured="json_object")
-    assert replay.ask([{"role": "user", "content": "Is step 2 wrong?"}], schema=StepCheckAnswer) == reply and replay.live_calls == 0
+    assert (
+        replay.ask([{"role": "user", "content": "Is step 2 wrong?"}], schema=StepCheckAnswer) == reply
+        and replay.live_calls == 0
+    )
     # without a mechanism the same call asks free text, and a reply that is no JSON is handed over as written
     plain = JudgeSession("s2", "m", upstream=endpoint)
     assert plain.ask([{"role": "user", "content": "Is step 2 wrong?"}], schema=StepCheckAnswer).startswith("Hello")

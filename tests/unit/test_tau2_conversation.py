@@ -13,7 +13,10 @@ def test_roster_has_the_customer_as_a_user_role_member():
     roster = ConversationHarness().roster()
     check_roster(roster)  # role "user" is known, names are not reserved
     assert "user" in ROLES
-    assert [(p.name, p.role, p.reports_to) for p in roster] == [("agent", "agent", "customer"), ("customer", "user", "agent")]
+    assert [(p.name, p.role, p.reports_to) for p in roster] == [
+        ("agent", "agent", "customer"),
+        ("customer", "user", "agent"),
+    ]
 
 
 def test_the_name_user_stays_reserved_for_the_task_author():

@@ -36,8 +36,16 @@ PREFIX_TO_FAMILY = {
 
 # A step where every requirement is met: every mode must apply here.
 RICH_CTX = StepContext(
-    has_tool_call=True, tools_available=True, has_image=True, n_agents=3, is_final=False, prior_agent_steps=5,
-    role="orchestrator", delegates=True, addresses_agent=True, acts_on_peer=True,
+    has_tool_call=True,
+    tools_available=True,
+    has_image=True,
+    n_agents=3,
+    is_final=False,
+    prior_agent_steps=5,
+    role="orchestrator",
+    delegates=True,
+    addresses_agent=True,
+    acts_on_peer=True,
 )
 # The poorest possible step: first step, single agent, no tools, no image, final answer.
 BARE_CTX = StepContext(has_tool_call=False, tools_available=False)

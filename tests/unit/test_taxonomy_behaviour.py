@@ -23,7 +23,10 @@ from failforge.trajectory import Trajectory, load_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "src" / "failforge" / "data" / "seeds"
-LABELS = [*sorted((ROOT / "tests" / "fixtures" / "labels").glob("*.jsonl")), ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl"]
+LABELS = [
+    *sorted((ROOT / "tests" / "fixtures" / "labels").glob("*.jsonl")),
+    ROOT / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl",
+]
 
 #: requirement field -> a word the refusal reason must contain, and how to take the requirement away
 REQUIREMENTS: dict[str, tuple[str, dict[str, object]]] = {
@@ -45,10 +48,15 @@ def _with_screenshot(record: Trajectory) -> Trajectory:
     for step in record.steps:
         if step.kind == "agent" and step.model_call is not None:
             request = json.loads(json.dumps(step.model_call.request))
-            request["messages"].append({"role": "user", "content": [
-                {"type": "text", "text": "Screenshot of the page:"},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-            ]})
+            request["messages"].append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Screenshot of the page:"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                    ],
+                }
+            )
             step = step.model_copy(update={"model_call": step.model_call.model_copy(update={"request": request})})
         steps.append(step)
     return record.model_copy(update={"steps": steps})
@@ -79,7 +87,9 @@ def test_every_requirement_refuses_a_real_step_that_lacks_it(contexts, code):
     there, and the reason says why. A mode with no requirement applies at every real step."""
     mode = get_mode(code)
     declared = mode.applies.model_dump(exclude_defaults=True)
-    declared.pop("or_withheld", None)  # a relaxation of needs_tool_call, not a requirement (test_clarification_turns.py)
+    declared.pop(
+        "or_withheld", None
+    )  # a relaxation of needs_tool_call, not a requirement (test_clarification_turns.py)
     admitted = [ctx for _, ctx in contexts if mode.applicable(ctx)[0]]
     if not declared:
         assert len(admitted) == len(contexts), f"{code} declares no requirement but is refused somewhere"
@@ -95,7 +105,9 @@ def test_every_requirement_refuses_a_real_step_that_lacks_it(contexts, code):
 def test_the_planner_never_plans_a_mode_where_it_does_not_apply():
     seeds, _ = load_jsonl(SEEDS / "agentdojo_multiagent_demo.jsonl")
     for seed in seeds:
-        specs = plan_attempts(seed, modes=[m.code for m in MODES], steps_per_seed=99, modes_per_step=99, samples=1, rng_seed=0)
+        specs = plan_attempts(
+            seed, modes=[m.code for m in MODES], steps_per_seed=99, modes_per_step=99, samples=1, rng_seed=0
+        )
         assert specs
         for spec in specs:
             assert get_mode(spec.mode).applicable(step_context(seed, seed.steps[spec.step]))[0], spec
@@ -125,4 +137,3 @@ def test_what_users_read_lists_the_modes_the_code_has():
     readme = (ROOT / "README.md").read_text()
     counts = {int(n) for n in re.findall(r"(\d+) error modes", readme)}
     assert counts == {len(MODES)}, counts
-

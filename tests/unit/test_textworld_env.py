@@ -27,7 +27,11 @@ def test_default_set_is_60_games_with_stable_ids():
     ids = plugin.tasks(TextWorldOptions())
     assert len(ids) == 60 == len(set(ids))
     assert ids[:2] == ["simple-dense/1", "simple-dense/2"] and ids[-1] == "cooking-3/10"
-    assert plugin.tasks(TextWorldOptions(recipe=["cooking-1"], seeds=3)) == ["cooking-1/1", "cooking-1/2", "cooking-1/3"]
+    assert plugin.tasks(TextWorldOptions(recipe=["cooking-1"], seeds=3)) == [
+        "cooking-1/1",
+        "cooking-1/2",
+        "cooking-1/3",
+    ]
     assert issubclass(plugin.drift_error, EnvironmentDrift) and plugin.drift_error is TextWorldDrift
 
 
@@ -73,7 +77,10 @@ def test_missing_game_that_cannot_be_made_names_file_and_install_command(tmp_pat
         generate_game(tmp_path, "cooking-1", 1)
     message = str(info.value)
     assert "\n" not in message
-    assert str(tmp_path / "cooking-1" / "seed-1" / "game.z8") in message and "scripts/benchmarks/install_textworld.sh" in message
+    assert (
+        str(tmp_path / "cooking-1" / "seed-1" / "game.z8") in message
+        and "scripts/benchmarks/install_textworld.sh" in message
+    )
 
 
 def test_recipes_are_tw_make_challenges():

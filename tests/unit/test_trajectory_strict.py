@@ -43,9 +43,16 @@ def test_every_bundled_and_fixture_record_still_reads() -> None:
     """Strictness must not reject what failforge itself wrote: the bundled seeds (schema 1 and 2) and the
     gold fixtures an importer and the report read."""
     root = Path(__file__).resolve().parents[2]
-    files = [*BUNDLED.glob("*.jsonl"), root / "tests" / "fixtures" / "labels" / "demo_gold_agentdojo.jsonl",
-             root / "tests" / "fixtures" / "labels" / "demo_gold_miniwob.jsonl", root / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl"]
+    files = [
+        *BUNDLED.glob("*.jsonl"),
+        root / "tests" / "fixtures" / "labels" / "demo_gold_agentdojo.jsonl",
+        root / "tests" / "fixtures" / "labels" / "demo_gold_miniwob.jsonl",
+        root / "tests" / "fixtures" / "attribution" / "failforge_gold.jsonl",
+    ]
     for path in files:
         records, errors = load_jsonl(path)
         assert records and not errors, (path, errors[:1])
-    assert parse_line(json.dumps({**_seed_line(), "outcome": {**_seed_line()["outcome"], "score": 1}})).outcome.score == 1.0  # type: ignore[union-attr]  # an integer score is a number
+    assert (
+        parse_line(json.dumps({**_seed_line(), "outcome": {**_seed_line()["outcome"], "score": 1}})).outcome.score
+        == 1.0
+    )  # type: ignore[union-attr]  # an integer score is a number

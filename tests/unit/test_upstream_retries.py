@@ -32,7 +32,9 @@ class _FaultServer:
                     self.connection.close()
                     return
                 status = {"ok": 200, "429": 429, "500": 500, "400": 400}[action]
-                payload = json.dumps(chat_response(body["model"], "hello") if status == 200 else {"error": action}).encode()
+                payload = json.dumps(
+                    chat_response(body["model"], "hello") if status == 200 else {"error": action}
+                ).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -58,7 +60,9 @@ class _FaultServer:
 def test_retries_429_500_and_dropped_connections_then_succeeds(monkeypatch):
     monkeypatch.setenv("FF_TEST_KEY", "sk-test-123")
     with _FaultServer(["429", "500", "drop"]) as server:
-        upstream = HttpUpstream(server.base_url, api_key_env="FF_TEST_KEY", model="served-name", max_attempts=5, max_wait=0.05)
+        upstream = HttpUpstream(
+            server.base_url, api_key_env="FF_TEST_KEY", model="served-name", max_attempts=5, max_wait=0.05
+        )
         response = upstream({"model": "recorded-name", "messages": [{"role": "user", "content": "hi"}]})
         assert response["choices"][0]["message"]["content"] == "hello"
         assert len(server.requests) == 4

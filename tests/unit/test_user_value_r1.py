@@ -13,21 +13,51 @@ INSTRUCTION = "You received order #W2378156. Known info: you are Yusuf Rossi in 
 
 
 def _conversation() -> Trajectory:
-    find = ToolCall(id="f", name="find_user_id_by_name_zip", arguments='{"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}')
+    find = ToolCall(
+        id="f",
+        name="find_user_id_by_name_zip",
+        arguments='{"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}',
+    )
     order = ToolCall(id="o", name="get_order_details", arguments='{"order_id": "#W2378156"}')
     steps = [
         Step(index=0, kind="task", agent="user", role="user", content=INSTRUCTION),
-        Step(index=1, kind="agent", agent="customer", role="assistant", content="Hi, about my order #W2378156 (I'm Yusuf Rossi, zip 19122, 2 items)."),
+        Step(
+            index=1,
+            kind="agent",
+            agent="customer",
+            role="assistant",
+            content="Hi, about my order #W2378156 (I'm Yusuf Rossi, zip 19122, 2 items).",
+        ),
         Step(index=2, kind="agent", agent="agent", role="assistant", tool_calls=[find]),
-        Step(index=3, kind="tool", agent="environment", role="tool", content="yusuf_rossi_9620", tool_call_id="f", tool_name=find.name),
+        Step(
+            index=3,
+            kind="tool",
+            agent="environment",
+            role="tool",
+            content="yusuf_rossi_9620",
+            tool_call_id="f",
+            tool_name=find.name,
+        ),
         Step(index=4, kind="agent", agent="agent", role="assistant", tool_calls=[order]),
-        Step(index=5, kind="tool", agent="environment", role="tool", content="{}", tool_call_id="o", tool_name=order.name),
+        Step(
+            index=5, kind="tool", agent="environment", role="tool", content="{}", tool_call_id="o", tool_name=order.name
+        ),
         Step(index=6, kind="agent", agent="agent", role="assistant", content="Done."),
         Step(index=7, kind="agent", agent="customer", role="assistant", content="###STOP###"),
     ]
-    roster = [AgentProfile(name="agent", role="agent", reports_to="customer"), AgentProfile(name="customer", role="user")]
-    return Trajectory(id="c", task=Task(benchmark="b", task_id="x", instruction=INSTRUCTION), steps=steps, roster=roster,
-                      harness=ComponentSpec(name="h"), environment=ComponentSpec(name="e"), model=ComponentSpec(name="m"))
+    roster = [
+        AgentProfile(name="agent", role="agent", reports_to="customer"),
+        AgentProfile(name="customer", role="user"),
+    ]
+    return Trajectory(
+        id="c",
+        task=Task(benchmark="b", task_id="x", instruction=INSTRUCTION),
+        steps=steps,
+        roster=roster,
+        harness=ComponentSpec(name="h"),
+        environment=ComponentSpec(name="e"),
+        model=ComponentSpec(name="m"),
+    )
 
 
 def _said(run: Trajectory, t: int, text: str) -> Step:
@@ -52,15 +82,26 @@ def test_the_rule_mistypes_a_value_the_run_used_and_only_at_a_users_message():
 
 def test_the_check_decides_a_users_wrong_value_and_leaves_the_rest_to_the_judge():
     run = _conversation()
-    wrong = deterministic_verdict(run, _said(run, 1, "Hi, about my order #W2378656 (I'm Yusuf Rossi, zip 19122)."), 1, "R.1")
-    assert wrong.exhibited is True and wrong.method == "deterministic" and "#W2378656" in wrong.reason and "#W2378156" in wrong.reason
+    wrong = deterministic_verdict(
+        run, _said(run, 1, "Hi, about my order #W2378656 (I'm Yusuf Rossi, zip 19122)."), 1, "R.1"
+    )
+    assert (
+        wrong.exhibited is True
+        and wrong.method == "deterministic"
+        and "#W2378656" in wrong.reason
+        and "#W2378156" in wrong.reason
+    )
     same = deterministic_verdict(run, _said(run, 1, "Hello: order #W2378156, Yusuf Rossi, 19122."), 1, "R.1")
     assert same.exhibited is False and same.method == "deterministic"
-    omitted = deterministic_verdict(run, _said(run, 1, "Hi, I'm Yusuf Rossi, zip 19122; it is about the order I placed on 2024-05-01."), 1, "R.1")
+    omitted = deterministic_verdict(
+        run, _said(run, 1, "Hi, I'm Yusuf Rossi, zip 19122; it is about the order I placed on 2024-05-01."), 1, "R.1"
+    )
     assert omitted.exhibited is None  # the order number left out and a date stated: not a misstated value, judged
     beside = deterministic_verdict(run, _said(run, 1, "Order #W2378156, zip 19122, and my card 44556677."), 1, "R.1")
     assert beside.exhibited is None and beside.method == "unverified"  # an extra value next to the right ones: judged
-    agent = deterministic_verdict(run, run.steps[6].model_copy(update={"content": "Yusuf, your order #W2378156 was refunded 55.10."}), 6, "R.1")
+    agent = deterministic_verdict(
+        run, run.steps[6].model_copy(update={"content": "Yusuf, your order #W2378156 was refunded 55.10."}), 6, "R.1"
+    )
     assert agent.exhibited is None and agent.method == "unverified"  # R.1 at an agent's step stays semantic
 
 

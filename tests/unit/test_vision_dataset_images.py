@@ -23,7 +23,16 @@ from failforge.images import (
     last_image,
 )
 from failforge.llm import request_hash
-from failforge.trajectory import ComponentSpec, ModelCallRef, Step, Task, Trajectory, append_jsonl, load_jsonl, write_jsonl
+from failforge.trajectory import (
+    ComponentSpec,
+    ModelCallRef,
+    Step,
+    Task,
+    Trajectory,
+    append_jsonl,
+    load_jsonl,
+    write_jsonl,
+)
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:
@@ -43,26 +52,56 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ImageStore:
 
 def _record(rid: str, first: bytes, after: bytes, store: ImageStore) -> Trajectory:
     """A screenshot run as the boundary stores it: request images by reference, the tool step's screenshot by sha."""
-    sent = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "Click OK."}, image_part(first)]}]}
+    sent = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Click OK."}, image_part(first)]}],
+    }
     stored = externalise(sent, store)
     shot = store.put(after)
     steps = [
         Step(index=0, kind="task", agent="user", role="user", content="Click OK."),
-        Step(index=1, kind="agent", agent="agent", role="assistant", content="ok",
-             model_call=ModelCallRef(stream="agent", ordinal=0, request=stored, request_hash=request_hash(sent), response={"choices": []})),
-        Step(index=2, kind="tool", agent="environment", role="tool", content="done", tool_name="click", tool_call_id="c0", images=[shot]),
+        Step(
+            index=1,
+            kind="agent",
+            agent="agent",
+            role="assistant",
+            content="ok",
+            model_call=ModelCallRef(
+                stream="agent", ordinal=0, request=stored, request_hash=request_hash(sent), response={"choices": []}
+            ),
+        ),
+        Step(
+            index=2,
+            kind="tool",
+            agent="environment",
+            role="tool",
+            content="done",
+            tool_name="click",
+            tool_call_id="c0",
+            images=[shot],
+        ),
     ]
-    return Trajectory(id=rid, task=Task(benchmark="miniwob", task_id="t", instruction="Click OK."), steps=steps,
-                      environment=ComponentSpec(name="miniwob"), harness=ComponentSpec(name="failforge.miniwob_vision"), model=ComponentSpec(name="m"))
+    return Trajectory(
+        id=rid,
+        task=Task(benchmark="miniwob", task_id="t", instruction="Click OK."),
+        steps=steps,
+        environment=ComponentSpec(name="miniwob"),
+        harness=ComponentSpec(name="failforge.miniwob_vision"),
+        model=ComponentSpec(name="m"),
+    )
 
 
-def test_a_written_file_carries_its_images_and_the_copied_folder_reads_without_the_store(tmp_path: Path, store: ImageStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_written_file_carries_its_images_and_the_copied_folder_reads_without_the_store(
+    tmp_path: Path, store: ImageStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     red, green, blue = _png((255, 0, 0)), _png((0, 255, 0)), _png((0, 0, 255))
     records = [_record("a", red, green, store), _record("b", red, blue, store)]
     write_jsonl(tmp_path / "made" / "seeds.jsonl", records[:1])
     append_jsonl(tmp_path / "made" / "gold.jsonl", records[1:])
     folder = tmp_path / "made" / "images"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{hashlib.sha256(b).hexdigest()}.png" for b in (red, green, blue))  # the shared red once
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{hashlib.sha256(b).hexdigest()}.png" for b in (red, green, blue)
+    )  # the shared red once
     # Another machine: the folder copied, an empty store.
     shutil.copytree(tmp_path / "made", tmp_path / "moved")
     monkeypatch.setenv(IMAGE_DIR_ENV, str(tmp_path / "empty-store"))
@@ -75,7 +114,9 @@ def test_a_written_file_carries_its_images_and_the_copied_folder_reads_without_t
     assert good[0].steps[1].model_call.request_hash == records[1].steps[1].model_call.request_hash  # type: ignore[union-attr]
 
 
-def test_a_screenshot_missing_from_the_folder_skips_that_record_only(tmp_path: Path, store: ImageStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_screenshot_missing_from_the_folder_skips_that_record_only(
+    tmp_path: Path, store: ImageStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     red, green, blue = _png((255, 0, 0)), _png((0, 255, 0)), _png((0, 0, 255))
     path = tmp_path / "campaign" / "gold.jsonl"
     append_jsonl(path, [_record("keeps", red, green, store), _record("loses", red, blue, store)])
@@ -86,7 +127,13 @@ def test_a_screenshot_missing_from_the_folder_skips_that_record_only(tmp_path: P
     assert [r.id for r in good] == ["keeps"]
     assert len(bad) == 1
     message = str(bad[0])
-    assert str(path) in message and ":2:" in message and "record loses" in message and lost in message and "\n" not in message
+    assert (
+        str(path) in message
+        and ":2:" in message
+        and "record loses" in message
+        and lost in message
+        and "\n" not in message
+    )
 
 
 def test_a_record_naming_an_image_that_exists_nowhere_is_not_written(tmp_path: Path, store: ImageStore) -> None:
@@ -99,33 +146,53 @@ def test_a_record_naming_an_image_that_exists_nowhere_is_not_written(tmp_path: P
 
 
 def test_text_records_write_no_images_folder_and_refs_are_found_in_any_images_list(tmp_path: Path) -> None:
-    plain = Trajectory(id="t", task=Task(benchmark="b", task_id="t", instruction="hi"), steps=[Step(index=0, kind="task", agent="user", role="user", content="hi")],
-                       environment=ComponentSpec(name="e"), harness=ComponentSpec(name="h"), model=ComponentSpec(name="m"))
+    plain = Trajectory(
+        id="t",
+        task=Task(benchmark="b", task_id="t", instruction="hi"),
+        steps=[Step(index=0, kind="task", agent="user", role="user", content="hi")],
+        environment=ComponentSpec(name="e"),
+        harness=ComponentSpec(name="h"),
+        model=ComponentSpec(name="m"),
+    )
     write_jsonl(tmp_path / "text.jsonl", [plain])
     assert not (tmp_path / "images").exists()
     a, b = "a" * 64, "b" * 64
-    assert digests_in_text(f'{{"url":"{REF_PREFIX}{a}","images":[{{"path":"images/{b}.png","sha256":"{b}"}}]}}') == [a, b]
+    assert digests_in_text(f'{{"url":"{REF_PREFIX}{a}","images":[{{"path":"images/{b}.png","sha256":"{b}"}}]}}') == [
+        a,
+        b,
+    ]
 
 
 def test_the_async_client_names_a_text_only_model_rejecting_image_parts() -> None:
     from failforge.llm import HttpUpstream
     from failforge.testing import LoopbackModelServer
 
-    body = {"model": "text-model", "messages": [{"role": "user", "content": [{"type": "text", "text": "Click OK."}, image_part(_png((3, 3, 3)))]}]}
+    body = {
+        "model": "text-model",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Click OK."}, image_part(_png((3, 3, 3)))]}],
+    }
     with LoopbackModelServer(text_only=True) as server:
         upstream = HttpUpstream(server.base_url, api_key_env=None, model="text-model")
         try:
             with pytest.raises(ImageInputRejected) as caught:
                 asyncio.run(upstream.acall(body))
-            text_reply = asyncio.run(upstream.acall({"model": "text-model", "messages": [{"role": "user", "content": "hi"}]}))
+            text_reply = asyncio.run(
+                upstream.acall({"model": "text-model", "messages": [{"role": "user", "content": "hi"}]})
+            )
         finally:
             upstream.close()
     message = str(caught.value)
-    assert message.startswith("model 'text-model' rejects image input") and "observation='dom'" in message and "\n" not in message
+    assert (
+        message.startswith("model 'text-model' rejects image input")
+        and "observation='dom'" in message
+        and "\n" not in message
+    )
     assert text_reply["choices"]  # the same server answers text: only the image parts were refused
 
 
-def test_a_campaign_result_naming_a_missing_image_is_kept_as_a_failed_attempt(tmp_path: Path, store: ImageStore) -> None:
+def test_a_campaign_result_naming_a_missing_image_is_kept_as_a_failed_attempt(
+    tmp_path: Path, store: ImageStore
+) -> None:
     """The campaign's driver does not die on it: the result becomes a failed (infrastructure, retried) attempt
     without the trajectory, which is written, and the rest goes on."""
     from failforge.campaign._run import _unwritable
@@ -138,8 +205,22 @@ def test_a_campaign_result_naming_a_missing_image_is_kept_as_a_failed_attempt(tm
         append_jsonl(tmp_path / "out" / "gold.jsonl", [record])
     failed = _unwritable(AttemptResult("gold", record), None, raised.value)
     assert failed.status == "failed" and isinstance(failed.record, Rejection) and failed.attempt_id == "seed@2:P.2#0"
-    assert failed.record.stage == "output" and failed.record.error_kind == "infrastructure" and "e" * 12 in failed.record.reasons[0]
+    assert (
+        failed.record.stage == "output"
+        and failed.record.error_kind == "infrastructure"
+        and "e" * 12 in failed.record.reasons[0]
+    )
     append_jsonl(tmp_path / "out" / "failed.jsonl", [failed.record])  # names no image: written
-    rejected = Rejection(attempt_id="x", seed_id="s", step=2, mode="P.2", sample=0, status="rejected", stage="filters", reasons=["r"], trajectory=record)
+    rejected = Rejection(
+        attempt_id="x",
+        seed_id="s",
+        step=2,
+        mode="P.2",
+        sample=0,
+        status="rejected",
+        stage="filters",
+        reasons=["r"],
+        trajectory=record,
+    )
     again = _unwritable(AttemptResult("rejected", rejected), None, raised.value)
     assert again.status == "failed" and again.record.trajectory is None and again.record.reasons[1:] == ["r"]  # type: ignore[union-attr]

@@ -37,7 +37,13 @@ def _png(colour: tuple[int, int, int]) -> bytes:
 
 
 def _body(png: bytes, text: str = "Click on the OK button.") -> dict:
-    return {"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": text}, image_part(png)]}]}
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": text}, image_part(png)]},
+        ],
+    }
 
 
 def test_a_stored_request_carries_the_image_hash_not_its_bytes(tmp_path) -> None:
@@ -49,7 +55,9 @@ def test_a_stored_request_carries_the_image_hash_not_its_bytes(tmp_path) -> None
     digest = hashlib.sha256(png).hexdigest()
     assert url == REF_PREFIX + digest and "base64" not in json.dumps(stored)
     assert store.path(digest).read_bytes() == png
-    assert body["messages"][1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")  # the sent body is untouched
+    assert body["messages"][1]["content"][1]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )  # the sent body is untouched
     assert inline(stored, store) == body
     assert image_refs(stored) == image_refs(body) == [digest]
     assert last_image(stored, store) == png
@@ -74,7 +82,9 @@ def test_a_missing_or_edited_image_is_named(tmp_path) -> None:
 
 
 def test_an_endpoint_rejecting_images_is_one_line_naming_the_model_and_the_fallback() -> None:
-    refused = ModelUnavailable("model endpoint http://x/v1/chat/completions refused the request with HTTP 400: image input is not supported")
+    refused = ModelUnavailable(
+        "model endpoint http://x/v1/chat/completions refused the request with HTTP 400: image input is not supported"
+    )
     error = image_rejection(refused, _body(_png((1, 2, 3))))
     assert isinstance(error, ImageInputRejected)
     assert "'m'" in str(error) and "observation='dom'" in str(error) and "\n" not in str(error)
@@ -82,19 +92,45 @@ def test_an_endpoint_rejecting_images_is_one_line_naming_the_model_and_the_fallb
     assert image_rejection(refused, text_only) is refused  # no image sent: the endpoint's own error stands
 
 
-def _seed(first: str, tool: str, observation: str, instruction: str = "Enter \"Jerald\" into the field.") -> Trajectory:
+def _seed(first: str, tool: str, observation: str, instruction: str = 'Enter "Jerald" into the field.') -> Trajectory:
     steps = [
         Step(index=0, kind="task", agent="user", role="user", content=instruction),
-        Step(index=1, kind="agent", agent="agent", role="assistant", tool_calls=[ToolCall(id="c0", name=tool, arguments=first)]),
-        Step(index=2, kind="tool", agent="environment", role="tool", content=observation, tool_name=tool, tool_call_id="c0"),
+        Step(
+            index=1,
+            kind="agent",
+            agent="agent",
+            role="assistant",
+            tool_calls=[ToolCall(id="c0", name=tool, arguments=first)],
+        ),
+        Step(
+            index=2,
+            kind="tool",
+            agent="environment",
+            role="tool",
+            content=observation,
+            tool_name=tool,
+            tool_call_id="c0",
+        ),
         Step(index=3, kind="agent", agent="agent", role="assistant", content="done"),
     ]
-    return Trajectory(id="s", task=Task(benchmark="miniwob", task_id="t", instruction=instruction), steps=steps,
-                      environment=ComponentSpec(name="miniwob"), harness=ComponentSpec(name="failforge.miniwob_vision"), model=ComponentSpec(name="m"))
+    return Trajectory(
+        id="s",
+        task=Task(benchmark="miniwob", task_id="t", instruction=instruction),
+        steps=steps,
+        environment=ComponentSpec(name="miniwob"),
+        harness=ComponentSpec(name="failforge.miniwob_vision"),
+        model=ComponentSpec(name="m"),
+    )
 
 
 def _agent(name: str, arguments: str) -> Step:
-    return Step(index=1, kind="agent", agent="agent", role="assistant", tool_calls=[ToolCall(id="c9", name=name, arguments=arguments)])
+    return Step(
+        index=1,
+        kind="agent",
+        agent="agent",
+        role="assistant",
+        tool_calls=[ToolCall(id="c9", name=name, arguments=arguments)],
+    )
 
 
 def test_p2_is_a_click_outside_the_box_the_dom_reported() -> None:
@@ -125,7 +161,11 @@ def test_http_upstream_names_a_text_only_model_refusing_a_screenshot() -> None:
 
     from failforge.llm import HttpUpstream
 
-    refuse = httpx.MockTransport(lambda request: httpx.Response(400, json={"error": {"message": "Invalid content type. image_url is only supported by certain models."}}))
+    refuse = httpx.MockTransport(
+        lambda request: httpx.Response(
+            400, json={"error": {"message": "Invalid content type. image_url is only supported by certain models."}}
+        )
+    )
     upstream = HttpUpstream("http://text-only.invalid/v1", api_key_env=None, model="text-model", transport=refuse)
     with pytest.raises(ImageInputRejected, match="model 'text-model' rejects image input") as caught:
         upstream({"model": "text-model", **_body(_png((9, 9, 9)))} | {"model": "text-model"})

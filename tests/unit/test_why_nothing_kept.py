@@ -9,9 +9,17 @@ from failforge.cli._generate import why_nothing_kept
 
 
 def test_the_summary_names_the_filters_and_errors_most_frequent_first() -> None:
-    summary = CampaignSummary(output="out", planned=5, rejected=3, failed=2, rejected_by=Counter({"decisiveness": 2, "guide": 1}),
-                              failed_by=Counter({"AttemptDeadlineExceeded": 2}))
+    summary = CampaignSummary(
+        output="out",
+        planned=5,
+        rejected=3,
+        failed=2,
+        rejected_by=Counter({"decisiveness": 2, "guide": 1}),
+        failed_by=Counter({"AttemptDeadlineExceeded": 2}),
+    )
     assert why_nothing_kept(summary) == "3 rejected (decisiveness 2, guide 1); 2 failed (AttemptDeadlineExceeded 2)"
-    assert why_nothing_kept(CampaignSummary(output="out", planned=4, failed=1, failed_by=Counter({"ModelUnavailable": 1}))) == \
-        "1 failed (ModelUnavailable 1); 3 not run"
+    assert (
+        why_nothing_kept(CampaignSummary(output="out", planned=4, failed=1, failed_by=Counter({"ModelUnavailable": 1})))
+        == "1 failed (ModelUnavailable 1); 3 not run"
+    )
     assert "no attempt was planned" in why_nothing_kept(CampaignSummary(output="out"))

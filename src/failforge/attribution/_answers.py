@@ -41,7 +41,10 @@ class _SegmentBase(_Answer):
 
 class _AuditBase(_Answer):
     def render(self) -> str:
-        lines = [f'Decision: {d.step} | {d.state} | "{" ".join(d.quote.split())}" | {d.confidence}' for d in getattr(self, "decisions", [])]
+        lines = [
+            f'Decision: {d.step} | {d.state} | "{" ".join(d.quote.split())}" | {d.confidence}'
+            for d in getattr(self, "decisions", [])
+        ]
         rest = render_fields(self).splitlines()
         return "\n".join([*lines, *(line for line in rest if not line.startswith("Decision:"))])
 
@@ -61,7 +64,12 @@ def _text(chars: int) -> Any:
 def _mode_field(config: PromptConfig, key: str) -> dict[str, Any]:
     if config.menu:
         return {"mode": (_one_of([m.code for m in MODES]), Field(alias=key))}
-    return {"description": (str, Field(alias="Error Description" if key == "Error Mode" else key, max_length=DESCRIPTION_CHARS))}
+    return {
+        "description": (
+            str,
+            Field(alias="Error Description" if key == "Error Mode" else key, max_length=DESCRIPTION_CHARS),
+        )
+    }
 
 
 def _agents(record: LabelledFailure) -> list[str]:
@@ -71,7 +79,8 @@ def _agents(record: LabelledFailure) -> list[str]:
 def all_at_once_answer(record: LabelledFailure, config: PromptConfig) -> type[BaseModel]:
     """Agent Name / Step Number / Error Mode (or Error Description) / Reason for Mistake."""
     return create_model(  # type: ignore[call-overload,no-any-return]
-        "AllAtOnceAnswer", __base__=_Answer,
+        "AllAtOnceAnswer",
+        __base__=_Answer,
         agent=(_one_of(_agents(record)), Field(alias="Agent Name")),
         step=(_one_of(record.candidate_steps()), Field(alias="Step Number")),
         **_mode_field(config, "Error Mode"),
@@ -94,10 +103,17 @@ class HalfAnswer(_Answer):
 
 @cache
 def _mode_answer(menu: bool) -> type[BaseModel]:
-    mode = {"mode": (_one_of([m.code for m in MODES]), Field(alias="Error Mode"))} if menu else \
-        {"description": (str, Field(alias="Error Description", max_length=DESCRIPTION_CHARS))}
-    return create_model("ModeAnswer", __base__=_Answer, **mode,  # type: ignore[call-overload,no-any-return]
-                        reason=(str, Field(alias="Reason", max_length=REASON_CHARS)))
+    mode = (
+        {"mode": (_one_of([m.code for m in MODES]), Field(alias="Error Mode"))}
+        if menu
+        else {"description": (str, Field(alias="Error Description", max_length=DESCRIPTION_CHARS))}
+    )
+    return create_model(
+        "ModeAnswer",
+        __base__=_Answer,
+        **mode,  # type: ignore[call-overload,no-any-return]
+        reason=(str, Field(alias="Reason", max_length=REASON_CHARS)),
+    )
 
 
 def mode_answer(config: PromptConfig) -> type[BaseModel]:
@@ -107,17 +123,27 @@ def mode_answer(config: PromptConfig) -> type[BaseModel]:
 
 # --- RCTA-like -----------------------------------------------------------------------------------------------
 
+
 def rcta_segment_answer(steps: list[int], *, only_segment: bool = False) -> type[BaseModel]:
     """Summary and the proposed candidate steps (each a step of the segment, tagged). The prompt allows
     "none" for a segment with nothing relevant; the ``only_segment`` of a failed run holds the failure, so
     there at least one step is proposed."""
-    candidate = create_model("Candidate", __base__=_Answer, step=(_one_of(steps), Field(alias="Step")),  # type: ignore[call-overload]
-                             tag=(Literal["root", "manifestation", "terminal", "other"], Field(alias="Tag")),
-                             recovered=(bool, Field(alias="Recovered")))
-    return create_model("SegmentAnswer", __base__=_SegmentBase,  # type: ignore[call-overload,no-any-return]
-                        summary=(str, Field(alias="Summary", max_length=300)),
-                        candidates=(list[candidate], Field(alias="Candidates", min_length=1 if only_segment else 0,  # type: ignore[valid-type]
-                                                           max_length=8)))
+    candidate = create_model(
+        "Candidate",
+        __base__=_Answer,
+        step=(_one_of(steps), Field(alias="Step")),  # type: ignore[call-overload]
+        tag=(Literal["root", "manifestation", "terminal", "other"], Field(alias="Tag")),
+        recovered=(bool, Field(alias="Recovered")),
+    )
+    return create_model(
+        "SegmentAnswer",
+        __base__=_SegmentBase,  # type: ignore[call-overload,no-any-return]
+        summary=(str, Field(alias="Summary", max_length=300)),
+        candidates=(
+            list[candidate],
+            Field(alias="Candidates", min_length=1 if only_segment else 0, max_length=8),  # type: ignore[valid-type]
+        ),
+    )
 
 
 class OutlineAnswer(_Answer):
@@ -126,10 +152,14 @@ class OutlineAnswer(_Answer):
 
 def rcta_final_answer(record: LabelledFailure, config: PromptConfig, handoffs: list[int]) -> type[BaseModel]:
     """Role / Step / Handoff / Mode / Reason of RCTA's final (and retry) call."""
-    mode = {"mode": (_one_of([m.code for m in MODES]), Field(alias="Mode"))} if config.menu else \
-        {"mode": (str, Field(alias="Mode", max_length=DESCRIPTION_CHARS))}
+    mode = (
+        {"mode": (_one_of([m.code for m in MODES]), Field(alias="Mode"))}
+        if config.menu
+        else {"mode": (str, Field(alias="Mode", max_length=DESCRIPTION_CHARS))}
+    )
     return create_model(  # type: ignore[call-overload,no-any-return]
-        "RctaAnswer", __base__=_Answer,
+        "RctaAnswer",
+        __base__=_Answer,
         role=(_one_of(_agents(record) + list(record.agents)), Field(alias="Role")),
         step=(_one_of(record.candidate_steps()), Field(alias="Step")),
         handoff=(_one_of([*map(str, handoffs), "none"]), Field(alias="Handoff")),
@@ -140,22 +170,34 @@ def rcta_final_answer(record: LabelledFailure, config: PromptConfig, handoffs: l
 
 # --- the auditor -------------------------------------------------------------------------------------------
 
-def auditor_answer(record: LabelledFailure, config: PromptConfig, decision_steps: list[int], states: tuple[str, ...],
-                   sources: tuple[str, ...], impacts: tuple[str, ...]) -> type[BaseModel]:
+
+def auditor_answer(
+    record: LabelledFailure,
+    config: PromptConfig,
+    decision_steps: list[int],
+    states: tuple[str, ...],
+    sources: tuple[str, ...],
+    impacts: tuple[str, ...],
+) -> type[BaseModel]:
     """The auditor's whole output: the decision map (one item per audited step), O/C/T, source, impact,
     agent, step, mode, reason."""
     decision = create_model(  # type: ignore[call-overload]
-        "Decision", __base__=_Answer,
+        "Decision",
+        __base__=_Answer,
         step=(_one_of(decision_steps), Field(alias="Step")),
         state=(_one_of(list(states)), Field(alias="State")),
         quote=(str, Field(alias="Quote", max_length=60)),
         confidence=(float, Field(alias="Confidence", ge=0, le=1)),
     )
     score = _one_of(list(range(6)))
-    mode = {"mode": (_one_of([m.code for m in MODES]), Field(alias="Mode"))} if config.menu else \
-        {"mode": (str, Field(alias="Mode", max_length=DESCRIPTION_CHARS))}
+    mode = (
+        {"mode": (_one_of([m.code for m in MODES]), Field(alias="Mode"))}
+        if config.menu
+        else {"mode": (str, Field(alias="Mode", max_length=DESCRIPTION_CHARS))}
+    )
     return create_model(  # type: ignore[call-overload,no-any-return]
-        "AuditAnswer", __base__=_AuditBase,
+        "AuditAnswer",
+        __base__=_AuditBase,
         decisions=(list[decision], Field(alias="Decision", max_length=max(1, len(decision_steps)))),  # type: ignore[valid-type]
         outcome=(score, Field(alias="Outcome")),
         control=(score, Field(alias="Control")),

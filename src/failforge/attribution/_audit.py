@@ -23,7 +23,9 @@ class AuditDecision(BaseModel):
 
     step: int = Field(ge=0)
     state: AuditState
-    evidence: str = Field(description="the auditor's quote from the step (found in the step's text, whitespace and case aside)")
+    evidence: str = Field(
+        description="the auditor's quote from the step (found in the step's text, whitespace and case aside)"
+    )
     confidence: float = Field(ge=0, le=1, description="the auditor's confidence that the decision was right")
 
 
@@ -43,7 +45,12 @@ class Audit(BaseModel):
     mode: str | None = None
     description: str | None = Field(default=None, description="free-text arm: the auditor's own words before mapping")
     reason: str | None = None
-    mode_source: ErrorSource | None = Field(default=None, description="failforge's mode-to-source table (decisions.SOURCE_BY_MODE) for ``mode``: agreement check")
+    mode_source: ErrorSource | None = Field(
+        default=None,
+        description="failforge's mode-to-source table (decisions.SOURCE_BY_MODE) for ``mode``: agreement check",
+    )
     problems: list[str] = Field(default_factory=list)
-    method: str | None = Field(default=None, description="set when attached to a record: the method key that produced it")
+    method: str | None = Field(
+        default=None, description="set when attached to a record: the method key that produced it"
+    )
     judge_model: str | None = Field(default=None, description="set when attached to a record: the judge model")

@@ -72,10 +72,19 @@ def _messages(prompt: str) -> Messages:
 
 def audit_prompt(record: LabelledFailure, config: PromptConfig) -> Messages:
     mode_ask, mode_line = mode_parts(config)
-    answer = f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
-    return _messages(prompts()["audit"].format(
-        question=record.task.question, answer_line=answer, steps=render_steps(record, record.candidate_steps(), config),
-        decision_steps=", ".join(map(str, decision_steps(record))), mode_ask=mode_ask, mode_line=mode_line))
+    answer = (
+        f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
+    )
+    return _messages(
+        prompts()["audit"].format(
+            question=record.task.question,
+            answer_line=answer,
+            steps=render_steps(record, record.candidate_steps(), config),
+            decision_steps=", ".join(map(str, decision_steps(record))),
+            mode_ask=mode_ask,
+            mode_line=mode_line,
+        )
+    )
 
 
 def reply_fields(reply: str) -> tuple[dict[str, str], list[str]]:
@@ -137,7 +146,9 @@ def _one_of(value: str | None, allowed: tuple[str, ...], aliases: dict[str, str]
     return table.get(text)
 
 
-def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+def validate(
+    record: LabelledFailure, reply: str, config: PromptConfig
+) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """(each valid field, what is wrong with each invalid field, the dropped decision lines' problems)."""
 
     fields, lines = reply_fields(reply)
@@ -164,7 +175,10 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
             valid[key.lower()] = got
         else:
             problems[key.lower()] = got
-    for key, name, allowed_values, aliases in (("Source", "error_source", SOURCES, None), ("Impact", "impact", IMPACTS, _IMPACT_ALIASES)):
+    for key, name, allowed_values, aliases in (
+        ("Source", "error_source", SOURCES, None),
+        ("Impact", "impact", IMPACTS, _IMPACT_ALIASES),
+    ):
         value = fields.get(key)
         canonical = _one_of(value, allowed_values, aliases)
         if canonical:
@@ -181,18 +195,38 @@ def validate(record: LabelledFailure, reply: str, config: PromptConfig) -> tuple
 
 def retry_prompt(record: LabelledFailure, problems: dict[str, str], config: PromptConfig) -> str:
     _, mode_line = mode_parts(config)
-    return prompts()["retry"].format(problems="; ".join(problems.values()), decision_steps=", ".join(map(str, decision_steps(record))),
-                                     agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
+    return prompts()["retry"].format(
+        problems="; ".join(problems.values()),
+        decision_steps=", ".join(map(str, decision_steps(record))),
+        agents=", ".join(sorted(set(recorded_agents(record).values()))),
+        mode_line=mode_line,
+    )
 
 
 def audit_of(valid: dict[str, Any], problems: list[str]) -> Audit:
-    return Audit(decisions=valid.get("decisions", []), outcome=valid.get("outcome"), control=valid.get("control"), trajectory=valid.get("trajectory"),
-                 error_source=valid.get("error_source"), impact=valid.get("impact"), agent=valid.get("agent"), step=valid.get("step"),
-                 mode=valid.get("mode"), description=valid.get("description"), reason=valid.get("reason"),
-                 mode_source=error_source(valid.get("mode")), problems=problems)
+    return Audit(
+        decisions=valid.get("decisions", []),
+        outcome=valid.get("outcome"),
+        control=valid.get("control"),
+        trajectory=valid.get("trajectory"),
+        error_source=valid.get("error_source"),
+        impact=valid.get("impact"),
+        agent=valid.get("agent"),
+        step=valid.get("step"),
+        mode=valid.get("mode"),
+        description=valid.get("description"),
+        reason=valid.get("reason"),
+        mode_source=error_source(valid.get("mode")),
+        problems=problems,
+    )
 
 
-@methods.register("auditor", description="AgentAtlas trajectory auditor: decision map, O/C/T scores, error source, impact, decisive agent/step/mode")
+@methods.register(
+    "auditor",
+    description=(
+        "AgentAtlas trajectory auditor: decision map, O/C/T scores, error source, impact, decisive agent/step/mode"
+    ),
+)
 class Auditor:
     kind = "judge"
 
@@ -205,7 +239,11 @@ class Auditor:
         valid, invalid, dropped = validate(record, reply, config)
         problems: list[str] = []
         if invalid:
-            again = [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt(record, invalid, config)}]
+            again = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": retry_prompt(record, invalid, config)},
+            ]
             reply = judge.ask(again, schema=schema)
             second, still, dropped_again = validate(record, reply, config)
             if "decisions" in second:
@@ -216,11 +254,21 @@ class Auditor:
             problems.extend(f"after one retry: {message}" for field, message in still.items() if field not in valid)
         problems.extend(dropped)
         audit = audit_of(valid, problems)
-        return Outcome(agent=audit.agent, step=audit.step, step_text=valid.get("step_text"), mode=audit.mode, description=audit.description,
-                       reply=reply, problems=problems, audit=audit)
+        return Outcome(
+            agent=audit.agent,
+            step=audit.step,
+            step_text=valid.get("step_text"),
+            mode=audit.mode,
+            description=audit.description,
+            reply=reply,
+            problems=problems,
+            audit=audit,
+        )
 
 
-def attach_audits(records: Sequence[LabelledFailure], predictions: Sequence[Prediction], judge_model: str | None) -> tuple[list[LabelledFailure], list[str]]:
+def attach_audits(
+    records: Sequence[LabelledFailure], predictions: Sequence[Prediction], judge_model: str | None
+) -> tuple[list[LabelledFailure], list[str]]:
     """The records, each with its prediction's audit (method key and judge model set), and the ids left without one."""
     by_id = {p.record_id: p for p in predictions if p.audit is not None}
     out: list[LabelledFailure] = []

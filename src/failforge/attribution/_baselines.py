@@ -35,7 +35,9 @@ class FirstAgentStep:
     kind = "baseline"
 
     def predict(self, ctx: MethodContext) -> Outcome:
-        steps = [i for i in ctx.record.candidate_steps() if ctx.record.steps[i].kind == "agent"] or ctx.record.candidate_steps()
+        steps = [
+            i for i in ctx.record.candidate_steps() if ctx.record.steps[i].kind == "agent"
+        ] or ctx.record.candidate_steps()
         return Outcome(agent=ctx.record.author(steps[0]), step=steps[0], step_text=str(steps[0]))
 
 
@@ -48,7 +50,10 @@ class LastStep:
         return Outcome(agent=ctx.record.author(step), step=step, step_text=str(step))
 
 
-@methods.register("majority-agent", description="the source's most frequent gold agent, its first step, the source's most frequent mode")
+@methods.register(
+    "majority-agent",
+    description="the source's most frequent gold agent, its first step, the source's most frequent mode",
+)
 class MajorityAgent:
     kind = "baseline"
 
@@ -64,7 +69,9 @@ class MajorityAgent:
         return out
 
 
-@methods.register("role-prior", description="LongRCA's role prior: the source's most frequent gold role, its first agent and step")
+@methods.register(
+    "role-prior", description="LongRCA's role prior: the source's most frequent gold role, its first agent and step"
+)
 class RolePrior:
     kind = "baseline"
 

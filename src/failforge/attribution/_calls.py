@@ -43,7 +43,7 @@ class CallStore:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 view = memoryview(payload)
                 while view:  # a regular file takes it whole; a short write is finished, never left torn
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)  # closing releases the flock

@@ -104,9 +104,13 @@ def _chain_metrics(pairs: Sequence[tuple[list[str], list[str]]]) -> dict[str, ob
     orders = [ordered_prf(p, g) for p, g in pairs]
     return {
         "n": len(pairs),
-        "precision": _mean([s[0] for s in sets]), "recall": _mean([s[1] for s in sets]), "f1": _mean([s[2] for s in sets]),
+        "precision": _mean([s[0] for s in sets]),
+        "recall": _mean([s[1] for s in sets]),
+        "f1": _mean([s[2] for s in sets]),
         "exact": _mean([float(set(p) == set(g)) for p, g in pairs]),
-        "order_precision": _mean([o[0] for o in orders]), "order_recall": _mean([o[1] for o in orders]), "order_f1": _mean([o[2] for o in orders]),
+        "order_precision": _mean([o[0] for o in orders]),
+        "order_recall": _mean([o[1] for o in orders]),
+        "order_f1": _mean([o[2] for o in orders]),
         "order_exact": _mean([float(list(p) == list(g)) for p, g in pairs]),
     }
 
@@ -129,7 +133,10 @@ def metrics(items: Sequence[tuple[LabelledFailure, Prediction | None]]) -> dict[
             g = gold.attack_chain if chain == "attack" else gold.execution_chain
             p = (prediction.attack_chain if chain == "attack" else prediction.execution_chain) if prediction else None
             pairs.append((list(p or []), list(g)))
-        out[f"{chain}_chain"] = {**_chain_metrics(pairs), "nonempty_gold": _chain_metrics([pg for pg in pairs if pg[1]])}
+        out[f"{chain}_chain"] = {
+            **_chain_metrics(pairs),
+            "nonempty_gold": _chain_metrics([pg for pg in pairs if pg[1]]),
+        }
     return out
 
 
@@ -139,7 +146,10 @@ def component_report(records: Sequence[LabelledFailure], predictions: Sequence[P
     items = [(r, by_id.get(r.id)) for r in records if r.components is not None]
     if not items:
         return None
-    report: dict[str, object] = {"definitions": "failforge's own (seed system 1 releases no scorer); see docs/COMPONENTS.md", "overall": metrics(items)}
+    report: dict[str, object] = {
+        "definitions": "failforge's own (seed system 1 releases no scorer); see docs/COMPONENTS.md",
+        "overall": metrics(items),
+    }
     for axis, key in (("source", lambda r: r.source), ("target_type", lambda r: r.components.target_type)):
         groups: dict[str, list[tuple[LabelledFailure, Prediction | None]]] = {}
         for record, prediction in items:

@@ -33,12 +33,19 @@ class ComponentLabel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target_type: str = Field(description="task_aligned_action, unsafe_action or safety_refusal (the release's three); failforge's own behaviours otherwise")
+    target_type: str = Field(
+        description=(
+            "task_aligned_action, unsafe_action or safety_refusal (the release's three); failforge's own behaviours"
+            " otherwise"
+        )
+    )
     target: str
     primary: str
     attack_chain: list[str] = Field(default_factory=list)
     execution_chain: list[str] = Field(default_factory=list)
-    attributes: dict[str, object] = Field(default_factory=dict, description="the release's attributes (attack_success, risk_category)")
+    attributes: dict[str, object] = Field(
+        default_factory=dict, description="the release's attributes (attack_success, risk_category)"
+    )
 
 
 #: failforge behaviours whose primary may be the target itself, with empty chains: the branch changed the
@@ -71,11 +78,22 @@ def check_label(order: Sequence[str], label: ComponentLabel) -> None:
     t, p = position[label.target], position[label.primary]
     if p == t and label.target_type in SELF_CAUSED and not label.attack_chain and not label.execution_chain:
         return  # failforge's own: the changed step is the behaviour itself (an injected refusal, an agent's error)
-    if p > t or (p == t and not (label.target_type in CHANGED_STEP_IS_TARGET and label.attack_chain and not label.execution_chain)):
-        raise ChainError("primary", f"{label.primary} (position {p}) is not strictly before the target {label.target} (position {t})")
+    if p > t or (
+        p == t
+        and not (label.target_type in CHANGED_STEP_IS_TARGET and label.attack_chain and not label.execution_chain)
+    ):
+        raise ChainError(
+            "primary", f"{label.primary} (position {p}) is not strictly before the target {label.target} (position {t})"
+        )
     for field, chain, low, high, where in (
         ("chains.attack", label.attack_chain, -1, p, f"strictly before the primary {label.primary}"),
-        ("chains.execution", label.execution_chain, p, t, f"strictly between the primary {label.primary} and the target {label.target}"),
+        (
+            "chains.execution",
+            label.execution_chain,
+            p,
+            t,
+            f"strictly between the primary {label.primary} and the target {label.target}",
+        ),
     ):
         seen: set[str] = set()
         last = -1

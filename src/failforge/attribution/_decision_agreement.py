@@ -41,7 +41,9 @@ class StateAgreement(BaseModel):
     rules: int = Field(description="steps the rules gave this state (among steps both decided)")
     auditor: int = Field(description="steps the auditor gave this state (among steps both decided)")
     both: int = Field(description="steps both gave this state")
-    specific_agreement: float | None = Field(description="2 * both / (rules + auditor); None when neither used the state")
+    specific_agreement: float | None = Field(
+        description="2 * both / (rules + auditor); None when neither used the state"
+    )
     auditor_given_rules: float | None = Field(description="both / rules; None when the rules never used the state")
 
 
@@ -53,11 +55,19 @@ class DecisionAgreement(BaseModel):
     agreement: float | None = Field(default=None, description="agreed / both_decided")
     kappa: float | None = None
     per_state: dict[str, StateAgreement] = Field(default_factory=dict)
-    confusion: dict[str, dict[str, int]] = Field(default_factory=dict, description="rules' state -> auditor's state -> steps (both decided)")
+    confusion: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="rules' state -> auditor's state -> steps (both decided)"
+    )
     rules_undecided: int = 0
-    auditor_on_undecided: dict[str, int] = Field(default_factory=dict, description="the auditor's states on the steps the rules left undecided")
-    auditor_missing: int = Field(default=0, description="steps the rules decided and the auditor gave no valid decision for")
-    auditor_extra: int = Field(default=0, description="auditor decisions on steps the rules do not label (not agent steps)")
+    auditor_on_undecided: dict[str, int] = Field(
+        default_factory=dict, description="the auditor's states on the steps the rules left undecided"
+    )
+    auditor_missing: int = Field(
+        default=0, description="steps the rules decided and the auditor gave no valid decision for"
+    )
+    auditor_extra: int = Field(
+        default=0, description="auditor decisions on steps the rules do not label (not agent steps)"
+    )
 
 
 def kappa(confusion: dict[str, dict[str, int]]) -> float | None:
@@ -75,7 +85,9 @@ def kappa(confusion: dict[str, dict[str, int]]) -> float | None:
     return (observed - expected) / (1 - expected)
 
 
-def agreement(pairs: Iterable[tuple[str, str | None]], *, records: int = 0, auditor_extra: int = 0) -> DecisionAgreement:
+def agreement(
+    pairs: Iterable[tuple[str, str | None]], *, records: int = 0, auditor_extra: int = 0
+) -> DecisionAgreement:
     """The report over ``(rules' state, auditor's state or None)`` pairs, one per rule-labelled agent step."""
     confusion: dict[str, Counter[str]] = {}
     undecided: Counter[str] = Counter()
@@ -103,9 +115,12 @@ def agreement(pairs: Iterable[tuple[str, str | None]], *, records: int = 0, audi
         auditor = sum(row.get(state, 0) for row in table.values())
         both = table.get(state, {}).get(state, 0)
         out.per_state[state] = StateAgreement(
-            rules=rules, auditor=auditor, both=both,
+            rules=rules,
+            auditor=auditor,
+            both=both,
             specific_agreement=round(2 * both / (rules + auditor), 4) if rules + auditor else None,
-            auditor_given_rules=round(both / rules, 4) if rules else None)
+            auditor_given_rules=round(both / rules, 4) if rules else None,
+        )
     return out
 
 

@@ -81,7 +81,9 @@ class Worker:
 
     @classmethod
     def opened(cls, env: SessionEnv) -> Worker:
-        return cls(env, upstream=env.endpoint.upstream() if env.endpoint is not None and env.calls is not None else None)
+        return cls(
+            env, upstream=env.endpoint.upstream() if env.endpoint is not None and env.calls is not None else None
+        )
 
     def close(self) -> None:
         close = getattr(self.upstream, "close", None)
@@ -105,23 +107,49 @@ def run_session(worker: Worker, attempt: str, record: LabelledFailure, recorded:
     t0 = time.perf_counter()
     judge = None
     if worker.method.kind == "judge":
-        judge = JudgeSession(attempt, env.judge_model, upstream=worker.upstream, recorded=recorded,
-                             on_call=worker.store.append if worker.store is not None else None, max_tokens=env.max_tokens, seed=env.seed,
-                             structured=env.structured)
+        judge = JudgeSession(
+            attempt,
+            env.judge_model,
+            upstream=worker.upstream,
+            recorded=recorded,
+            on_call=worker.store.append if worker.store is not None else None,
+            max_tokens=env.max_tokens,
+            seed=env.seed,
+            structured=env.structured,
+        )
     try:
-        outcome = worker.method.predict(MethodContext(record=record, prompt=env.prompt, seed=env.seed, judge=judge, dataset=env.facts, scorer=worker.scorer))
+        outcome = worker.method.predict(
+            MethodContext(
+                record=record, prompt=env.prompt, seed=env.seed, judge=judge, dataset=env.facts, scorer=worker.scorer
+            )
+        )
     except FailforgeError as exc:
         return error_of(exc)
     finally:
         if judge is not None:
             judge.close()
     return Prediction(
-        attempt_id=attempt, record_id=record.id, method=env.key, agent=outcome.agent, step=outcome.step, mode=outcome.mode,
-        step_text=outcome.step_text, description=outcome.description, reply=outcome.reply,
-        replies=list(judge.replies) if judge else [], problems=outcome.problems, step_scores=outcome.step_scores, ranking=outcome.ranking,
-        attack_chain=outcome.attack_chain, execution_chain=outcome.execution_chain, chain_threshold=outcome.chain_threshold, audit=outcome.audit,
-        calls=judge.calls if judge else 0, live_calls=judge.live_calls if judge else 0,
-        prompt_tokens=judge.prompt_tokens if judge else 0, completion_tokens=judge.completion_tokens if judge else 0,
+        attempt_id=attempt,
+        record_id=record.id,
+        method=env.key,
+        agent=outcome.agent,
+        step=outcome.step,
+        mode=outcome.mode,
+        step_text=outcome.step_text,
+        description=outcome.description,
+        reply=outcome.reply,
+        replies=list(judge.replies) if judge else [],
+        problems=outcome.problems,
+        step_scores=outcome.step_scores,
+        ranking=outcome.ranking,
+        attack_chain=outcome.attack_chain,
+        execution_chain=outcome.execution_chain,
+        chain_threshold=outcome.chain_threshold,
+        audit=outcome.audit,
+        calls=judge.calls if judge else 0,
+        live_calls=judge.live_calls if judge else 0,
+        prompt_tokens=judge.prompt_tokens if judge else 0,
+        completion_tokens=judge.completion_tokens if judge else 0,
         seconds=round(time.perf_counter() - t0, 3),
     )
 
@@ -141,7 +169,13 @@ def _key(job: Job) -> str:
 
 
 def dispatch(
-    executor: Executor, jobs: Sequence[Job], worker: Worker, workers: int, on_start: Callable[[str], None], *, ray_address: str | None = None,
+    executor: Executor,
+    jobs: Sequence[Job],
+    worker: Worker,
+    workers: int,
+    on_start: Callable[[str], None],
+    *,
+    ray_address: str | None = None,
 ) -> Generator[tuple[str, Result], None, None]:
     """Run ``jobs`` with ``executor`` (``workers`` sessions in flight), yielding each result as it completes.
 
@@ -159,14 +193,19 @@ def dispatch(
             return
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="failforge-judge")
         try:
-            yield from drive(jobs, lambda job: pool.submit(_tagged, worker, job), workers, _key, on_start, stop, _crashed)
+            yield from drive(
+                jobs, lambda job: pool.submit(_tagged, worker, job), workers, _key, on_start, stop, _crashed
+            )
         finally:
             # wait for the sessions in flight: the folder (and its lock) is released only after their last call
             pool.shutdown(wait=True, cancel_futures=True)
         return
     env = worker.env
     if env.calls is not None and worker.method.kind == "judge" and env.endpoint is None:
-        raise ConfigError(f"--executor {executor} needs the judge endpoint (--base-url and --model) so each worker opens its own client")
+        raise ConfigError(
+            f"--executor {executor} needs the judge endpoint (--base-url and --model) so each worker opens its own"
+            " client"
+        )
     if executor == "process":
         submitted: set[str] = set()
 
@@ -178,14 +217,25 @@ def dispatch(
             submitted.add(job[0])
             return pool.submit(_process_session, *job)
 
-        yield from drive_processes(jobs, lambda: process_pool(workers, _process_init, (env, os.getpid())), submit_to, workers, _key, on_start, stop, _crashed)
+        yield from drive_processes(
+            jobs,
+            lambda: process_pool(workers, _process_init, (env, os.getpid())),
+            submit_to,
+            workers,
+            _key,
+            on_start,
+            stop,
+            _crashed,
+        )
         return
     if executor == "ray":
         ray, started_here = start_ray(ray_address, workers)
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_session)
         env_ref = ray.put(env)
         try:
-            yield from drive(jobs, lambda job: remote.remote(env_ref, *job).future(), workers, _key, on_start, stop, _crashed)
+            yield from drive(
+                jobs, lambda job: remote.remote(env_ref, *job).future(), workers, _key, on_start, stop, _crashed
+            )
         finally:
             if started_here:
                 ray.shutdown()
@@ -260,7 +310,10 @@ def wait_for_old_workers(folder: Path, timeout: float = 60.0) -> None:
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise ConfigError(f"{folder}: worker processes of an earlier run still hold {WORKERS_LOCK} after {timeout:.0f}s; stop them and rerun") from None
+                    raise ConfigError(
+                        f"{folder}: worker processes of an earlier run still hold {WORKERS_LOCK} after {timeout:.0f}s;"
+                        " stop them and rerun"
+                    ) from None
                 time.sleep(0.1)
     finally:
         os.close(fd)

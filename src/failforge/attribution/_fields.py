@@ -21,11 +21,16 @@ def recorded_agents(record: LabelledFailure) -> dict[str, str]:
     """The record's agents and the authors of its candidate agent steps, by normalised name."""
     from failforge.attribution._protocols import normalise_agent
 
-    names = [*record.agents, *(record.steps[i].agent for i in record.candidate_steps() if record.steps[i].kind == "agent")]
+    names = [
+        *record.agents,
+        *(record.steps[i].agent for i in record.candidate_steps() if record.steps[i].kind == "agent"),
+    ]
     return {normalise_agent(n): n for n in names if n}
 
 
-def check_agent(record: LabelledFailure, key: str, role: str | None, valid: dict[str, Any], problems: dict[str, str]) -> None:
+def check_agent(
+    record: LabelledFailure, key: str, role: str | None, valid: dict[str, Any], problems: dict[str, str]
+) -> None:
     """``valid["agent"]`` when ``role`` names a recorded agent, else ``problems["agent"]``."""
     from failforge.attribution._protocols import normalise_agent
 
@@ -67,5 +72,8 @@ def check_mode(config: PromptConfig, mode_text: str | None, valid: dict[str, Any
 def mode_parts(config: PromptConfig) -> tuple[str, str]:
     """The prompt's mode question and its answer line: the menu's codes, or the judge's own words."""
     if config.menu:
-        return "and the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Mode: (one code from the list)"
+        return (
+            "and the error mode, one code from this list:\n" + mode_menu(config) + "\n",
+            "Mode: (one code from the list)",
+        )
     return "and a short description of the kind of error, in your own words.", "Mode: (your description)"

@@ -25,7 +25,22 @@ _WORD = re.compile(r"[a-z]+")
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ations", "ation", "ating", "ated", "ates", "ate", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly"):
+    for suffix in (
+        "ations",
+        "ation",
+        "ating",
+        "ated",
+        "ates",
+        "ate",
+        "ings",
+        "ing",
+        "ies",
+        "ied",
+        "ed",
+        "es",
+        "s",
+        "ly",
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word
@@ -55,7 +70,9 @@ def map_to_mode(text: str | None) -> str | None:
     words = set(tokens(text))
     best, best_score = None, 0.0
     for mode in MODES:
-        score = sum(idf.get(w, 0.0) for w in words & bodies[mode.code]) + sum(idf.get(w, 0.0) for w in words & names[mode.code])
+        score = sum(idf.get(w, 0.0) for w in words & bodies[mode.code]) + sum(
+            idf.get(w, 0.0) for w in words & names[mode.code]
+        )
         if score > best_score:
             best, best_score = mode.code, score
     return best

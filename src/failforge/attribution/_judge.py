@@ -36,8 +36,18 @@ OnCall = Callable[[str, Step], None]
 
 
 class JudgeSession:
-    def __init__(self, session_id: str, model: str, *, upstream: Responder | None, recorded: Sequence[Step] = (),
-                 on_call: OnCall | None = None, max_tokens: int = 256, seed: int = 0, structured: Mechanism = "none") -> None:
+    def __init__(
+        self,
+        session_id: str,
+        model: str,
+        *,
+        upstream: Responder | None,
+        recorded: Sequence[Step] = (),
+        on_call: OnCall | None = None,
+        max_tokens: int = 256,
+        seed: int = 0,
+        structured: Mechanism = "none",
+    ) -> None:
         self.session_id = session_id
         self.model = model
         self.max_tokens = max_tokens
@@ -46,8 +56,13 @@ class JudgeSession:
         self.valid_structured = 0
         # Resume: the recorded calls are served (hash-checked), then live; with no upstream a call past
         # the recording is RecordingExhausted, never a silent live call.
-        self.session = Session(Plan.resume(len(recorded)), run_id=session_id, expected=addressed(recorded, session_id), upstream=upstream,
-                               roster=[AgentProfile(name="judge")])
+        self.session = Session(
+            Plan.resume(len(recorded)),
+            run_id=session_id,
+            expected=addressed(recorded, session_id),
+            upstream=upstream,
+            roster=[AgentProfile(name="judge")],
+        )
         self.log = self.session.log
         self.boundary = self.session.models
         self.client = self.session.client("judge")
@@ -56,13 +71,19 @@ class JudgeSession:
         self.prompt_tokens = 0
         self.completion_tokens = 0
 
-    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: type[BaseModel] | None = None) -> str:
+    def ask(
+        self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: type[BaseModel] | None = None
+    ) -> str:
         """The judge's reply; with ``schema`` (and an endpoint that constrains answers) its fields as ``Key: value`` lines."""
         fmt = response_format(schema, self.structured) if schema is not None else None
         extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
         try:
             response = self.client.chat.completions.create(
-                model=self.model, messages=messages, temperature=0, seed=self.seed, max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]
+                model=self.model,
+                messages=messages,
+                temperature=0,
+                seed=self.seed,
+                max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]
                 **extra,
             )
         except Exception as exc:

@@ -67,15 +67,25 @@ CHAIN_TAU = 0.5
 class TokenScorer:
     """Target log-probabilities from llama.cpp, with prefix reuse. Not thread-safe: one per worker."""
 
-    def __init__(self, *, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 max_step_tokens: int = 96, max_target_tokens: int = 48) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_step_tokens: int = 96,
+        max_target_tokens: int = 48,
+    ) -> None:
         from failforge.errors import ConfigError
 
         try:
             import llama_cpp
             import numpy as np
         except ImportError as exc:
-            raise ConfigError("the likelihood baselines need llama-cpp-python: run scripts/install.sh (pip install 'failforge[local]')") from exc
+            raise ConfigError(
+                "the likelihood baselines need llama-cpp-python: run scripts/install.sh (pip install"
+                " 'failforge[local]')"
+            ) from exc
         from failforge.llm import local_model_path
 
         self._np = np
@@ -84,8 +94,15 @@ class TokenScorer:
         self.max_step_tokens = max_step_tokens
         self.max_target_tokens = max_target_tokens
         threads = n_threads or default_threads()  # half the cores: see failforge.llm._local.default_threads
-        self.llm = llama_cpp.Llama(model_path=self.model_path, logits_all=True, n_ctx=n_ctx, n_threads=threads,
-                                   n_threads_batch=threads, n_batch=512, verbose=False)
+        self.llm = llama_cpp.Llama(
+            model_path=self.model_path,
+            logits_all=True,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            n_batch=512,
+            verbose=False,
+        )
         self.tokens_evaluated = 0
 
     def tokenize(self, text: str) -> list[int]:
@@ -175,7 +192,9 @@ def target_and_candidates(record: LabelledFailure) -> tuple[list[int], int]:
     return [i for i in record.candidate_steps() if i != len(record.steps) - 1], len(record.steps) - 1
 
 
-def derive_chains(ids: Sequence[str], scores: Sequence[float], tau: float = CHAIN_TAU) -> tuple[list[str], list[str], list[str]]:
+def derive_chains(
+    ids: Sequence[str], scores: Sequence[float], tau: float = CHAIN_TAU
+) -> tuple[list[str], list[str], list[str]]:
     """(ranking, attack chain, execution chain) from the candidates ``ids`` in position order and their
     contributions ``scores``. The ranking is by descending score, earliest first on ties; its head is the
     primary. Kept: ``c_j > 0 and c_j >= tau * c_primary`` (nothing when ``c_primary <= 0``); kept ids before
@@ -214,11 +233,18 @@ def _outcome(record: LabelledFailure, candidates: list[int], scores: list[float]
     if record.components is not None:
         ids = [str(record.steps[i].component) for i in candidates]
         out.ranking, attack, execution = derive_chains(ids, scores, tau)
-        label = ComponentLabel(target_type=record.components.target_type, target=record.components.target, primary=out.ranking[0],
-                               attack_chain=attack, execution_chain=execution)
+        label = ComponentLabel(
+            target_type=record.components.target_type,
+            target=record.components.target,
+            primary=out.ranking[0],
+            attack_chain=attack,
+            execution_chain=execution,
+        )
         try:
             check_label(record.component_order(), label)
-        except ChainError as exc:  # cannot happen for candidates before the target; never write a chain that breaks a rule
+        except (
+            ChainError
+        ) as exc:  # cannot happen for candidates before the target; never write a chain that breaks a rule
             out.problems.append(f"derived chains dropped, they break a chain rule: {exc}")
         else:
             out.attack_chain, out.execution_chain = attack, execution
@@ -242,11 +268,15 @@ class _Likelihood:
         return _outcome(ctx.record, candidates, scores, self.chain_tau)
 
 
-@methods.register("incremental", description="gain in log p(last step) as each earlier step is added (llama.cpp log-probs)")
+@methods.register(
+    "incremental", description="gain in log p(last step) as each earlier step is added (llama.cpp log-probs)"
+)
 class Incremental(_Likelihood):
     which = "incremental"
 
 
-@methods.register("leave-one-out", description="loss in mean log p(last step) when each earlier step is removed (llama.cpp log-probs)")
+@methods.register(
+    "leave-one-out", description="loss in mean log p(last step) when each earlier step is removed (llama.cpp log-probs)"
+)
 class LeaveOneOut(_Likelihood):
     which = "leave_one_out"

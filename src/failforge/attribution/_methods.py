@@ -24,8 +24,13 @@ MethodKind = Literal["judge", "baseline", "likelihood"]
 methods: Registry[Any] = Registry(
     "attribution method",
     group="failforge.attribution_methods",
-    builtin_modules=("failforge.attribution._protocols", "failforge.attribution._baselines", "failforge.attribution._likelihood", "failforge.attribution._rcta",
-                     "failforge.attribution._auditor"),
+    builtin_modules=(
+        "failforge.attribution._protocols",
+        "failforge.attribution._baselines",
+        "failforge.attribution._likelihood",
+        "failforge.attribution._rcta",
+        "failforge.attribution._auditor",
+    ),
 )
 
 
@@ -67,11 +72,15 @@ class DatasetFacts:
             modes.setdefault(r.source, Counter())
             if r.gold.mode:
                 modes[r.source][r.gold.mode] += 1
+
         def pick(c: Counter[str]) -> str:
             return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
-        return cls({s: pick(c) for s, c in agents.items() if c}, {s: (pick(c) if c else None) for s, c in modes.items()},
-                   {s: pick(c) for s, c in roles.items() if c})
+        return cls(
+            {s: pick(c) for s, c in agents.items() if c},
+            {s: pick(c) if c else None for s, c in modes.items()},
+            {s: pick(c) for s, c in roles.items() if c},
+        )
 
 
 @dataclass

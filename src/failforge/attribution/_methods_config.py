@@ -50,7 +50,10 @@ class RunEndpoint(ModelEndpoint):
         if isinstance(data, dict):
             for key in _SECRET_KEYS:
                 if key in data:
-                    raise ValueError(f"a secret does not go in the file; expected api_key_env, the name of the environment variable holding it (found key '{key}')")
+                    raise ValueError(
+                        "a secret does not go in the file; expected api_key_env, the name of the environment variable"
+                        f" holding it (found key '{key}')"
+                    )
         return data
 
 
@@ -61,7 +64,9 @@ class MethodRun(BaseModel):
 
     name: str | None = Field(default=None, description="folder under the output folder (default: the method name)")
     method: str
-    endpoint: RunEndpoint | None = Field(default=None, description="the judge (default: the embedded local model); ignored by baselines")
+    endpoint: RunEndpoint | None = Field(
+        default=None, description="the judge (default: the embedded local model); ignored by baselines"
+    )
     executor: Executor | None = Field(default=None, description="thread, process or ray (default: --executor)")
     workers: int | None = Field(default=None, ge=1, description="sessions in flight (default: --workers)")
 
@@ -74,7 +79,9 @@ class MethodRun(BaseModel):
     @classmethod
     def _folder(cls, value: str | None) -> str | None:
         if value is not None and not _NAME.match(value):
-            raise ValueError("expected a folder name: letters, digits, '.', '_' or '-', starting with a letter or digit")
+            raise ValueError(
+                "expected a folder name: letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
         return value
 
     @property
@@ -86,8 +93,11 @@ class MethodRun(BaseModel):
         out = self.model_dump(exclude_none=True)
         if self.endpoint is not None:
             endpoint = self.endpoint
-            out["endpoint"] = {"base_url": safe_url(endpoint.base_url), "model": endpoint.model,
-                               "api_key_env": endpoint.api_key_env}
+            out["endpoint"] = {
+                "base_url": safe_url(endpoint.base_url),
+                "model": endpoint.model,
+                "api_key_env": endpoint.api_key_env,
+            }
             if "timeout" in self.endpoint.model_fields_set:
                 out["endpoint"]["timeout"] = self.endpoint.timeout
         return out
@@ -103,7 +113,9 @@ class MethodsConfig(BaseModel):
         seen: set[str] = set()
         for run in self.runs:
             if run.folder in seen:
-                raise ValueError(f"expected one run per folder; two runs go to '{run.folder}' (give one of them a name)")
+                raise ValueError(
+                    f"expected one run per folder; two runs go to '{run.folder}' (give one of them a name)"
+                )
             seen.add(run.folder)
         return self
 
@@ -123,7 +135,10 @@ def _message(file: Path, exc: ValidationError) -> str:
     if kind == "missing":
         return f"{file}: key '{key}': expected a value, found none (the key is required)"
     if kind == "extra_forbidden":
-        return f"{file}: key '{key}': unknown key; expected one of the documented keys (docs/ATTRIBUTION.md, methods config)"
+        return (
+            f"{file}: key '{key}': unknown key; expected one of the documented keys (docs/ATTRIBUTION.md, methods"
+            " config)"
+        )
     if msg.startswith("Input should be "):
         msg = "expected " + msg.removeprefix("Input should be ")
     found = first.get("input")

@@ -86,8 +86,21 @@ def judge(record: LabelledFailure, prediction: Prediction | None, k: int) -> Jud
     mode_pred = prediction.mode if prediction else None
     mode_ok = gold.mode is not None and mode_pred is not None and mode_pred in {gold.mode, *gold.accepted_modes}
     joint = (agent_ok or not multi) and exact and (mode_ok or gold.mode is None)
-    return Judged(record, prediction, multi, agent_ok, valid, exact, distance, signed, valid and distance is not None and distance <= k,
-                  gold.mode, mode_pred, mode_ok, joint)
+    return Judged(
+        record,
+        prediction,
+        multi,
+        agent_ok,
+        valid,
+        exact,
+        distance,
+        signed,
+        valid and distance is not None and distance <= k,
+        gold.mode,
+        mode_pred,
+        mode_ok,
+        joint,
+    )
 
 
 def macro_f1(pairs: Sequence[tuple[str, str | None]]) -> float | None:
@@ -127,8 +140,22 @@ def metrics(items: Sequence[Judged], k: int) -> dict[str, object]:
     valid = [j for j in items if j.step_valid]
     with_mode = [j for j in items if j.mode_gold is not None]
     signed = [j.signed for j in valid if j.signed is not None]
-    early = sum(1 for j in valid if j.step_valid and j.prediction and j.prediction.step is not None and j.prediction.step < min(j.record.accepted_step_set()))
-    late = sum(1 for j in valid if j.step_valid and j.prediction and j.prediction.step is not None and j.prediction.step > max(j.record.accepted_step_set()))
+    early = sum(
+        1
+        for j in valid
+        if j.step_valid
+        and j.prediction
+        and j.prediction.step is not None
+        and j.prediction.step < min(j.record.accepted_step_set())
+    )
+    late = sum(
+        1
+        for j in valid
+        if j.step_valid
+        and j.prediction
+        and j.prediction.step is not None
+        and j.prediction.step > max(j.record.accepted_step_set())
+    )
     mode_pairs = [(j.mode_gold, j.mode_pred) for j in with_mode]
     family_pairs = [(family_of(j.mode_gold), family_of(j.mode_pred)) for j in with_mode]
     return {
@@ -142,9 +169,16 @@ def metrics(items: Sequence[Judged], k: int) -> dict[str, object]:
         "signed_error": {"value": round(sum(signed) / len(signed), 3) if signed else None, "n": len(signed)},
         "early_share": _pct(early, len(valid)),
         "late_share": _pct(late, len(valid)),
-        "mode_macro_f1": {"value": _round(macro_f1([(g, p) for g, p in mode_pairs if g])), "n": len(with_mode), "labels": len({g for g, _ in mode_pairs})},
-        "family_macro_f1": {"value": _round(macro_f1([(g, p) for g, p in family_pairs if g])), "n": len(with_mode),
-                            "labels": len({g for g, _ in family_pairs})},
+        "mode_macro_f1": {
+            "value": _round(macro_f1([(g, p) for g, p in mode_pairs if g])),
+            "n": len(with_mode),
+            "labels": len({g for g, _ in mode_pairs}),
+        },
+        "family_macro_f1": {
+            "value": _round(macro_f1([(g, p) for g, p in family_pairs if g])),
+            "n": len(with_mode),
+            "labels": len({g for g, _ in family_pairs}),
+        },
         "joint": _pct(sum(j.joint for j in items), n),
     }
 
@@ -196,7 +230,9 @@ def upstream_gold(record: LabelledFailure) -> tuple[str, str]:
     return str(record.gold.agent or record.steps[record.gold.step].agent), str(record.gold.step)
 
 
-def upstream_report(records: Sequence[LabelledFailure], predictions: Sequence[Prediction], items: Sequence[Judged]) -> dict[str, object]:
+def upstream_report(
+    records: Sequence[LabelledFailure], predictions: Sequence[Prediction], items: Sequence[Judged]
+) -> dict[str, object]:
     """The predictions scored by Who&When's ``evaluate.py`` rule, beside failforge's integer rule.
 
     Blocks are read in order and a readable one replaces an earlier one of the same record (a dict keyed
@@ -248,7 +284,17 @@ def _exact(metric: dict[str, object]) -> float:
 
 def _macro(groups: dict[str, dict[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {}
-    keys = ("agent", "step_exact", "step_within_k", "joint", "mode_macro_f1", "family_macro_f1", "mae", "signed_error", "early_share")
+    keys = (
+        "agent",
+        "step_exact",
+        "step_within_k",
+        "joint",
+        "mode_macro_f1",
+        "family_macro_f1",
+        "mae",
+        "signed_error",
+        "early_share",
+    )
     for key in keys:
         cells = [g.get(key) for g in groups.values()]
         values = [_exact(c) for c in cells if isinstance(c, dict) and c["value"] is not None]
@@ -256,7 +302,9 @@ def _macro(groups: dict[str, dict[str, object]]) -> dict[str, object]:
     return out
 
 
-def judge_all(records: Sequence[LabelledFailure], predictions: Sequence[Prediction], k: int) -> tuple[list[Judged], dict[str, int]]:
+def judge_all(
+    records: Sequence[LabelledFailure], predictions: Sequence[Prediction], k: int
+) -> tuple[list[Judged], dict[str, int]]:
     by_id: dict[str, Prediction] = {}
     duplicates = 0
     for p in predictions:
@@ -295,8 +343,15 @@ def score(records: Sequence[LabelledFailure], predictions: Sequence[Prediction],
     return report
 
 
-def compare(records: Sequence[LabelledFailure], a: Sequence[Prediction], b: Sequence[Prediction], *, k: int = 5,
-            resamples: int = 10_000, seed: int = 20260820) -> dict[str, object]:
+def compare(
+    records: Sequence[LabelledFailure],
+    a: Sequence[Prediction],
+    b: Sequence[Prediction],
+    *,
+    k: int = 5,
+    resamples: int = 10_000,
+    seed: int = 20260820,
+) -> dict[str, object]:
     """Paired, source-stratified bootstrap of A - B for the main metrics."""
     ja, _ = judge_all(records, a, k)
     jb, _ = judge_all(records, b, k)
@@ -309,6 +364,7 @@ def compare(records: Sequence[LabelledFailure], a: Sequence[Prediction], b: Sequ
             if not rows:
                 return None
             return 100 * (sum(getattr(x, field) for x, _ in rows) - sum(getattr(y, field) for _, y in rows)) / len(rows)
+
         return metric
 
     def f1(sample: Sequence[tuple[Judged, Judged]]) -> float | None:
@@ -317,8 +373,18 @@ def compare(records: Sequence[LabelledFailure], a: Sequence[Prediction], b: Sequ
         fb = macro_f1([(y.mode_gold, y.mode_pred) for _, y in rows])  # type: ignore[misc]
         return None if fa is None or fb is None else fa - fb
 
-    out: dict[str, object] = {"resamples": resamples, "seed": seed, "stratified_by": "source", "difference": "A - B (percentage points)"}
-    for name, fn in (("agent", prop("agent_ok", True)), ("step_exact", prop("step_exact")), ("step_within_k", prop("within_k")),
-                     ("joint", prop("joint")), ("mode_macro_f1", f1)):
+    out: dict[str, object] = {
+        "resamples": resamples,
+        "seed": seed,
+        "stratified_by": "source",
+        "difference": "A - B (percentage points)",
+    }
+    for name, fn in (
+        ("agent", prop("agent_ok", True)),
+        ("step_exact", prop("step_exact")),
+        ("step_within_k", prop("within_k")),
+        ("joint", prop("joint")),
+        ("mode_macro_f1", f1),
+    ):
         out[name] = paired_bootstrap(pairs, strata, fn, resamples=resamples, seed=seed)
     return out

@@ -13,7 +13,8 @@ from failforge.llm import last_complete_block
 _FIELDS = ("Agent Name", "Step Number", "Error Mode", "Error Description", "Reason for Mistake", "Reason")
 _LOOKAHEAD = "|".join(re.escape(f) for f in _FIELDS)
 _FIELD = re.compile(
-    rf"(?:\*\*)?(?P<key>{_LOOKAHEAD})(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?[ \t]*(?P<val>.*?)(?=\n[ \t]*(?:\d\.\s*)?(?:\*\*)?(?:{_LOOKAHEAD})(?:\*\*)?[ \t]*:|\Z)",
+    rf"(?:\*\*)?(?P<key>{_LOOKAHEAD})(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?[ \t]*(?P<val>.*?)(?=\n["
+    rf" \t]*(?:\d\.\s*)?(?:\*\*)?(?:{_LOOKAHEAD})(?:\*\*)?[ \t]*:|\Z)",
     re.DOTALL | re.IGNORECASE,
 )
 _CODE = re.compile(r"(?<![A-Za-z0-9])((?:PL|P|R|A|V|C)\.\d+)(?![0-9])", re.IGNORECASE)

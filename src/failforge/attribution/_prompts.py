@@ -83,67 +83,82 @@ def mode_menu(config: PromptConfig | None = None) -> str:
 def _mode_instruction(config: PromptConfig) -> tuple[str, str]:
     """(what to ask, which answer line) for the error mode."""
     if config.menu:
-        return ("the error mode, one code from this list:\n" + mode_menu(config) + "\n", "Error Mode: (one code from the list)")
-    return ("a short description of what kind of error it is, in your own words.\n", "Error Description: (your description)")
+        return (
+            "the error mode, one code from this list:\n" + mode_menu(config) + "\n",
+            "Error Mode: (one code from the list)",
+        )
+    return (
+        "a short description of what kind of error it is, in your own words.\n",
+        "Error Description: (your description)",
+    )
 
 
 def all_at_once(record: LabelledFailure, config: PromptConfig) -> Messages:
     ask_mode, mode_line = _mode_instruction(config)
     prompt = (
-        "You are an AI assistant tasked with analyzing a multi-agent conversation history when solving a real world problem. "
-        f"The problem is: {record.task.question}\n"
-        f"{_answer_line(record, config)}"
-        "Identify which agent made an error, at which step, what kind of error it was, and explain the reason for the error. "
-        "Here's the conversation:\n\n" + render_steps(record, record.candidate_steps(), config) + "\n\n"
-        "Based on this conversation, please predict the following:\n"
-        "1. The name of the agent who made a mistake that should be directly responsible for the wrong solution. "
-        "If there are no agents that make obvious mistakes, decide one single agent in your mind. Directly output the name of the agent.\n"
-        "2. In which step the mistake agent first made the mistake: the number after 'Step' in the conversation.\n"
-        f"3. {ask_mode}"
-        "4. The reason for your prediction.\n"
-        f"Please answer in the format:\nAgent Name: (your prediction)\nStep Number: (your prediction)\n{mode_line}\nReason for Mistake: (your reason)\n"
+        "You are an AI assistant tasked with analyzing a multi-agent conversation history when solving a real world"
+        f" problem. The problem is: {record.task.question}\n{_answer_line(record, config)}Identify which agent made an"
+        " error, at which step, what kind of error it was, and explain the reason for the error. Here's the"
+        " conversation:\n\n"
+        + render_steps(record, record.candidate_steps(), config)
+        + "\n\nBased on this conversation, please predict the following:\n1. The name of the agent who made a mistake"
+        " that should be directly responsible for the wrong solution. If there are no agents that make obvious"
+        " mistakes, decide one single agent in your mind. Directly output the name of the agent.\n2. In which step"
+        f" the mistake agent first made the mistake: the number after 'Step' in the conversation.\n3. {ask_mode}4."
+        " The reason for your prediction.\nPlease answer in the format:\nAgent Name: (your prediction)\nStep Number:"
+        f" (your prediction)\n{mode_line}\nReason for Mistake: (your reason)\n"
     )
-    return [{"role": "system", "content": "You are a helpful assistant skilled in analyzing conversations."}, {"role": "user", "content": prompt}]
+    return [
+        {"role": "system", "content": "You are a helpful assistant skilled in analyzing conversations."},
+        {"role": "user", "content": prompt},
+    ]
 
 
 def step_check(record: LabelledFailure, upto: int, config: PromptConfig) -> Messages:
     shown = [i for i in record.candidate_steps() if i <= upto]
     step = record.steps[upto]
     prompt = (
-        "You are an AI assistant tasked with evaluating the correctness of each step in an ongoing multi-agent conversation "
-        f"aimed at solving a real-world problem. The problem being addressed is: {record.task.question}\n"
-        f"{_answer_line(record, config)}"
-        f"Here is the conversation history up to the current step:\n{render_steps(record, shown, config)}\n"
-        f"The most recent step ({upto}) was by '{step.agent}'.\n"
-        f"Your task is to determine whether this most recent agent's action (Step {upto}) contains an error that could hinder "
-        "the problem-solving process or lead to an incorrect solution. Please respond with 'Yes' or 'No' and provide a clear "
-        "explanation for your judgment. Note: Please avoid being overly critical in your evaluation. Focus on errors that clearly "
-        "derail the process. Respond ONLY in the format: 1. Yes/No.\n2. Reason: [Your explanation here]"
+        "You are an AI assistant tasked with evaluating the correctness of each step in an ongoing multi-agent"
+        " conversation aimed at solving a real-world problem. The problem being addressed is:"
+        f" {record.task.question}\n{_answer_line(record, config)}Here is the conversation history up to the current"
+        f" step:\n{render_steps(record, shown, config)}\nThe most recent step ({upto}) was by '{step.agent}'.\nYour"
+        f" task is to determine whether this most recent agent's action (Step {upto}) contains an error that could"
+        " hinder the problem-solving process or lead to an incorrect solution. Please respond with 'Yes' or 'No' and"
+        " provide a clear explanation for your judgment. Note: Please avoid being overly critical in your evaluation."
+        " Focus on errors that clearly derail the process. Respond ONLY in the format: 1. Yes/No.\n2. Reason: [Your"
+        " explanation here]"
     )
-    return [{"role": "system", "content": "You are a precise step-by-step conversation evaluator."}, {"role": "user", "content": prompt}]
+    return [
+        {"role": "system", "content": "You are a precise step-by-step conversation evaluator."},
+        {"role": "user", "content": prompt},
+    ]
 
 
 def binary_half(record: LabelledFailure, indices: list[int], mid: int, config: PromptConfig) -> Messages:
     """Is the decisive error in indices[:mid+1] (upper) or indices[mid+1:] (lower)?"""
     start, end = indices[0], indices[-1]
     prompt = (
-        "You are an AI assistant tasked with analyzing a segment of a multi-agent conversation. Multiple agents are collaborating "
-        "to address a user query, with the goal of resolving the query through their collective dialogue.\n"
-        "Your primary task is to identify the location of the most critical mistake within the provided segment. Determine which "
-        "half of the segment contains the single step where this crucial error occurs, ultimately leading to the failure in "
-        "resolving the user's query.\n"
-        f"The problem to address is as follows: {record.task.question}\n"
-        f"{_answer_line(record, config)}"
-        f"Review the following conversation segment from step {start} to step {end}:\n\n{render_steps(record, indices, config)}\n\n"
-        "Based on your analysis, predict whether the most critical error is more likely to be located in the upper half "
-        f"(from step {start} to step {indices[mid]}) or the lower half (from step {indices[mid + 1]} to step {end}) of this segment.\n"
-        "Please provide your prediction by responding with ONLY 'upper half' or 'lower half'. Remember, your answer should be based "
-        "on identifying the mistake that directly contributes to the failure in resolving the user's query. If no single clear error "
-        "is evident, consider the step you believe is most responsible for the failure, allowing for subjective judgment, and base "
-        "your answer on that."
+        "You are an AI assistant tasked with analyzing a segment of a multi-agent conversation. Multiple agents are"
+        " collaborating to address a user query, with the goal of resolving the query through their collective"
+        " dialogue.\nYour primary task is to identify the location of the most critical mistake within the provided"
+        " segment. Determine which half of the segment contains the single step where this crucial error occurs,"
+        " ultimately leading to the failure in resolving the user's query.\nThe problem to address is as follows:"
+        f" {record.task.question}\n{_answer_line(record, config)}Review the following conversation segment from step"
+        f" {start} to step {end}:\n\n{render_steps(record, indices, config)}\n\nBased on your analysis, predict whether"
+        f" the most critical error is more likely to be located in the upper half (from step {start} to step"
+        f" {indices[mid]}) or the lower half (from step {indices[mid + 1]} to step {end}) of this segment.\nPlease"
+        " provide your prediction by responding with ONLY 'upper half' or 'lower half'. Remember, your answer should"
+        " be based on identifying the mistake that directly contributes to the failure in resolving the user's query."
+        " If no single clear error is evident, consider the step you believe is most responsible for the failure,"
+        " allowing for subjective judgment, and base your answer on that."
     )
-    return [{"role": "system", "content": "You are an AI assistant specializing in localizing errors in conversation segments."},
-            {"role": "user", "content": prompt}]
+    return [
+        {
+            "role": "system",
+            "content": "You are an AI assistant specializing in localizing errors in conversation segments.",
+        },
+        {"role": "user", "content": prompt},
+    ]
 
 
 def mode_question(record: LabelledFailure, step: int, config: PromptConfig) -> Messages:
@@ -157,4 +172,7 @@ def mode_question(record: LabelledFailure, step: int, config: PromptConfig) -> M
         f"Step {step}, by '{record.steps[step].agent}', contains the decisive error. Give {ask_mode}"
         f"Answer in the format:\n{mode_line}\nReason: (one sentence)"
     )
-    return [{"role": "system", "content": "You are a helpful assistant skilled in analyzing conversations."}, {"role": "user", "content": prompt}]
+    return [
+        {"role": "system", "content": "You are a helpful assistant skilled in analyzing conversations."},
+        {"role": "user", "content": prompt},
+    ]

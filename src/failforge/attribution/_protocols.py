@@ -47,8 +47,11 @@ def _mode(ctx: MethodContext, step: int, out: Outcome) -> None:
 def _first_yes(ctx: MethodContext, indices: list[int], out: Outcome) -> int | None:
     assert ctx.judge is not None
     for index in indices:
-        reply = ctx.judge.ask(step_check(ctx.record, index, ctx.prompt), max_tokens=_budget(ctx, STEP_CHECK_TOKENS, STRUCTURED_STEP_CHECK_TOKENS),
-                              schema=StepCheckAnswer)
+        reply = ctx.judge.ask(
+            step_check(ctx.record, index, ctx.prompt),
+            max_tokens=_budget(ctx, STEP_CHECK_TOKENS, STRUCTURED_STEP_CHECK_TOKENS),
+            schema=StepCheckAnswer,
+        )
         verdict = yes_no(reply)
         if verdict is None:
             out.problems.append(f"step {index}: reply is neither yes nor no")
@@ -70,11 +73,20 @@ class AllAtOnce:
         problems = list(parsed.problems)
         if not ctx.prompt.menu and parsed.description and mode is None:
             problems.append("free-text description maps to no mode")
-        return Outcome(agent=parsed.agent, step=parsed.step, step_text=parsed.step_text, mode=mode, description=parsed.description,
-                       reply=reply, problems=problems)
+        return Outcome(
+            agent=parsed.agent,
+            step=parsed.step,
+            step_text=parsed.step_text,
+            mode=mode,
+            description=parsed.description,
+            reply=reply,
+            problems=problems,
+        )
 
 
-@methods.register("step-by-step", description="judge each step in order; stop at the first judged decisive; one call for the mode")
+@methods.register(
+    "step-by-step", description="judge each step in order; stop at the first judged decisive; one call for the mode"
+)
 class StepByStep:
     kind = "judge"
 
@@ -89,7 +101,10 @@ class StepByStep:
         return out
 
 
-@methods.register("binary-search", description="halve the step range until one step is left; author of that step; one call for the mode")
+@methods.register(
+    "binary-search",
+    description="halve the step range until one step is left; author of that step; one call for the mode",
+)
 class BinarySearch:
     kind = "judge"
 
@@ -102,18 +117,28 @@ class BinarySearch:
         while lo < hi:
             segment = indices[lo : hi + 1]
             mid = (hi - lo) // 2
-            reply = ctx.judge.ask(binary_half(ctx.record, segment, mid, ctx.prompt), max_tokens=_budget(ctx, HALF_TOKENS, STRUCTURED_HALF_TOKENS),
-                                  schema=HalfAnswer)
+            reply = ctx.judge.ask(
+                binary_half(ctx.record, segment, mid, ctx.prompt),
+                max_tokens=_budget(ctx, HALF_TOKENS, STRUCTURED_HALF_TOKENS),
+                schema=HalfAnswer,
+            )
             side = half(reply)
             if side is None:
                 side = "upper" if rng.randint(0, 1) == 0 else "lower"
-                out.problems.append(f"steps {segment[0]}-{segment[-1]}: ambiguous reply, chose the {side} half at random")
+                out.problems.append(
+                    f"steps {segment[0]}-{segment[-1]}: ambiguous reply, chose the {side} half at random"
+                )
             if side == "upper":
                 hi = lo + mid
             else:
                 lo = lo + mid + 1
         step = indices[lo]
-        out.step, out.step_text, out.agent, out.reply = step, str(step), ctx.record.author(step), (ctx.judge.replies[-1] if ctx.judge.replies else None)
+        out.step, out.step_text, out.agent, out.reply = (
+            step,
+            str(step),
+            ctx.record.author(step),
+            (ctx.judge.replies[-1] if ctx.judge.replies else None),
+        )
         _mode(ctx, step, out)
         return out
 
@@ -123,7 +148,9 @@ def agent_steps(record: LabelledFailure, agent: str | None) -> list[int]:
     return [i for i in record.candidate_steps() if wanted and normalise_agent(record.steps[i].agent) == wanted]
 
 
-@methods.register("hybrid", description="all-at-once picks the agent (and mode); step-by-step over that agent's steps picks the step")
+@methods.register(
+    "hybrid", description="all-at-once picks the agent (and mode); step-by-step over that agent's steps picks the step"
+)
 class Hybrid:
     kind = "judge"
 
@@ -133,8 +160,11 @@ class Hybrid:
         steps = agent_steps(ctx.record, first.agent)
         step = _first_yes(ctx, steps, out) if steps else None
         if step is None:
-            out.problems.append("no step of the chosen agent judged decisive; the all-at-once step is kept" if steps
-                                else "the chosen agent authored no step; the all-at-once step is kept")
+            out.problems.append(
+                "no step of the chosen agent judged decisive; the all-at-once step is kept"
+                if steps
+                else "the chosen agent authored no step; the all-at-once step is kept"
+            )
             out.step, out.step_text, out.reply = first.step, first.step_text, first.reply
         else:
             out.step, out.step_text = step, str(step)

@@ -52,8 +52,13 @@ TAG_PRIORITY = {"manifestation": 0, "root": 1, "terminal": 2, "other": 3}
 RECOVERED_PENALTY = 3
 
 # Not after '#': "&#34;" (a character reference a weak model writes for a quote) is no step 34.
-_CANDIDATE = re.compile(r"(?<![\w.#])(\d+)\s*[:(\-]?\s*(manifestation|root|terminal|other)?\s*\)?\s*(recovered)?", re.IGNORECASE)
-_LINE = re.compile(r"^[ \t*]*(Role|Step|Handoff|Mode|Reason|Summary|Candidates|Outline)[ \t*]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+_CANDIDATE = re.compile(
+    r"(?<![\w.#])(\d+)\s*[:(\-]?\s*(manifestation|root|terminal|other)?\s*\)?\s*(recovered)?", re.IGNORECASE
+)
+_LINE = re.compile(
+    r"^[ \t*]*(Role|Step|Handoff|Mode|Reason|Summary|Candidates|Outline)[ \t*]*:[ \t]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 @cache
@@ -99,7 +104,9 @@ def _limit(config: PromptConfig, shown: int) -> int:
 
 
 def _answer_line(record: LabelledFailure, config: PromptConfig) -> str:
-    return f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
+    return (
+        f"The correct answer is: {record.task.gold_answer}\n" if config.with_answer and record.task.gold_answer else ""
+    )
 
 
 def _messages(prompt: str) -> Messages:
@@ -111,15 +118,30 @@ def segment_prompt(record: LabelledFailure, segment: Segment, config: PromptConf
     start = all_steps.index(segment.steps[0])
     context_steps = all_steps[max(0, start - OVERLAP) : start]
     limit = _limit(config, len(segment.steps) + len(context_steps))
-    context = "Context:\n" + "\n".join(render_step(record.steps[i], limit) for i in context_steps) + "\n" if context_steps else ""
-    return _messages(prompts()["segment"].format(
-        question=record.task.question, answer_line=_answer_line(record, config), first=segment.steps[0], last=segment.steps[-1],
-        context=context, steps="\n".join(render_step(record.steps[i], limit) for i in segment.steps)))
+    context = (
+        "Context:\n" + "\n".join(render_step(record.steps[i], limit) for i in context_steps) + "\n"
+        if context_steps
+        else ""
+    )
+    return _messages(
+        prompts()["segment"].format(
+            question=record.task.question,
+            answer_line=_answer_line(record, config),
+            first=segment.steps[0],
+            last=segment.steps[-1],
+            context=context,
+            steps="\n".join(render_step(record.steps[i], limit) for i in segment.steps),
+        )
+    )
 
 
 def outline_prompt(record: LabelledFailure, summaries: list[tuple[Segment, str]], config: PromptConfig) -> Messages:
     lines = "\n".join(f"{seg.id} (steps {seg.steps[0]}-{seg.steps[-1]}): {text}" for seg, text in summaries)
-    return _messages(prompts()["outline"].format(question=record.task.question, answer_line=_answer_line(record, config), summaries=lines))
+    return _messages(
+        prompts()["outline"].format(
+            question=record.task.question, answer_line=_answer_line(record, config), summaries=lines
+        )
+    )
 
 
 def candidate_block(record: LabelledFailure, candidates: list[Candidate], config: PromptConfig) -> tuple[str, set[int]]:
@@ -134,7 +156,11 @@ def candidate_block(record: LabelledFailure, candidates: list[Candidate], config
             text += "\n  handoff: none recorded before it"
         else:
             shown.add(handoff)
-            label = "handoff to this agent" if addressed else "nearest earlier handoff (plan context, not addressed to this agent)"
+            label = (
+                "handoff to this agent"
+                if addressed
+                else "nearest earlier handoff (plan context, not addressed to this agent)"
+            )
             text += f"\n  {label}: {render_step(record.steps[handoff], limit)}"
         blocks.append(text)
     return "\n".join(blocks), shown
@@ -142,8 +168,16 @@ def candidate_block(record: LabelledFailure, candidates: list[Candidate], config
 
 def final_prompt(record: LabelledFailure, outline: str, block: str, config: PromptConfig) -> Messages:
     mode_ask, mode_line = mode_parts(config)
-    return _messages(prompts()["final"].format(question=record.task.question, answer_line=_answer_line(record, config), outline=outline,
-                                               candidates=block, mode_ask=mode_ask, mode_line=mode_line))
+    return _messages(
+        prompts()["final"].format(
+            question=record.task.question,
+            answer_line=_answer_line(record, config),
+            outline=outline,
+            candidates=block,
+            mode_ask=mode_ask,
+            mode_line=mode_line,
+        )
+    )
 
 
 def reply_fields(reply: str, required: tuple[str, ...] = ()) -> dict[str, str]:
@@ -189,7 +223,9 @@ def pool(proposals: list[Candidate], limit: int = MAX_CANDIDATES) -> list[Candid
     return [Candidate(step=s, priority=p) for s, p in sorted(best.items(), key=lambda kv: (kv[1], kv[0]))][:limit]
 
 
-def validate(record: LabelledFailure, fields: dict[str, str], shown_handoffs: set[int], config: PromptConfig) -> tuple[dict[str, Any], dict[str, str]]:
+def validate(
+    record: LabelledFailure, fields: dict[str, str], shown_handoffs: set[int], config: PromptConfig
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Each field's value where valid (agent, step, mode, description, handoff), and what is wrong with the others (by field)."""
     valid: dict[str, Any] = {}
     problems: dict[str, str] = {}
@@ -205,7 +241,13 @@ def validate(record: LabelledFailure, fields: dict[str, str], shown_handoffs: se
     return valid, problems
 
 
-@methods.register("rcta", description="RCTA-like (LongRCA): segment summaries, outline, pooled candidates with handoffs, backward reasoning, validation")
+@methods.register(
+    "rcta",
+    description=(
+        "RCTA-like (LongRCA): segment summaries, outline, pooled candidates with handoffs, backward reasoning,"
+        " validation"
+    ),
+)
 class Rcta:
     kind = "judge"
 
@@ -223,7 +265,10 @@ class Rcta:
             found, outside = parse_candidates(fields.get("Candidates"), segment)
             proposals.extend(found)
             out.problems.extend(outside)
-        outline = reply_fields(judge.ask(outline_prompt(record, summaries, config), schema=OutlineAnswer)).get("Outline") or "(no outline)"
+        outline = (
+            reply_fields(judge.ask(outline_prompt(record, summaries, config), schema=OutlineAnswer)).get("Outline")
+            or "(no outline)"
+        )
         candidates = pool(proposals)
         if not candidates:
             out.problems.append("no segment proposed a candidate step")
@@ -234,8 +279,16 @@ class Rcta:
         valid, problems = validate(record, reply_fields(reply, FINAL_FIELDS), shown, config)
         if problems:
             _, mode_line = mode_parts(config)
-            retry_prompt = prompts()["retry"].format(problems="; ".join(problems.values()), agents=", ".join(sorted(set(recorded_agents(record).values()))), mode_line=mode_line)
-            messages = [*final_prompt(record, outline, block, config), {"role": "assistant", "content": reply}, {"role": "user", "content": retry_prompt}]
+            retry_prompt = prompts()["retry"].format(
+                problems="; ".join(problems.values()),
+                agents=", ".join(sorted(set(recorded_agents(record).values()))),
+                mode_line=mode_line,
+            )
+            messages = [
+                *final_prompt(record, outline, block, config),
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": retry_prompt},
+            ]
             reply = judge.ask(messages, schema=answer)
             again, still = validate(record, reply_fields(reply, FINAL_FIELDS), shown, config)
             valid = {**valid, **again}
@@ -243,4 +296,3 @@ class Rcta:
         out.agent, out.step, out.step_text = valid.get("agent"), valid.get("step"), valid.get("step_text")
         out.mode, out.description, out.reply = valid.get("mode"), valid.get("description"), reply
         return out
-

@@ -40,7 +40,9 @@ class _Model(BaseModel):
 class StepCoordinate(_Model):
     """Where the source puts a step, in the source's own numbering."""
 
-    label: str | None = Field(default=None, description="the coordinate as the source's reader writes it: '1.1', '4', 'plan'")
+    label: str | None = Field(
+        default=None, description="the coordinate as the source's reader writes it: '1.1', '4', 'plan'"
+    )
     round: int | None = None
     position: int | None = None
 
@@ -57,8 +59,10 @@ class ImageRef(_Model):
     def _inside_the_dataset(cls, value: str | None) -> str | None:
         """A path is relative and stays inside the dataset folder (``../../x`` and ``/etc/x`` are refused)."""
         if value is not None and (value.startswith(("/", "\\")) or ".." in value.replace("\\", "/").split("/")):
-            raise ValueError(f"image path {value[:80]!r} leaves the dataset folder; "
-                             "expected a relative path such as images/<sha256>.png")
+            raise ValueError(
+                f"image path {value[:80]!r} leaves the dataset folder; "
+                "expected a relative path such as images/<sha256>.png"
+            )
         return value
 
 
@@ -79,15 +83,24 @@ class FailureStep(_Model):
     images: list[ImageRef] = Field(default_factory=list)
     coordinate: StepCoordinate | None = None
     sender: str | None = None
-    recipient: str | None = Field(default=None, description="addressee of an inter-agent message, when the source names one")
-    component: str | None = Field(default=None, description="the step's component id (seed system 1), as the source writes it; None: not a component")
-    component_type: str | None = Field(default=None, description="the component's type as the source names it (user_message, action_result_pair, ...)")
+    recipient: str | None = Field(
+        default=None, description="addressee of an inter-agent message, when the source names one"
+    )
+    component: str | None = Field(
+        default=None,
+        description="the step's component id (seed system 1), as the source writes it; None: not a component",
+    )
+    component_type: str | None = Field(
+        default=None, description="the component's type as the source names it (user_message, action_result_pair, ...)"
+    )
 
 
 class TaskInfo(_Model):
     question: str
     gold_answer: str | None = None
-    system_prompts: dict[str, str] = Field(default_factory=dict, description="agent -> system prompt, when the source keeps them")
+    system_prompts: dict[str, str] = Field(
+        default_factory=dict, description="agent -> system prompt, when the source keeps them"
+    )
 
 
 class Gold(_Model):
@@ -95,12 +108,19 @@ class Gold(_Model):
 
     agent: str | None
     step: int = Field(ge=0)
-    mode: str | None = Field(default=None, description="failforge code (18-mode taxonomy), or None when the source has no mode or an unmappable one")
+    mode: str | None = Field(
+        default=None,
+        description="failforge code (18-mode taxonomy), or None when the source has no mode or an unmappable one",
+    )
     source_mode: str | None = Field(default=None, description="the mode code exactly as the source writes it")
     step_label: str = Field(description="the gold step as the source writes it (e.g. '12', '1.1', 'round 2')")
-    accepted_steps: list[int] = Field(default_factory=list, description="further step indices the source accepts as correct")
+    accepted_steps: list[int] = Field(
+        default_factory=list, description="further step indices the source accepts as correct"
+    )
     accepted_agents: list[str] = Field(default_factory=list, description="further agents the source accepts as correct")
-    accepted_modes: list[str] = Field(default_factory=list, description="further failforge codes the source accepts as correct")
+    accepted_modes: list[str] = Field(
+        default_factory=list, description="further failforge codes the source accepts as correct"
+    )
     rationale: str | None = None
 
 
@@ -124,14 +144,22 @@ class LabelledFailure(_Model):
     topology: Topology
     modality: Modality = "text"
     agents: list[str]
-    roles: dict[str, str] = Field(default_factory=dict, description="agent -> its role as the source names it (failforge's roster role, the release's role)")
+    roles: dict[str, str] = Field(
+        default_factory=dict,
+        description="agent -> its role as the source names it (failforge's roster role, the release's role)",
+    )
     task: TaskInfo
     steps: list[FailureStep]
     gold: Gold
     origin: Origin
     extra: dict[str, Any] = Field(default_factory=dict)
-    components: ComponentLabel | None = Field(default=None, description="component-level gold (target, primary, chains), where the source has it")
-    audit: Audit | None = Field(default=None, description="a recorded trajectory-auditor output (`failforge attach-audit`); a judge's labels, not gold")
+    components: ComponentLabel | None = Field(
+        default=None, description="component-level gold (target, primary, chains), where the source has it"
+    )
+    audit: Audit | None = Field(
+        default=None,
+        description="a recorded trajectory-auditor output (`failforge attach-audit`); a judge's labels, not gold",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LabelledFailure:
@@ -205,7 +233,11 @@ def summarise(items: Iterable[LabelledFailure | RecordProblem]) -> tuple[list[La
             continue
         if item.id in seen:
             summary.skipped += 1
-            summary.problems.append(RecordProblem(path=item.origin.path, line=item.origin.line, field="id", problem=f"duplicate record id {item.id!r}"))
+            summary.problems.append(
+                RecordProblem(
+                    path=item.origin.path, line=item.origin.line, field="id", problem=f"duplicate record id {item.id!r}"
+                )
+            )
             continue
         seen.add(item.id)
         records.append(item)
@@ -235,7 +267,9 @@ def iter_validated(path: str | Path, model: type[_M]) -> Iterator[_M | RecordPro
             field, problem = _first_error(exc)
             yield RecordProblem(path=str(path), line=number, field=field, problem=problem)
         except RecursionError:
-            yield RecordProblem(path=str(path), line=number, field="<record>", problem="nested too deeply to be a record")
+            yield RecordProblem(
+                path=str(path), line=number, field="<record>", problem="nested too deeply to be a record"
+            )
 
 
 def iter_records(path: str | Path) -> Iterator[LabelledFailure | RecordProblem]:

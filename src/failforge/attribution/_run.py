@@ -38,14 +38,27 @@ from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError
 from failforge.jobs import FolderLock, Ledger, attempt_ids_in, repair_jsonl
 from failforge.jsonl import read_json
-from failforge.llm import Mechanism, ModelEndpoint, Responder, StructuredSupport, mechanism_of_requests, probe_structured
+from failforge.llm import (
+    Mechanism,
+    ModelEndpoint,
+    Responder,
+    StructuredSupport,
+    mechanism_of_requests,
+    probe_structured,
+)
 from failforge.secrets import redact_known, safe_url
 from failforge.trajectory import append_jsonl
 
 __all__ = ["AttributeConfig", "CallStore", "LikelihoodConfig", "RecordedCall", "RunSummary", "run_attribution"]
 
 RECORDS, PREDICTIONS, FAILED, CALLS, LEDGER, MANIFEST = (
-    "records.jsonl", "predictions.jsonl", "failed.jsonl", "calls.jsonl", "ledger.sqlite", "manifest.json")
+    "records.jsonl",
+    "predictions.jsonl",
+    "failed.jsonl",
+    "calls.jsonl",
+    "ledger.sqlite",
+    "manifest.json",
+)
 
 
 class LikelihoodConfig(BaseModel):
@@ -58,14 +71,18 @@ class LikelihoodConfig(BaseModel):
 class AttributeConfig(BaseModel):
     method: str
     structured_output: Literal["auto", "off"] = Field(
-        default="auto", description="ask for schema-constrained answers where the judge endpoint supports it (probed once), or never")
+        default="auto",
+        description="ask for schema-constrained answers where the judge endpoint supports it (probed once), or never",
+    )
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     seed: int = 0
     judge_model: str | None = None
     judge_base_url: str | None = None
     max_tokens: int = Field(default=256, ge=8)
     concurrency: int = Field(default=1, ge=1, description="sessions in flight (threads, worker processes or Ray tasks)")
-    executor: Executor = Field(default="thread", description="where sessions run: thread (in the driver), process or ray")
+    executor: Executor = Field(
+        default="thread", description="where sessions run: thread (in the driver), process or ray"
+    )
     ray_address: str | None = None
     likelihood: LikelihoodConfig = Field(default_factory=LikelihoodConfig)
 
@@ -103,7 +120,9 @@ class RunSummary(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     reconcile: dict[str, int] = Field(default_factory=dict)
-    unread_lines: list[str] = Field(default_factory=list, description="lines of the recording that could not be read (skipped)")
+    unread_lines: list[str] = Field(
+        default_factory=list, description="lines of the recording that could not be read (skipped)"
+    )
 
 
 class AttributionLedger(Ledger):
@@ -112,7 +131,10 @@ class AttributionLedger(Ledger):
     def bind(self, config_hash: str, *, force: bool = False) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key='config_hash'").fetchone()
         if row and row[0] != config_hash and not force:
-            raise ConfigError(f"{self.path.parent} holds a different attribution run (method, prompt, judge or seed differ); use a new output folder")
+            raise ConfigError(
+                f"{self.path.parent} holds a different attribution run (method, prompt, judge or seed differ); use a"
+                " new output folder"
+            )
         super().bind(config_hash, force=True)
 
     def reconcile(self, output: Path, max_interrupted_tries: int) -> dict[str, int]:  # type: ignore[override]
@@ -138,9 +160,20 @@ class AttributionLedger(Ledger):
                         # The line first, as every failure: failed.jsonl names every given-up session with its reason,
                         # and the next reconcile reads it as failed instead of requeueing a 'failed' row it cannot find.
                         key, _, record_id = attempt.partition("::")
-                        append_jsonl(output / FAILED, [Failure(attempt_id=attempt, record_id=record_id, method=key,
-                                                               error={"type": "Interrupted", "message": message})])
-                        self.db.execute("UPDATE attempts SET state='failed', error=? WHERE attempt_id=?", (message, attempt))
+                        append_jsonl(
+                            output / FAILED,
+                            [
+                                Failure(
+                                    attempt_id=attempt,
+                                    record_id=record_id,
+                                    method=key,
+                                    error={"type": "Interrupted", "message": message},
+                                )
+                            ],
+                        )
+                        self.db.execute(
+                            "UPDATE attempts SET state='failed', error=? WHERE attempt_id=?", (message, attempt)
+                        )
                         stats["given_up"] += 1
                     else:
                         self.db.execute("UPDATE attempts SET state='planned' WHERE attempt_id=?", (attempt,))
@@ -157,7 +190,9 @@ def _records_file(output: Path, records: list[LabelledFailure]) -> None:
     if path.exists():
         existing, _ = load_records(path)
         if [r.id for r in existing] != [r.id for r in records]:
-            raise ConfigError(f"{output} holds a run on other records ({len(existing)} in {RECORDS}); use a new output folder")
+            raise ConfigError(
+                f"{output} holds a run on other records ({len(existing)} in {RECORDS}); use a new output folder"
+            )
         return
     write_records(path, records)
 
@@ -211,13 +246,26 @@ def run_attribution(
             summary.done_before = summary.planned - len(pending)
             recorded = CallStore.load((recording or output) / CALLS, summary.unread_lines) if kind == "judge" else {}
             support = _structured(config, kind, live, upstream, endpoint, recorded)
-            env = SessionEnv(method=config.method, key=key, prompt=config.prompt, seed=config.seed, judge_model=config.judge_model or "judge",
-                             max_tokens=config.max_tokens, facts=DatasetFacts.of(records), calls=output / CALLS if live else None,
-                             endpoint=endpoint if live else None, structured=support.mechanism if support else "none")
-            worker = Worker(env, upstream=upstream if live else None, scorer=_scorer(config) if kind == "likelihood" else None)
+            env = SessionEnv(
+                method=config.method,
+                key=key,
+                prompt=config.prompt,
+                seed=config.seed,
+                judge_model=config.judge_model or "judge",
+                max_tokens=config.max_tokens,
+                facts=DatasetFacts.of(records),
+                calls=output / CALLS if live else None,
+                endpoint=endpoint if live else None,
+                structured=support.mechanism if support else "none",
+            )
+            worker = Worker(
+                env, upstream=upstream if live else None, scorer=_scorer(config) if kind == "likelihood" else None
+            )
             jobs: list[Job] = [(a, by_attempt[a], recorded.get(a, [])) for a in pending]
             workers = 1 if kind == "likelihood" else config.concurrency
-            results = dispatch(config.executor, jobs, worker, workers, ledger.mark_running, ray_address=config.ray_address)
+            results = dispatch(
+                config.executor, jobs, worker, workers, ledger.mark_running, ray_address=config.ray_address
+            )
             try:
                 for attempt, result in results:
                     _settle(output, ledger, summary, by_attempt[attempt], attempt, key, result)
@@ -236,8 +284,14 @@ def run_attribution(
     return summary
 
 
-def _structured(config: AttributeConfig, kind: str, live: bool, upstream: Responder | None, endpoint: ModelEndpoint | None,
-                recorded: dict[str, list[Any]]) -> StructuredSupport | None:
+def _structured(
+    config: AttributeConfig,
+    kind: str,
+    live: bool,
+    upstream: Responder | None,
+    endpoint: ModelEndpoint | None,
+    recorded: dict[str, list[Any]],
+) -> StructuredSupport | None:
     """How this run asks for structured answers: as its recording did (a replay asks exactly the recorded
     requests); else as the judge endpoint honours (probed once per endpoint and model); never when off."""
     if kind != "judge":
@@ -246,7 +300,9 @@ def _structured(config: AttributeConfig, kind: str, live: bool, upstream: Respon
     used: Mechanism | None = mechanism_of_requests(requests)
     if used is not None or not live or config.structured_output == "off":
         source = "the recorded calls" if used is not None or not live else "structured_output=off"
-        return StructuredSupport(mechanism=used or "none", endpoint=config.judge_model or "judge", detail=f"from {source}")
+        return StructuredSupport(
+            mechanism=used or "none", endpoint=config.judge_model or "judge", detail=f"from {source}"
+        )
     if upstream is None and endpoint is not None:  # process/Ray workers open their own clients: probe with one of ours
         probe = endpoint.upstream()
         try:
@@ -257,7 +313,15 @@ def _structured(config: AttributeConfig, kind: str, live: bool, upstream: Respon
     return probe_structured(upstream, config.judge_model or "judge")
 
 
-def _settle(output: Path, ledger: Ledger, summary: RunSummary, record: LabelledFailure, attempt: str, key: str, result: Prediction | dict[str, Any]) -> None:
+def _settle(
+    output: Path,
+    ledger: Ledger,
+    summary: RunSummary,
+    record: LabelledFailure,
+    attempt: str,
+    key: str,
+    result: Prediction | dict[str, Any],
+) -> None:
     """The driver's one write per session: its line (fsync), then the ledger, then the counts."""
     if isinstance(result, Prediction):
         append_jsonl(output / PREDICTIONS, [result])
@@ -294,17 +358,37 @@ def _scorer(config: AttributeConfig) -> Any:
     from failforge.attribution._likelihood import TokenScorer
 
     lk = config.likelihood
-    return TokenScorer(n_ctx=lk.n_ctx, n_threads=lk.n_threads, max_step_tokens=lk.max_step_tokens, max_target_tokens=lk.max_target_tokens)
+    return TokenScorer(
+        n_ctx=lk.n_ctx,
+        n_threads=lk.n_threads,
+        max_step_tokens=lk.max_step_tokens,
+        max_target_tokens=lk.max_target_tokens,
+    )
 
 
-def _manifest(output: Path, config: AttributeConfig, kind: str, summary: RunSummary, info: Any, recording: Path | None,
-              provenance: dict[str, Any] | None = None, structured: StructuredSupport | None = None) -> None:
+def _manifest(
+    output: Path,
+    config: AttributeConfig,
+    kind: str,
+    summary: RunSummary,
+    info: Any,
+    recording: Path | None,
+    provenance: dict[str, Any] | None = None,
+    structured: StructuredSupport | None = None,
+) -> None:
     from failforge import __version__
 
     path = output / MANIFEST
     previous = read_json(path) if path.exists() else {}
     runs = previous.get("runs", [])
-    runs.append({**summary.model_dump(), "recording": str(recording) if recording else None, "executor": config.executor, "workers": config.concurrency})
+    runs.append(
+        {
+            **summary.model_dump(),
+            "recording": str(recording) if recording else None,
+            "executor": config.executor,
+            "workers": config.concurrency,
+        }
+    )
     dumped = config.model_dump()
     if dumped.get("judge_base_url"):
         # credentials in a URL (userinfo, a key in the query) never reach the manifest

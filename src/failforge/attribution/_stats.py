@@ -56,5 +56,10 @@ def paired_bootstrap(
     high = diffs[int(math.ceil(0.975 * (len(diffs) - 1)))]
     below = sum(1 for d in diffs if d <= 0) / len(diffs)
     above = sum(1 for d in diffs if d >= 0) / len(diffs)
-    return {"observed": round(observed, 4), "low": round(low, 4), "high": round(high, 4),
-            "p_value": round(min(1.0, 2 * min(below, above)), 4), "resamples": len(diffs)}
+    return {
+        "observed": round(observed, 4),
+        "low": round(low, 4),
+        "high": round(high, 4),
+        "p_value": round(min(1.0, 2 * min(below, above)), 4),
+        "resamples": len(diffs),
+    }

@@ -109,7 +109,9 @@ def draw_subset(ids_by_source: Mapping[str, Sequence[str]], per_source: int, see
 def make_manifest(records: Sequence[LabelledFailure], per_source: int, seed: int) -> SubsetManifest:
     duplicated = sorted(i for i, n in Counter(r.id for r in records).items() if n > 1)
     if duplicated:
-        raise ConfigError(f"record id {duplicated[0]!r} occurs more than once; a subset is drawn by id, so ids must be unique")
+        raise ConfigError(
+            f"record id {duplicated[0]!r} occurs more than once; a subset is drawn by id, so ids must be unique"
+        )
     by_source: dict[str, list[str]] = defaultdict(list)
     for r in records:
         by_source[r.source].append(r.id)
@@ -139,7 +141,9 @@ def load_manifest(path: str | Path) -> SubsetManifest:
         raise ConfigError(f"{path}: not a failforge subset manifest ({str(exc).splitlines()[0]})") from exc
 
 
-def check_subset(manifest: SubsetManifest, records: Sequence[LabelledFailure], where: str = "the manifest") -> list[LabelledFailure]:
+def check_subset(
+    manifest: SubsetManifest, records: Sequence[LabelledFailure], where: str = "the manifest"
+) -> list[LabelledFailure]:
     """The manifest's members among ``records``, or :class:`SubsetMismatch` naming the first thing that differs."""
     by_id = {r.id: r for r in records}
     for m in manifest.members:
@@ -148,16 +152,22 @@ def check_subset(manifest: SubsetManifest, records: Sequence[LabelledFailure], w
             raise SubsetMismatch(f"{where}: member {m.id!r} ({m.source}) is not in the records given")
         found = record_hash(record)
         if found != m.sha256:
-            raise SubsetMismatch(f"{where}: member {m.id!r} changed since the draw (expected sha256 {m.sha256[:12]}, found {found[:12]})")
+            raise SubsetMismatch(
+                f"{where}: member {m.id!r} changed since the draw (expected sha256 {m.sha256[:12]}, found {found[:12]})"
+            )
     found_dataset = dataset_hash(records)
     if found_dataset != manifest.dataset_sha256:
-        raise SubsetMismatch(f"{where}: drawn from another dataset (expected sha256 {manifest.dataset_sha256[:12]}, found {found_dataset[:12]} "
-                             f"over {len(records)} records); draw a new subset for these records")
+        raise SubsetMismatch(
+            f"{where}: drawn from another dataset (expected sha256 {manifest.dataset_sha256[:12]}, found"
+            f" {found_dataset[:12]} over {len(records)} records); draw a new subset for these records"
+        )
     redrawn = make_manifest(records, manifest.per_source, manifest.seed)
     if [m.id for m in redrawn.members] != [m.id for m in manifest.members]:
         extra = sorted(manifest.ids() - redrawn.ids()) or sorted(redrawn.ids() - manifest.ids())
-        raise SubsetMismatch(f"{where}: seed {manifest.seed} does not redraw these members (first difference {extra[0] if extra else '?'}); "
-                             "a subset is never hand-picked or rerolled")
+        raise SubsetMismatch(
+            f"{where}: seed {manifest.seed} does not redraw these members (first difference"
+            f" {extra[0] if extra else '?'}); a subset is never hand-picked or rerolled"
+        )
     return [by_id[m.id] for m in manifest.members]
 
 
@@ -185,8 +195,14 @@ def _kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
     return round((concordant - discordant) / len(pairs), 4)
 
 
-def fidelity(records: Sequence[LabelledFailure], manifest: SubsetManifest, predictions: Mapping[str, Sequence[Prediction]], *,
-             k: int = 5, aggregate: str = "macro") -> dict[str, object]:
+def fidelity(
+    records: Sequence[LabelledFailure],
+    manifest: SubsetManifest,
+    predictions: Mapping[str, Sequence[Prediction]],
+    *,
+    k: int = 5,
+    aggregate: str = "macro",
+) -> dict[str, object]:
     """Each method's subset score against its full score: per metric |subset - full| in points, mean and max over
     methods and metrics, and whether the subset ranks the methods as the full set does (Kendall tau on Step exact)."""
     members = check_subset(manifest, records)
@@ -194,7 +210,10 @@ def fidelity(records: Sequence[LabelledFailure], manifest: SubsetManifest, predi
     for method, preds in predictions.items():
         full = _values(score(records, preds, k=k), aggregate)
         sub = _values(score(members, [p for p in preds if p.record_id in manifest.ids()], k=k), aggregate)
-        dev = {m: (round(abs(sub[m] - full[m]), 3) if sub[m] is not None and full[m] is not None else None) for m in FIDELITY_METRICS}  # type: ignore[operator]
+        dev = {
+            m: round(abs(sub[m] - full[m]), 3) if sub[m] is not None and full[m] is not None else None
+            for m in FIDELITY_METRICS
+        }  # type: ignore[operator]
         rows.append(MethodFidelity(method=method, full=full, subset=sub, deviation_pp=dev))
     deviations = [d for r in rows for d in r.deviation_pp.values() if d is not None]
     ranked = [r for r in rows if r.full["step_exact"] is not None and r.subset["step_exact"] is not None]
@@ -206,5 +225,7 @@ def fidelity(records: Sequence[LabelledFailure], manifest: SubsetManifest, predi
         "methods": [r.model_dump() for r in rows],
         "mean_deviation_pp": round(sum(deviations) / len(deviations), 3) if deviations else None,
         "max_deviation_pp": max(deviations) if deviations else None,
-        "kendall_tau_step_exact": _kendall_tau([r.full["step_exact"] for r in ranked], [r.subset["step_exact"] for r in ranked]),  # type: ignore[misc]
+        "kendall_tau_step_exact": _kendall_tau(
+            [r.full["step_exact"] for r in ranked], [r.subset["step_exact"] for r in ranked]
+        ),  # type: ignore[misc]
     }

@@ -69,8 +69,10 @@ def _preview(text: str, limit: int = _ARGS_PREVIEW) -> str:
 @functools.lru_cache(maxsize=1024)
 def _key_tail(tool: str, version: str) -> str:
     return (
-        ',"tool":' + json.dumps(unicodedata.normalize("NFC", tool), ensure_ascii=False)
-        + ',"version":' + json.dumps(unicodedata.normalize("NFC", version), ensure_ascii=False)
+        ',"tool":'
+        + json.dumps(unicodedata.normalize("NFC", tool), ensure_ascii=False)
+        + ',"version":'
+        + json.dumps(unicodedata.normalize("NFC", version), ensure_ascii=False)
         + "}"
     )
 
@@ -164,17 +166,21 @@ class ToolCache:
             json.dumps(result, allow_nan=False)
             result_text = canonical_json(result)
         except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"result of tool {tool!r} is not JSON-serialisable and cannot be cached: {exc}"
-            ) from exc
+            raise TypeError(f"result of tool {tool!r} is not JSON-serialisable and cannot be cached: {exc}") from exc
         created_at = datetime.now(UTC).isoformat()
         entry_text = (
-            '{"args":' + canonical_json(norm_args)
-            + ',"created_at":' + json.dumps(created_at)
-            + ',"key":' + json.dumps(key)
-            + ',"result":' + result_text
-            + ',"tool":' + json.dumps(tool, ensure_ascii=False)
-            + ',"version":' + json.dumps(version, ensure_ascii=False)
+            '{"args":'
+            + canonical_json(norm_args)
+            + ',"created_at":'
+            + json.dumps(created_at)
+            + ',"key":'
+            + json.dumps(key)
+            + ',"result":'
+            + result_text
+            + ',"tool":'
+            + json.dumps(tool, ensure_ascii=False)
+            + ',"version":'
+            + json.dumps(version, ensure_ascii=False)
             + "}"
         )
         ekey = _ENTRY_PREFIX + key
@@ -206,10 +212,15 @@ class ToolCache:
         nearest = self._nearest(tool, wanted)
         head = f"no recorded result for tool {tool!r} (version {version}) with args {_preview(wanted)} [key {key}]"
         if nearest:
-            lines = [f"  {e.key}  similarity {r:.2f}  version {e.version}  args {_preview(canonical_json(e.args), 160)}" for r, e in nearest]
+            lines = [
+                f"  {e.key}  similarity {r:.2f}  version {e.version}  args {_preview(canonical_json(e.args), 160)}"
+                for r, e in nearest
+            ]
             message = head + f"; nearest recorded keys for {tool!r}:\n" + "\n".join(lines)
             best = nearest[0][1]
-            diff = readable_diff(best.args, norm_args, label_expected=f"recorded {best.key[:12]}", label_actual="requested")
+            diff = readable_diff(
+                best.args, norm_args, label_expected=f"recorded {best.key[:12]}", label_actual="requested"
+            )
             expected: Any = best.args
         else:
             tools = self.tools()

@@ -6,7 +6,19 @@ each result whole → manifest with config, hash, versions and counts, and the d
 here: kinds and filters come from the registries.
 """
 
-from failforge.campaign._run import FAILED, GOLD, LEDGER, MANIFEST, REJECTED, CampaignSummary, load_seeds, plan_campaign, run_campaign, select_seeds, versions
+from failforge.campaign._run import (
+    FAILED,
+    GOLD,
+    LEDGER,
+    MANIFEST,
+    REJECTED,
+    CampaignSummary,
+    load_seeds,
+    plan_campaign,
+    run_campaign,
+    select_seeds,
+    versions,
+)
 from failforge.gold import (
     AttemptResult,
     CampaignConfig,
@@ -21,7 +33,25 @@ from failforge.gold import (
 )
 
 __all__ = [
-    "FAILED", "GOLD", "LEDGER", "MANIFEST", "REJECTED",
-    "AttemptResult", "CampaignConfig", "CampaignSummary", "DecisivenessConfig", "FiltersConfig", "Models", "PlanConfig", "Rejection",
-    "ResolvedModels", "load_campaign", "load_seeds", "open_models", "plan_campaign", "run_campaign", "select_seeds", "versions",
+    "FAILED",
+    "GOLD",
+    "LEDGER",
+    "MANIFEST",
+    "REJECTED",
+    "AttemptResult",
+    "CampaignConfig",
+    "CampaignSummary",
+    "DecisivenessConfig",
+    "FiltersConfig",
+    "Models",
+    "PlanConfig",
+    "Rejection",
+    "ResolvedModels",
+    "load_campaign",
+    "load_seeds",
+    "open_models",
+    "plan_campaign",
+    "run_campaign",
+    "select_seeds",
+    "versions",
 ]

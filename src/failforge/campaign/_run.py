@@ -109,19 +109,34 @@ def select_seeds(config: CampaignConfig, summary: CampaignSummary) -> list[Traje
             continue
         seen.add(seed.id)
         if config.environment and seed.environment.name != config.environment:
-            summary.bad_seeds.append(f"{seed.id}: environment {seed.environment.name!r} is not the campaign's {config.environment!r}; skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: environment {seed.environment.name!r} is not the campaign's {config.environment!r};"
+                " skipped"
+            )
         elif config.harness and seed.harness.name != config.harness:
-            summary.bad_seeds.append(f"{seed.id}: harness {seed.harness.name!r} is not the campaign's {config.harness!r}; skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: harness {seed.harness.name!r} is not the campaign's {config.harness!r}; skipped"
+            )
         elif seed.environment.name not in environments:
-            summary.bad_seeds.append(f"{seed.id}: unknown environment {seed.environment.name!r} (known: {', '.join(environments.names())}); skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: unknown environment {seed.environment.name!r} (known: {', '.join(environments.names())});"
+                " skipped"
+            )
         elif seed.harness.name == PROXY_HARNESS:
-            summary.bad_seeds.append(f"{seed.id}: recorded through failforge proxy's run API (its tools ran in another process), so it cannot be branched here; skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: recorded through failforge proxy's run API (its tools ran in another process), so it"
+                " cannot be branched here; skipped"
+            )
         elif seed.harness.name not in harnesses:
-            summary.bad_seeds.append(f"{seed.id}: unknown harness {seed.harness.name!r} (known: {', '.join(harnesses.names())}); skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: unknown harness {seed.harness.name!r} (known: {', '.join(harnesses.names())}); skipped"
+            )
         elif seed.outcome is None or not seed.outcome.success:
             summary.bad_seeds.append(f"{seed.id}: not a successful run (outcome {seed.outcome}); skipped")
         elif not candidate_points(seed):
-            summary.bad_seeds.append(f"{seed.id}: no agent step after the task to branch at ({len(seed.steps)} steps); skipped")
+            summary.bad_seeds.append(
+                f"{seed.id}: no agent step after the task to branch at ({len(seed.steps)} steps); skipped"
+            )
         else:
             usable.append(seed)
     return usable[: config.plan.max_seeds] if config.plan.max_seeds else usable
@@ -138,16 +153,34 @@ def _unwritable(result: AttemptResult, planned: tuple[Trajectory, Any] | None, e
     the next run retries it) without the trajectory, so the campaign goes on and nothing names a missing file."""
     record = result.record
     if isinstance(record, Rejection):
-        failed = record.model_copy(update={"status": "failed", "stage": "output", "trajectory": None, "error_kind": "infrastructure",
-                                           "reasons": [f"ImageMissing: {exc}", *record.reasons], "error": {"type": "ImageMissing", "message": str(exc)}})
+        failed = record.model_copy(
+            update={
+                "status": "failed",
+                "stage": "output",
+                "trajectory": None,
+                "error_kind": "infrastructure",
+                "reasons": [f"ImageMissing: {exc}", *record.reasons],
+                "error": {"type": "ImageMissing", "message": str(exc)},
+            }
+        )
         return AttemptResult("failed", failed)
     spec = planned[1] if planned else None
-    return AttemptResult("failed", Rejection(
-        attempt_id=result.attempt_id, seed_id=record.parent_id or (planned[0].id if planned else ""), step=record.branch_step or 0,
-        mode=str(getattr(spec, "mode", "") or (record.label.mode_code if record.label else "")), sample=int(getattr(spec, "sample", 0) or 0),
-        status="failed", stage="output", reasons=[f"ImageMissing: {exc}"], error={"type": "ImageMissing", "message": str(exc)},
-        error_kind="infrastructure", provenance=record.provenance,
-    ))
+    return AttemptResult(
+        "failed",
+        Rejection(
+            attempt_id=result.attempt_id,
+            seed_id=record.parent_id or (planned[0].id if planned else ""),
+            step=record.branch_step or 0,
+            mode=str(getattr(spec, "mode", "") or (record.label.mode_code if record.label else "")),
+            sample=int(getattr(spec, "sample", 0) or 0),
+            status="failed",
+            stage="output",
+            reasons=[f"ImageMissing: {exc}"],
+            error={"type": "ImageMissing", "message": str(exc)},
+            error_kind="infrastructure",
+            provenance=record.provenance,
+        ),
+    )
 
 
 def _count(summary: CampaignSummary, result: AttemptResult) -> None:
@@ -181,7 +214,12 @@ class CircuitBreaker:
     def record(self, result: AttemptResult | None) -> None:
         """One finished job; None for a job that is not an attempt and succeeded (an original arm)."""
         record = result.record if result is not None else None
-        if result is not None and result.status == "failed" and isinstance(record, Rejection) and record.error_kind == "infrastructure":
+        if (
+            result is not None
+            and result.status == "failed"
+            and isinstance(record, Rejection)
+            and record.error_kind == "infrastructure"
+        ):
             self.streak += 1
             self.last_error = "; ".join(record.reasons)[:300]
         else:
@@ -201,7 +239,12 @@ def _decision_judge(config: CampaignConfig) -> Iterator[Any]:
     from failforge.llm import HttpUpstream
 
     endpoint = config.decision_judge
-    upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts)
+    upstream = HttpUpstream(
+        endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        timeout=endpoint.timeout,
+        max_attempts=endpoint.max_attempts,
+    )
     try:
         yield upstream
     finally:
@@ -216,9 +259,18 @@ def judged_gold(record: Trajectory, judge: Any, model: str) -> Trajectory:
     try:
         judged, decided = decide_and_adjudicate(record, judge, model=model)
     except Exception as exc:  # noqa: BLE001 - any judge failure: the gold line is still written, the error kept beside it
-        return record.model_copy(update={"provenance": {**record.provenance, "decision_judge": {"model": model, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}}})
+        return record.model_copy(
+            update={
+                "provenance": {
+                    **record.provenance,
+                    "decision_judge": {"model": model, "error": f"{type(exc).__name__}: {str(exc)[:300]}"},
+                }
+            }
+        )
     steps = sorted(d.step for d in decided if d.judge is not None)
-    return judged.model_copy(update={"provenance": {**judged.provenance, "decision_judge": {"model": model, "judged_steps": steps}}})
+    return judged.model_copy(
+        update={"provenance": {**judged.provenance, "decision_judge": {"model": model, "judged_steps": steps}}}
+    )
 
 
 def run_campaign(
@@ -246,7 +298,12 @@ def run_campaign(
     if not by_id:
         raise ConfigError(
             f"nothing to do: {len(seeds)} usable seed(s) in {', '.join(config.seeds)} gave no attempt"
-            + (f" ({len(summary.bad_seeds)} skipped: {summary.bad_seeds[0]}{' ...' if len(summary.bad_seeds) > 1 else ''})" if summary.bad_seeds else "")
+            + (
+                f" ({len(summary.bad_seeds)} skipped:"
+                f" {summary.bad_seeds[0]}{' ...' if len(summary.bad_seeds) > 1 else ''})"
+                if summary.bad_seeds
+                else ""
+            )
         )
     endpoints = [resolved.agent, resolved.guide, *([config.decision_judge] if config.decision_judge else [])]
     redactor = Redactor.for_run([e.api_key_env for e in endpoints], [e.base_url for e in endpoints])
@@ -266,15 +323,32 @@ def run_campaign(
             ledger.bind(config_hash, force=force)
             ledger.plan((spec.attempt_id, seed.id, spec.step, spec.mode, spec.sample) for seed, spec in plan)
             summary.recovery = ledger.reconcile(out, config.max_interruptions)
-            summary.recovery["retried"] = ledger.requeue_failed(everything=retry_failed, max_tries=config.max_attempt_tries)
+            summary.recovery["retried"] = ledger.requeue_failed(
+                everything=retry_failed, max_tries=config.max_attempt_tries
+            )
             written = _ids_in_outputs(out)
             for attempt_id, error in ledger.given_up():
                 if attempt_id in by_id and attempt_id not in written:
                     seed, spec = by_id[attempt_id]
-                    append_jsonl(out / FAILED, [Rejection(
-                        attempt_id=attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample, status="failed",
-                        stage="continuation", reasons=[error], error={"type": "Interrupted", "message": error}, error_kind="interrupted", provenance=provenance,
-                    )], redact=redactor.text)
+                    append_jsonl(
+                        out / FAILED,
+                        [
+                            Rejection(
+                                attempt_id=attempt_id,
+                                seed_id=seed.id,
+                                step=spec.step,
+                                mode=spec.mode,
+                                sample=spec.sample,
+                                status="failed",
+                                stage="continuation",
+                                reasons=[error],
+                                error={"type": "Interrupted", "message": error},
+                                error_kind="interrupted",
+                                provenance=provenance,
+                            )
+                        ],
+                        redact=redactor.text,
+                    )
             pending = [by_id[a] for a in ledger.pending() if a in by_id]
             summary.skipped = summary.planned - len(pending)
             manifest = {
@@ -304,16 +378,31 @@ def run_campaign(
                 if result.status == "gold" and isinstance(result.record, Trajectory):
                     gold = with_source_and_impact(result.record)  # error source and impact on the label
                     if judge is not None and config.decision_judge is not None:
-                        gold = judged_gold(gold, judge, config.decision_judge.model)  # the decision judge's judgements, re-adjudicated
+                        gold = judged_gold(
+                            gold, judge, config.decision_judge.model
+                        )  # the decision judge's judgements, re-adjudicated
                     result = AttemptResult("gold", gold)
                 try:
-                    append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)  # the line first, then the ledger
-                except ImageMissing as exc:  # e.g. a Ray worker on another node stored its screenshots there: retried, not fatal
+                    append_jsonl(
+                        out / _FILE[result.status], [result.record], redact=redactor.text
+                    )  # the line first, then the ledger
+                except (
+                    ImageMissing
+                ) as exc:  # e.g. a Ray worker on another node stored its screenshots there: retried, not fatal
                     result = _unwritable(result, by_id.get(attempt_id), exc)
                     append_jsonl(out / _FILE[result.status], [result.record], redact=redactor.text)
                 record = result.record
-                failure = redactor.text("; ".join(record.reasons))[:2000] if isinstance(record, Rejection) and result.status == "failed" else None
-                ledger.finish(attempt_id, _STATE[result.status], failure, record.error_kind if isinstance(record, Rejection) else None)
+                failure = (
+                    redactor.text("; ".join(record.reasons))[:2000]
+                    if isinstance(record, Rejection) and result.status == "failed"
+                    else None
+                )
+                ledger.finish(
+                    attempt_id,
+                    _STATE[result.status],
+                    failure,
+                    record.error_kind if isinstance(record, Rejection) else None,
+                )
                 _count(summary, result)
                 breaker.record(result)
                 if on_progress:
@@ -321,8 +410,23 @@ def run_campaign(
 
             modes = [w for w in pending if w[1].job == "action"]  # only the action kind has original arms
             if config.filters.decisiveness.enabled and modes:
-                pending = [w for w in pending if w[1].job != "action"] + _settle_arms(modes, config, config_hash, manifest["seeds"], resolved, provenance, out, redactor, summary, settle, breaker, on_progress)
-            results = executors.get(config.executor)(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
+                pending = [w for w in pending if w[1].job != "action"] + _settle_arms(
+                    modes,
+                    config,
+                    config_hash,
+                    manifest["seeds"],
+                    resolved,
+                    provenance,
+                    out,
+                    redactor,
+                    summary,
+                    settle,
+                    breaker,
+                    on_progress,
+                )
+            results = executors.get(config.executor)(
+                pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped
+            )
             try:
                 for result in results:
                     assert isinstance(result, AttemptResult)
@@ -343,7 +447,10 @@ def run_campaign(
         finally:
             ledger.close()
         manifest["result"] = _result(summary)
-        manifest["files"] = {name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None for name in (GOLD, REJECTED, FAILED)}
+        manifest["files"] = {
+            name: canonical_hash((out / name).read_text(encoding="utf-8")) if (out / name).exists() else None
+            for name in (GOLD, REJECTED, FAILED)
+        }
         _write_manifest(out, manifest, redactor)
         write_card(out, config, manifest)
     return summary
@@ -399,14 +506,20 @@ def _settle_arms(
     at_point: dict[str, list[tuple[Trajectory, Any]]] = {}
     for seed, spec in pending:
         at_point.setdefault(key_of[spec.attempt_id], []).append((seed, spec))
-    needed = {key: (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key)) for key, ((seed, spec), *_) in at_point.items() if key not in cached}
+    needed = {
+        key: (seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key))
+        for key, ((seed, spec), *_) in at_point.items()
+        if key not in cached
+    }
     errors: set[str] = set()
     if needed:
         if on_progress:
             on_progress("arms", None, summary)
         # The breaker counts attempts, not arms: an arm that could not run fails its point's attempts at once
         # (each counted), and an arm that ran is no evidence for the endpoint (at a final step it calls nothing).
-        jobs = executors.get(config.executor)(list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped)
+        jobs = executors.get(config.executor)(
+            list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped
+        )
         try:
             for result in jobs:
                 if isinstance(result, ArmResult):
@@ -426,8 +539,12 @@ def _settle_arms(
     points = [cached[k] for k in used if k in cached]
     run_now = [cached[k] for k in needed if k in cached]
     summary.arms = {
-        "points": len(used), "run_now": len(run_now), "reused": len(points) - len(run_now), "errors": len(errors),
-        "live_calls": sum(a.live_calls for a in run_now), "seconds": round(sum(a.seconds for a in run_now), 1),
+        "points": len(used),
+        "run_now": len(run_now),
+        "reused": len(points) - len(run_now),
+        "errors": len(errors),
+        "live_calls": sum(a.live_calls for a in run_now),
+        "seconds": round(sum(a.seconds for a in run_now), 1),
         "live_calls_one_per_attempt": sum(cached[k].live_calls * len(at_point[k]) for k in needed if k in cached),
         "failed_points": sum(1 for a in points if not a.passes(config.filters.decisiveness)),
     }
@@ -443,7 +560,9 @@ def _settle_arms(
             arm = cached[key]
             if key not in reported:
                 reported.add(key)
-                summary.non_decisive.append(f"{seed.id}@{spec.step}: {arm.why_not_decisive(config.filters.decisiveness)}")
+                summary.non_decisive.append(
+                    f"{seed.id}@{spec.step}: {arm.why_not_decisive(config.filters.decisiveness)}"
+                )
             settle(not_decisive(arm, config, _base(seed, spec, provenance)))
         else:
             to_run.append((seed, spec.model_copy(update={"original_arm": cached[key].model_dump(mode="json")})))
@@ -452,17 +571,37 @@ def _settle_arms(
 
 def _result(summary: CampaignSummary) -> dict[str, Any]:
     return {
-        "this_run": {"attempts": summary.attempts, "skipped": summary.skipped, "kept": summary.kept, "rejected": summary.rejected, "failed": summary.failed,
-                     "rejected_by": dict(summary.rejected_by), "failed_by": dict(summary.failed_by), "recovery": summary.recovery,
-                     "original_arms": summary.arms, "non_decisive_points": summary.non_decisive},
-        "totals": {"kept": summary.totals.get("done", 0), "rejected": summary.totals.get("rejected", 0), "failed": summary.totals.get("failed", 0),
-                   "unfinished": summary.totals.get("planned", 0) + summary.totals.get("running", 0)},
+        "this_run": {
+            "attempts": summary.attempts,
+            "skipped": summary.skipped,
+            "kept": summary.kept,
+            "rejected": summary.rejected,
+            "failed": summary.failed,
+            "rejected_by": dict(summary.rejected_by),
+            "failed_by": dict(summary.failed_by),
+            "recovery": summary.recovery,
+            "original_arms": summary.arms,
+            "non_decisive_points": summary.non_decisive,
+        },
+        "totals": {
+            "kept": summary.totals.get("done", 0),
+            "rejected": summary.totals.get("rejected", 0),
+            "failed": summary.totals.get("failed", 0),
+            "unfinished": summary.totals.get("planned", 0) + summary.totals.get("running", 0),
+        },
     }
 
 
 def _base(seed: Trajectory, spec: Any, provenance: dict[str, Any]) -> dict[str, Any]:
     """The record fields of an attempt the driver settles itself (its point's original arm failed or could not run)."""
-    return {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": spec.mode, "sample": spec.sample, "provenance": provenance}
+    return {
+        "attempt_id": spec.attempt_id,
+        "seed_id": seed.id,
+        "step": spec.step,
+        "mode": spec.mode,
+        "sample": spec.sample,
+        "provenance": provenance,
+    }
 
 
 def _ids_in_outputs(out: Path) -> set[str]:

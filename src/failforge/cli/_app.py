@@ -23,7 +23,12 @@ from failforge.errors import FailforgeError
 from failforge.secrets import redact_known
 
 # A traceback's locals would show a key held in a variable: tracebacks name the frames, not their values.
-app = typer.Typer(help="Manufacture gold failure trajectories for LLM agents.", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+app = typer.Typer(
+    help="Manufacture gold failure trajectories for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
 seeds_app = typer.Typer(help="Make seed trajectories.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
 
@@ -83,7 +88,9 @@ def _endpoint(base_url: str | None, model: str | None, api_key_env: str | None):
         return ModelEndpoint(base_url=base_url, model=model, api_key_env=api_key_env)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg'].removeprefix('Value error, ')}") from exc
+        raise ConfigError(
+            f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg'].removeprefix('Value error, ')}"
+        ) from exc
 
 
 def file_in_the_way(path: Path) -> Path | None:
@@ -110,7 +117,16 @@ def path_error_message(exc: OSError) -> str:
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
 
 
 class ProgressLine:
@@ -195,4 +211,3 @@ def main() -> None:  # pragma: no cover - console entry
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
         sys.exit(130)
-

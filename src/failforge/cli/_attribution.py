@@ -35,13 +35,36 @@ def _records(path: Path, skipped: list[str] | None = None) -> list[Any]:
 
 @app.command("import")
 def import_(
-    source: Annotated[Path, typer.Argument(help="the dataset: a Who&When folder, a Who&When Pro release folder, a TracerTraj .parquet/.jsonl, a failforge gold.jsonl")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen, whowhen-pro, tracertraj, trajectory-attribution or failforge; "
-                                        "smolagents: saved CodeAgent runs become DA-Bench seeds")] = "whowhen",
-    output: Annotated[Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL); seeds for --format smolagents")] = Path("records.jsonl"),
-    summary_json: Annotated[Optional[Path], typer.Option("--summary", help="also write the import summary as JSON")] = None,
-    data_dir: Annotated[Optional[str], typer.Option("--data-dir", help="--format smolagents: the DA-Bench data folder")] = None,
-    backend: Annotated[str, typer.Option("--backend", help="--format smolagents: sandbox backend (auto, docker, local)")] = "auto",
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help=(
+                "the dataset: a Who&When folder, a Who&When Pro release folder, a TracerTraj .parquet/.jsonl, a"
+                " failforge gold.jsonl"
+            )
+        ),
+    ],
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="whowhen, whowhen-pro, tracertraj, trajectory-attribution or failforge; "
+            "smolagents: saved CodeAgent runs become DA-Bench seeds",
+        ),
+    ] = "whowhen",
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="labelled-failure records (JSONL); seeds for --format smolagents")
+    ] = Path("records.jsonl"),
+    summary_json: Annotated[
+        Optional[Path], typer.Option("--summary", help="also write the import summary as JSON")
+    ] = None,
+    data_dir: Annotated[
+        Optional[str], typer.Option("--data-dir", help="--format smolagents: the DA-Bench data folder")
+    ] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="--format smolagents: sandbox backend (auto, docker, local)")
+    ] = "auto",
 ) -> None:
     """Read a public failure-attribution dataset into labelled-failure records; bad records are named and skipped.
     With ``--format smolagents``, saved smolagents CodeAgent runs on DA-Bench questions become seeds instead."""
@@ -76,7 +99,10 @@ def import_(
     if summary_json:
         summary_json.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if summary.skipped:  # written, but not everything: the exit says so (docs: exit codes)
-        console.print(f"[yellow]{summary.skipped} of {summary.read} source records skipped[/] (each named above); the rest are in {output}")
+        console.print(
+            f"[yellow]{summary.skipped} of {summary.read} source records skipped[/] (each named above); the rest are in"
+            f" {output}"
+        )
         raise typer.Exit(1)
 
 
@@ -102,7 +128,11 @@ def _subset_members(manifest_path: Path, records: list[Any]) -> list[Any]:
 
 def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], source: Optional[str]) -> list[Any]:
     if source:
-        records = [r for r in records if r.source == source or r.source.startswith(source + "/") or r.source.endswith("/" + source)]
+        records = [
+            r
+            for r in records
+            if r.source == source or r.source.startswith(source + "/") or r.source.endswith("/" + source)
+        ]
     if ids_file:
         wanted = [line.strip() for line in ids_file.read_text().splitlines() if line.strip()]
         by_id = {r.id: r for r in records}
@@ -120,41 +150,117 @@ def _pick(records: list[Any], limit: Optional[int], ids_file: Optional[Path], so
 @app.command()
 def attribute(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL)")],
-    method: Annotated[Optional[str], typer.Option("--method", "-m", help="all-at-once (default), step-by-step, binary-search, hybrid, random, first-agent-step, last-step, majority-agent, role-prior, rcta, auditor, incremental, leave-one-out")] = None,
-    methods_config: Annotated[Optional[Path], typer.Option("--methods-config", help="a YAML file of runs (method, judge endpoint, executor, workers), each run into OUTPUT/<name>/; instead of --method")] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")] = Path("attribution-run"),
+    method: Annotated[
+        Optional[str],
+        typer.Option(
+            "--method",
+            "-m",
+            help=(
+                "all-at-once (default), step-by-step, binary-search, hybrid, random, first-agent-step, last-step,"
+                " majority-agent, role-prior, rcta, auditor, incremental, leave-one-out"
+            ),
+        ),
+    ] = None,
+    methods_config: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--methods-config",
+            help=(
+                "a YAML file of runs (method, judge endpoint, executor, workers), each run into OUTPUT/<name>/; instead"
+                " of --method"
+            ),
+        ),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="run folder (resumable: rerun the same command to continue)")
+    ] = Path("attribution-run"),
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="show the gold answer to the judge")] = True,
-    menu: Annotated[bool, typer.Option("--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards")] = True,
-    paraphrased_menu: Annotated[bool, typer.Option("--paraphrased-menu", help="with --menu: the same 18 codes, every definition reworded (label-menu ablation)")] = False,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (default: the embedded local model)")] = None,
+    menu: Annotated[
+        bool,
+        typer.Option(
+            "--menu/--free-text", help="the 18-mode menu in the prompt, or free text mapped to a mode afterwards"
+        ),
+    ] = True,
+    paraphrased_menu: Annotated[
+        bool,
+        typer.Option(
+            "--paraphrased-menu", help="with --menu: the same 18 codes, every definition reworded (label-menu ablation)"
+        ),
+    ] = False,
+    base_url: Annotated[
+        Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (default: the embedded local model)")
+    ] = None,
     model: Annotated[Optional[str], typer.Option(help="judge model name (with --base-url)")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the judge's API key")] = "OPENAI_API_KEY",
-    recording: Annotated[Optional[Path], typer.Option(help="a finished run folder: serve every judge call from its recording (no model, 0 tokens)")] = None,
+    api_key_env: Annotated[
+        Optional[str], typer.Option(help="environment variable holding the judge's API key")
+    ] = "OPENAI_API_KEY",
+    recording: Annotated[
+        Optional[Path],
+        typer.Option(help="a finished run folder: serve every judge call from its recording (no model, 0 tokens)"),
+    ] = None,
     limit: Annotated[Optional[int], typer.Option(help="only the first N records")] = None,
     ids: Annotated[Optional[Path], typer.Option(help="file of record ids to run, one per line")] = None,
-    source: Annotated[Optional[str], typer.Option(help="only records of this source (e.g. who_and_when/algorithm_generated)")] = None,
-    seed: Annotated[int, typer.Option(help="seed of the random choices (random baseline, ambiguous binary-search halves) and of judge sampling")] = 0,
-    concurrency: Annotated[int, typer.Option("--concurrency", "--workers", help="sessions in flight: threads, worker processes or Ray tasks")] = 1,
-    executor: Annotated[str, typer.Option(help="where sessions run: thread (in this process), process (worker processes) or ray")] = "thread",
-    ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster (default: a local Ray instance)")] = None,
+    source: Annotated[
+        Optional[str], typer.Option(help="only records of this source (e.g. who_and_when/algorithm_generated)")
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="seed of the random choices (random baseline, ambiguous binary-search halves) and of judge sampling"
+        ),
+    ] = 0,
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", "--workers", help="sessions in flight: threads, worker processes or Ray tasks"),
+    ] = 1,
+    executor: Annotated[
+        str, typer.Option(help="where sessions run: thread (in this process), process (worker processes) or ray")
+    ] = "thread",
+    ray_address: Annotated[
+        Optional[str], typer.Option(help="with --executor ray: the cluster (default: a local Ray instance)")
+    ] = None,
     max_tokens: Annotated[int, typer.Option(help="judge reply budget")] = 256,
-    structured_output: Annotated[str, typer.Option(help="auto: ask for schema-constrained answers where the judge endpoint has a mechanism "
-                                                        "(probed once, recorded in the manifest); off: always free text")] = "auto",
+    structured_output: Annotated[
+        str,
+        typer.Option(
+            help="auto: ask for schema-constrained answers where the judge endpoint has a mechanism "
+            "(probed once, recorded in the manifest); off: always free text"
+        ),
+    ] = "auto",
     max_step_chars: Annotated[int, typer.Option(help="characters kept per step in judge prompts")] = 600,
     budget_chars: Annotated[int, typer.Option(help="characters of trajectory per judge prompt")] = 9000,
-    n_ctx: Annotated[int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")] = 8192,
-    timeout: Annotated[float, typer.Option(help="seconds one judge call may take (a CPU-bound local model is slow on long logs)")] = 600.0,
-    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")] = False,
-    subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")] = None,
+    n_ctx: Annotated[
+        int, typer.Option(help="context size: of the embedded judge server, and of the likelihood model")
+    ] = 8192,
+    timeout: Annotated[
+        float, typer.Option(help="seconds one judge call may take (a CPU-bound local model is slow on long logs)")
+    ] = 600.0,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="run the sessions that failed before (infrastructure errors) again")
+    ] = False,
+    subset: Annotated[
+        Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")
+    ] = None,
 ) -> None:
     """Run an attribution method (or a methods config of several) over labelled failures; every judge call is recorded for replay."""
     from failforge.attribution import EXECUTORS, AttributeConfig, LikelihoodConfig, PromptConfig, methods
     from failforge.llm import ModelEndpoint
 
     if methods_config is not None:
-        given = [flag for flag, value in (("--method", method), ("--base-url", base_url), ("--model", model), ("--recording", recording)) if value is not None]
+        given = [
+            flag
+            for flag, value in (
+                ("--method", method),
+                ("--base-url", base_url),
+                ("--model", model),
+                ("--recording", recording),
+            )
+            if value is not None
+        ]
         if given:
-            raise ConfigError(f"--methods-config names each run's method and judge; it cannot be combined with {', '.join(given)}")
+            raise ConfigError(
+                f"--methods-config names each run's method and judge; it cannot be combined with {', '.join(given)}"
+            )
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor {executor}: unknown (known: {', '.join(EXECUTORS)})")
     if structured_output not in ("auto", "off"):
@@ -163,7 +269,9 @@ def attribute(
         raise ConfigError("--paraphrased-menu rewords the menu; it cannot be combined with --free-text (no menu)")
     plan = _methods_plan(methods_config) if methods_config is not None else None
     if plan is None:
-        methods.get(method or "all-at-once")  # an unknown method: one line naming the known ones, before any record is read
+        methods.get(
+            method or "all-at-once"
+        )  # an unknown method: one line naming the known ones, before any record is read
     if recording is not None and not (recording / "calls.jsonl").exists():
         raise ConfigError(f"{recording}: no calls.jsonl (not an attribution run folder with a recording)")
     skipped: list[str] = []
@@ -172,15 +280,28 @@ def attribute(
 
     def config_of(name: str, run_executor: str, workers: int) -> AttributeConfig:
         return AttributeConfig(
-            method=name, seed=seed, max_tokens=max_tokens, concurrency=workers, executor=run_executor, ray_address=ray_address,  # type: ignore[arg-type]
+            method=name,
+            seed=seed,
+            max_tokens=max_tokens,
+            concurrency=workers,
+            executor=run_executor,
+            ray_address=ray_address,  # type: ignore[arg-type]
             structured_output=structured_output,  # type: ignore[arg-type]  # checked below
-            prompt=PromptConfig(with_answer=answer, menu=menu, paraphrased_menu=paraphrased_menu, max_step_chars=max_step_chars, budget_chars=budget_chars),
+            prompt=PromptConfig(
+                with_answer=answer,
+                menu=menu,
+                paraphrased_menu=paraphrased_menu,
+                max_step_chars=max_step_chars,
+                budget_chars=budget_chars,
+            ),
             likelihood=LikelihoodConfig(n_ctx=min(n_ctx, 4096)),
         )
 
     if plan is None:
         config = config_of(method or "all-at-once", executor, concurrency)
-        summary = _run_method(records, config, output, _endpoint(base_url, model, api_key_env), recording, retry_failed, n_ctx, timeout)
+        summary = _run_method(
+            records, config, output, _endpoint(base_url, model, api_key_env), recording, retry_failed, n_ctx, timeout
+        )
         _summary_table(summary, output)
         unread = summary.unread_lines
     else:
@@ -193,15 +314,32 @@ def attribute(
             config = config_of(entry.method, entry.executor or executor, entry.workers or concurrency)
             endpoint = ModelEndpoint(**entry.endpoint.model_dump()) if entry.endpoint is not None else None
             console.print(f"[bold]{entry.folder}[/]: {entry.method} -> {folder}")
-            own = entry.endpoint.timeout if entry.endpoint is not None and "timeout" in entry.endpoint.model_fields_set else None
-            summary = _run_method(records, config, folder, endpoint, None, retry_failed, n_ctx, own if own is not None else timeout,
-                                  provenance={"methods_config": provenance, "run": entry.folder}, label=entry.folder)
+            own = (
+                entry.endpoint.timeout
+                if entry.endpoint is not None and "timeout" in entry.endpoint.model_fields_set
+                else None
+            )
+            summary = _run_method(
+                records,
+                config,
+                folder,
+                endpoint,
+                None,
+                retry_failed,
+                n_ctx,
+                own if own is not None else timeout,
+                provenance={"methods_config": provenance, "run": entry.folder},
+                label=entry.folder,
+            )
             unread += summary.unread_lines
             done.append((entry.folder, summary, folder))
         for name, summary, folder in done:
-            out.print(f"{name}: {summary.method} · records {summary.planned} · resumed {summary.done_before} · predicted {summary.predicted} · "
-                      f"failed {summary.failed} · live calls {summary.live_calls} · replayed {summary.replayed_calls} · "
-                      f"tokens {summary.prompt_tokens + summary.completion_tokens} · {summary.seconds}s · {folder}")
+            out.print(
+                f"{name}: {summary.method} · records {summary.planned} · resumed {summary.done_before} · predicted"
+                f" {summary.predicted} · failed {summary.failed} · live calls {summary.live_calls} · replayed"
+                f" {summary.replayed_calls} · tokens {summary.prompt_tokens + summary.completion_tokens} ·"
+                f" {summary.seconds}s · {folder}"
+            )
     for line in unread:
         console.print(f"[yellow]skipped recorded call[/] {line}")
     if skipped or unread:
@@ -214,8 +352,19 @@ def _methods_plan(path: Path) -> tuple[Path, Any]:
     return path, load_methods_config(path)
 
 
-def _run_method(records: list[Any], config: Any, output: Path, endpoint: Any, recording: Optional[Path], retry_failed: bool, n_ctx: int,
-                timeout: float, *, provenance: Optional[dict[str, Any]] = None, label: Optional[str] = None) -> Any:
+def _run_method(
+    records: list[Any],
+    config: Any,
+    output: Path,
+    endpoint: Any,
+    recording: Optional[Path],
+    retry_failed: bool,
+    n_ctx: int,
+    timeout: float,
+    *,
+    provenance: Optional[dict[str, Any]] = None,
+    label: Optional[str] = None,
+) -> Any:
     """One method's run through :func:`run_attribution`, with a progress bar (or log lines) and its judge
     opened: ``endpoint``, else the embedded local model; a recording or a baseline opens none."""
     from failforge.attribution import methods, run_attribution
@@ -229,13 +378,26 @@ def _run_method(records: list[Any], config: Any, output: Path, endpoint: Any, re
             line = ProgressLine(total=len(records), every=0 if console.is_terminal else 10.0)
 
             def on_progress(attempt: str, summary: Any) -> None:
-                status = line.update(summary.done_before, summary.predicted + summary.failed, f"failed {summary.failed} · live calls {summary.live_calls}")
+                status = line.update(
+                    summary.done_before,
+                    summary.predicted + summary.failed,
+                    f"failed {summary.failed} · live calls {summary.live_calls}",
+                )
                 progress.update(bar, completed=line.done, status=status)
                 if line.due():  # a log, not a terminal: one plain line every few seconds instead of a bar
                     console.print(f"{name}: {status}")
 
-            return run_attribution(records, config, output, upstream=None, endpoint=endpoint, recording=recording, retry_failed=retry_failed,
-                                   on_progress=on_progress, provenance=provenance)
+            return run_attribution(
+                records,
+                config,
+                output,
+                upstream=None,
+                endpoint=endpoint,
+                recording=recording,
+                retry_failed=retry_failed,
+                on_progress=on_progress,
+                provenance=provenance,
+            )
 
     if kind == "judge" and recording is None:
         from failforge.campaign import open_models
@@ -245,7 +407,9 @@ def _run_method(records: list[Any], config: Any, output: Path, endpoint: Any, re
             config.judge_base_url = resolved.agent.base_url
             return go(resolved.agent.model_copy(update={"timeout": timeout}))
     if kind == "judge":
-        previous = read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
+        previous = (
+            read_json(recording / "manifest.json") if recording and (recording / "manifest.json").exists() else {}
+        )
         config.judge_model = (previous.get("config") or {}).get("judge_model") or (endpoint.model if endpoint else None)
     return go()
 
@@ -255,11 +419,19 @@ def _summary_table(summary: Any, output: Path) -> None:
     table.add_column("what")
     table.add_column("value", justify="right")
     ran = summary.predicted + summary.failed
-    for label, value in (("records", summary.planned), ("already done (resumed)", summary.done_before), ("predicted now", summary.predicted),
-                         ("failed (infrastructure / drift)", summary.failed), ("judge calls", summary.calls), ("  live", summary.live_calls),
-                         ("  from the recording", summary.replayed_calls), ("prompt tokens", summary.prompt_tokens),
-                         ("completion tokens", summary.completion_tokens), ("seconds", summary.seconds),
-                         ("seconds per record", round(summary.seconds / ran, 2) if ran else 0)):
+    for label, value in (
+        ("records", summary.planned),
+        ("already done (resumed)", summary.done_before),
+        ("predicted now", summary.predicted),
+        ("failed (infrastructure / drift)", summary.failed),
+        ("judge calls", summary.calls),
+        ("  live", summary.live_calls),
+        ("  from the recording", summary.replayed_calls),
+        ("prompt tokens", summary.prompt_tokens),
+        ("completion tokens", summary.completion_tokens),
+        ("seconds", summary.seconds),
+        ("seconds per record", round(summary.seconds / ran, 2) if ran else 0),
+    ):
         table.add_row(label, str(value))
     out.print(table)
     out.print(f"predictions: {output / 'predictions.jsonl'}\nrecords:     {output / 'records.jsonl'}")
@@ -295,23 +467,55 @@ def _table(title: str, rows: dict[str, Any], k: int) -> Table:
     for col in ("group", "N", "agent", "step", f"±{k}", "MAE", "signed", "early %", "mode F1", "family F1", "joint"):
         table.add_column(col, justify="right" if col != "group" else "left")
     for name, m in rows.items():
-        table.add_row(name, str(m.get("n", "")), _fmt(m["agent"]), _fmt(m["step_exact"]), _fmt(m["step_within_k"]),
-                      _fmt(m["mae"]), _fmt(m["signed_error"]), _fmt(m["early_share"]), _fmt(m["mode_macro_f1"]),
-                      _fmt(m["family_macro_f1"]), _fmt(m["joint"]))
+        table.add_row(
+            name,
+            str(m.get("n", "")),
+            _fmt(m["agent"]),
+            _fmt(m["step_exact"]),
+            _fmt(m["step_within_k"]),
+            _fmt(m["mae"]),
+            _fmt(m["signed_error"]),
+            _fmt(m["early_share"]),
+            _fmt(m["mode_macro_f1"]),
+            _fmt(m["family_macro_f1"]),
+            _fmt(m["joint"]),
+        )
     return table
 
 
 @app.command()
 def score(
-    records_path: Annotated[Optional[Path], typer.Argument(metavar="RECORDS", help="the gold: records JSONL or a run folder")] = None,
-    predictions_path: Annotated[Optional[Path], typer.Argument(metavar="PREDICTIONS", help="predictions JSONL or a run folder")] = None,
+    records_path: Annotated[
+        Optional[Path], typer.Argument(metavar="RECORDS", help="the gold: records JSONL or a run folder")
+    ] = None,
+    predictions_path: Annotated[
+        Optional[Path], typer.Argument(metavar="PREDICTIONS", help="predictions JSONL or a run folder")
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="tolerance of Step ±k")] = 5,
-    compare_with: Annotated[Optional[Path], typer.Option("--compare", help="second predictions file: paired bootstrap of the difference")] = None,
+    compare_with: Annotated[
+        Optional[Path], typer.Option("--compare", help="second predictions file: paired bootstrap of the difference")
+    ] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
-    subset: Annotated[Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: score its members only (refused if the records do not reproduce it)")] = None,
-    outcomes: Annotated[Optional[list[Path]], typer.Option("--outcomes", help="runs (seeds, branches, gold JSONL) with a five-outcome adjudication: BLINDSPOT's rates")] = None,
-    runs_k: Annotated[int, typer.Option("--runs-k", help="with --outcomes: k of Fail@k and consistency@k over repeated runs")] = 1,
+    subset: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--subset",
+            help=(
+                "a subset manifest from `failforge subset`: score its members only (refused if the records do not"
+                " reproduce it)"
+            ),
+        ),
+    ] = None,
+    outcomes: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--outcomes", help="runs (seeds, branches, gold JSONL) with a five-outcome adjudication: BLINDSPOT's rates"
+        ),
+    ] = None,
+    runs_k: Annotated[
+        int, typer.Option("--runs-k", help="with --outcomes: k of Fail@k and consistency@k over repeated runs")
+    ] = 1,
 ) -> None:
     """Score predictions against gold (Agent, Step exact/±k, MAE, mode F1, Joint; component localisation and chains), and/or outcome rates of runs."""
     if records_path is None and not outcomes:
@@ -327,8 +531,15 @@ def score(
     _finish(report, report_json, skipped)
 
 
-def _score_predictions(records_path: Path, predictions_path: Path, k: int, compare_with: Optional[Path], resamples: int,
-                       subset: Optional[Path], skipped: list[str]) -> dict[str, Any]:
+def _score_predictions(
+    records_path: Path,
+    predictions_path: Path,
+    k: int,
+    compare_with: Optional[Path],
+    resamples: int,
+    subset: Optional[Path],
+    skipped: list[str],
+) -> dict[str, Any]:
     from failforge.attribution import compare
     from failforge.attribution import score as score_report
 
@@ -344,19 +555,30 @@ def _score_predictions(records_path: Path, predictions_path: Path, k: int, compa
         if len(report[f"by_{axis}"]) > 1:
             out.print(_table(f"by {axis}", report[f"by_{axis}"], k))
     macro = report["macro_source"]
-    out.print("macro over sources: " + ", ".join(f"{key} {v['value']}" for key, v in macro.items() if v["value"] is not None))
+    out.print(
+        "macro over sources: " + ", ".join(f"{key} {v['value']}" for key, v in macro.items() if v["value"] is not None)
+    )
     sub = report["upstream_substring"]
-    out.print(f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer {sub['step_accuracy_integer']} "
-              f"({sub['step_inflation_pp']:+} pp, {sub['records_counted_only_by_substring']} records), agent {sub['agent_accuracy_substring']}; "
-              f"evaluate.py reads {sub['parsed']} of {sub['n']} predictions")
+    out.print(
+        f"Who&When evaluate.py substring rule: step {sub['step_accuracy_substring']} vs integer"
+        f" {sub['step_accuracy_integer']} ({sub['step_inflation_pp']:+} pp, {sub['records_counted_only_by_substring']}"
+        f" records), agent {sub['agent_accuracy_substring']}; evaluate.py reads {sub['parsed']} of {sub['n']}"
+        " predictions"
+    )
     if "components" in report:
         out.print(_component_table(report["components"]))
-    out.print(f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored wrong) · "
-              f"with problems {counts['with_problems']} · not in the records {counts['extra']}")
+    out.print(
+        f"records {counts['records']} · predictions {counts['predictions']} · missing {counts['missing']} (scored"
+        f" wrong) · with problems {counts['with_problems']} · not in the records {counts['extra']}"
+    )
     if compare_with is not None:
         other = _predictions(compare_with, skipped)
         report["compare"] = compare(records, predictions, other, k=k, resamples=resamples)
-        table = Table(title=f"paired bootstrap: {predictions_path} - {compare_with} (pp, source-stratified, {resamples} resamples)")
+        table = Table(
+            title=(
+                f"paired bootstrap: {predictions_path} - {compare_with} (pp, source-stratified, {resamples} resamples)"
+            )
+        )
         for col in ("metric", "A - B", "95% CI", "p"):
             table.add_column(col)
         for name, r in report["compare"].items():
@@ -367,14 +589,43 @@ def _score_predictions(records_path: Path, predictions_path: Path, k: int, compa
 
 
 def _component_table(report: dict[str, Any]) -> Table:
-    table = Table(title="components: primary localisation and chain recovery (failforge's definitions, docs/COMPONENTS.md)")
-    for col in ("group", "N", "top-1", "top-3", "MRR", "attack F1", "attack exact", "attack order-F1", "exec F1", "exec exact", "exec order-F1"):
+    table = Table(
+        title="components: primary localisation and chain recovery (failforge's definitions, docs/COMPONENTS.md)"
+    )
+    for col in (
+        "group",
+        "N",
+        "top-1",
+        "top-3",
+        "MRR",
+        "attack F1",
+        "attack exact",
+        "attack order-F1",
+        "exec F1",
+        "exec exact",
+        "exec order-F1",
+    ):
         table.add_column(col, justify="left" if col == "group" else "right")
-    rows = {"all": report["overall"], **report["by_source"], **{f"type {n}": m for n, m in report["by_target_type"].items()}}
+    rows = {
+        "all": report["overall"],
+        **report["by_source"],
+        **{f"type {n}": m for n, m in report["by_target_type"].items()},
+    }
     for name, m in rows.items():
         a, e = m["attack_chain"], m["execution_chain"]
-        table.add_row(name, str(m["n"]), str(m["top1"]), str(m["top3"]), str(m["mrr"]), str(a["f1"]), str(a["exact"]), str(a["order_f1"]),
-                      str(e["f1"]), str(e["exact"]), str(e["order_f1"]))
+        table.add_row(
+            name,
+            str(m["n"]),
+            str(m["top1"]),
+            str(m["top3"]),
+            str(m["mrr"]),
+            str(a["f1"]),
+            str(a["exact"]),
+            str(a["order_f1"]),
+            str(e["f1"]),
+            str(e["exact"]),
+            str(e["order_f1"]),
+        )
     return table
 
 
@@ -393,14 +644,40 @@ def _score_outcomes(paths: list[Path], runs_k: int, skipped: list[str]) -> dict[
         runs.extend(good)
     report: dict[str, Any] = outcome_report(runs, runs_k)
     table = Table(title=f"outcome rates (BLINDSPOT's names, failforge's denominators; k={runs_k})")
-    for col in ("group", "runs", "UCR", "CRR", "benign utility", "ORR", "indeterminate", f"Fail@{runs_k}", f"consistent@{runs_k}", "post-refusal failure"):
+    for col in (
+        "group",
+        "runs",
+        "UCR",
+        "CRR",
+        "benign utility",
+        "ORR",
+        "indeterminate",
+        f"Fail@{runs_k}",
+        f"consistent@{runs_k}",
+        "post-refusal failure",
+    ):
         table.add_column(col, justify="left" if col == "group" else "right")
     rows: dict[str, Any] = {"all": report["overall"]}
     for axis in ("model", "harness", "environment", "source"):
         rows.update({f"{axis} {n}": m for n, m in report[f"by_{axis}"].items()})
     for name, m in rows.items():
-        table.add_row(name, str(m["adjudicated"]), *(str(m[key]["value"]) for key in ("unsafe_completion_rate", "correct_refusal_rate", "benign_utility",
-                      "over_refusal_rate", "indeterminate_rate", "fail_at_k", "consistency_at_k", "post_refusal_failure")))
+        table.add_row(
+            name,
+            str(m["adjudicated"]),
+            *(
+                str(m[key]["value"])
+                for key in (
+                    "unsafe_completion_rate",
+                    "correct_refusal_rate",
+                    "benign_utility",
+                    "over_refusal_rate",
+                    "indeterminate_rate",
+                    "fail_at_k",
+                    "consistency_at_k",
+                    "post_refusal_failure",
+                )
+            ),
+        )
     out.print(table)
     return report
 
@@ -411,7 +688,9 @@ def _finish(report: Any, report_json: Optional[Path], skipped: list[str]) -> Non
         report_json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         out.print(f"report: {report_json}")
     if skipped:
-        console.print(f"[yellow]{len(skipped)} line(s) skipped[/] (each named above): the scores are over what could be read")
+        console.print(
+            f"[yellow]{len(skipped)} line(s) skipped[/] (each named above): the scores are over what could be read"
+        )
         raise typer.Exit(1)
 
 
@@ -427,7 +706,9 @@ def _export_inputs(path: Path) -> tuple[list[Any], list[Any]]:
     first = next((item[1] for item in read_jsonl(path) if isinstance(item, tuple)), None)
     records: list[Any] = []
     problems: list[Any] = []
-    reader = iter_records if first is not None and {"gold", "steps", "origin"} <= set(first) else importers.get("failforge")
+    reader = (
+        iter_records if first is not None and {"gold", "steps", "origin"} <= set(first) else importers.get("failforge")
+    )
     for item in reader(path):
         (problems if isinstance(item, RecordProblem) else records).append(item)
     return records, problems
@@ -454,9 +735,21 @@ def _trajectory_inputs(path: Path) -> tuple[list[Any], list[Any]]:
 @app.command()
 def export(
     gold: Annotated[Path, typer.Argument(help="failforge gold.jsonl, or labelled-failure records")],
-    format: Annotated[str, typer.Option("--format", "-f", help="whowhen-pro (alias whowhen-pro-release), whowhen, tracertraj, trajectory-attribution or otel")] = "whowhen-pro",
-    output: Annotated[Path, typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen, otel) or .parquet/.jsonl file (tracertraj)")] = Path("export"),
-    codes: Annotated[str, typer.Option(help="mode codes written: release (the released taxonomy.yaml) or failforge (18 codes)")] = "release",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="whowhen-pro (alias whowhen-pro-release), whowhen, tracertraj, trajectory-attribution or otel",
+        ),
+    ] = "whowhen-pro",
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="folder (whowhen-pro, whowhen, otel) or .parquet/.jsonl file (tracertraj)"),
+    ] = Path("export"),
+    codes: Annotated[
+        str, typer.Option(help="mode codes written: release (the released taxonomy.yaml) or failforge (18 codes)")
+    ] = "release",
 ) -> None:
     """Write gold records in a public failure-attribution format that its own reader loads unchanged."""
     from failforge.plugins import exporters
@@ -469,12 +762,19 @@ def export(
     summary = exporter(items, output, codes)
     for note in summary.notes:
         console.print(f"[yellow]note[/] {note}")
-    out.print(f"wrote {summary.written} {format} records: " + ", ".join(summary.files[:3]) + (" ..." if len(summary.files) > 3 else ""))
+    out.print(
+        f"wrote {summary.written} {format} records: "
+        + ", ".join(summary.files[:3])
+        + (" ..." if len(summary.files) > 3 else "")
+    )
     skipped = [*unread, *summary.skipped]
     if skipped:  # an export that leaves a record out is not the dataset asked for: exit 1, with why
         reasons = Counter(p.field for p in skipped)
-        console.print(f"[red]skipped {len(skipped)} of {len(items) + len(unread)} records[/] (by field: "
-                      + ", ".join(f"'{field}' {n}" for field, n in reasons.most_common()) + "); each is named below")
+        console.print(
+            f"[red]skipped {len(skipped)} of {len(items) + len(unread)} records[/] (by field: "
+            + ", ".join(f"'{field}' {n}" for field, n in reasons.most_common())
+            + "); each is named below"
+        )
         for problem in skipped:
             console.print(f"[yellow]skipped[/] {problem}")
         raise typer.Exit(1)
@@ -483,7 +783,9 @@ def export(
 @app.command("attach-audit")
 def attach_audit(
     run: Annotated[Path, typer.Argument(help="a finished `failforge attribute --method auditor` run folder")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="the run's records, each with its recorded audit (JSONL)")] = Path("audited.jsonl"),
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="the run's records, each with its recorded audit (JSONL)")
+    ] = Path("audited.jsonl"),
 ) -> None:
     """Write the run's labelled-failure records with the trajectory auditor's recorded output in their `audit` field."""
     from failforge.attribution import attach_audits, write_records
@@ -493,22 +795,32 @@ def attach_audit(
     predictions = _predictions(run, skipped)
     methods = sorted({p.method for p in predictions})
     if not methods or any(not m.startswith("auditor/") for m in methods):
-        raise ConfigError(f"{run}: predictions of {', '.join(methods) or 'no method'}; attach-audit needs a run of --method auditor")
+        raise ConfigError(
+            f"{run}: predictions of {', '.join(methods) or 'no method'}; attach-audit needs a run of --method auditor"
+        )
     manifest = read_json(run / "manifest.json") if (run / "manifest.json").exists() else {}
     audited, missing = attach_audits(records, predictions, (manifest.get("config") or {}).get("judge_model"))
     write_records(output, audited)
     out.print(f"wrote {len(audited)} records, {len(audited) - len(missing)} with an audit: {output}")
     for record_id in missing:
-        console.print(f"[yellow]no audit[/] {record_id}: its session failed or is not in predictions.jsonl (written without one)")
+        console.print(
+            f"[yellow]no audit[/] {record_id}: its session failed or is not in predictions.jsonl (written without one)"
+        )
     if missing or skipped:
         raise typer.Exit(1)
 
 
 @app.command("subset")
 def subset_(
-    records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL or a run folder)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="folder for manifest.json, records.jsonl and ids.txt")] = Path("subset"),
-    per_source: Annotated[int, typer.Option("--per-source", help="records drawn per source (all of a source that has fewer)")] = 40,
+    records_path: Annotated[
+        Path, typer.Argument(metavar="RECORDS", help="labelled-failure records (JSONL or a run folder)")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="folder for manifest.json, records.jsonl and ids.txt")
+    ] = Path("subset"),
+    per_source: Annotated[
+        int, typer.Option("--per-source", help="records drawn per source (all of a source that has fewer)")
+    ] = 40,
     seed: Annotated[int, typer.Option(help="seed of the draw (kept in the manifest; a subset is never rerolled)")] = 0,
 ) -> None:
     """Draw a fixed, source-stratified subset from the record ids alone (never labels or predictions), with a hashed manifest."""
@@ -517,10 +829,15 @@ def subset_(
     skipped: list[str] = []
     records = _records(records_path, skipped)
     if skipped:
-        raise ConfigError(f"{records_path}: {len(skipped)} record(s) could not be read; a subset's dataset hash must cover the whole file, fix or remove them first")
+        raise ConfigError(
+            f"{records_path}: {len(skipped)} record(s) could not be read; a subset's dataset hash must cover the whole"
+            " file, fix or remove them first"
+        )
     manifest = make_manifest(records, per_source, seed)
     if (output / "manifest.json").exists():
-        raise ConfigError(f"{output / 'manifest.json'} exists; a fixed subset is not redrawn over itself (give another --output)")
+        raise ConfigError(
+            f"{output / 'manifest.json'} exists; a fixed subset is not redrawn over itself (give another --output)"
+        )
     output.mkdir(parents=True, exist_ok=True)
     by_id = {r.id: r for r in records}
     write_records(output / "records.jsonl", [by_id[m.id] for m in manifest.members])
@@ -532,16 +849,24 @@ def subset_(
     for name, stratum in manifest.strata.items():
         table.add_row(name, str(stratum.population), str(stratum.drawn))
     out.print(table)
-    out.print(f"manifest: {output / 'manifest.json'} (dataset sha256 {manifest.dataset_sha256[:12]})\nrecords:  {output / 'records.jsonl'}")
+    out.print(
+        f"manifest: {output / 'manifest.json'} (dataset sha256 {manifest.dataset_sha256[:12]})\nrecords: "
+        f" {output / 'records.jsonl'}"
+    )
 
 
 @app.command("subset-fidelity")
 def fidelity_(
     records_path: Annotated[Path, typer.Argument(metavar="RECORDS", help="the full set of labelled failures")],
-    predictions_paths: Annotated[list[Path], typer.Argument(metavar="PREDICTIONS...", help="full-set predictions, one file or run folder per method")],
+    predictions_paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PREDICTIONS...", help="full-set predictions, one file or run folder per method"),
+    ],
     subset: Annotated[Path, typer.Option("--subset", help="the subset manifest (from `failforge subset`)")],
     k: Annotated[int, typer.Option("--k", help="tolerance of Step ±k")] = 5,
-    aggregate: Annotated[str, typer.Option(help="macro (each source weighs the same, LongRCA's Macro-5) or micro")] = "macro",
+    aggregate: Annotated[
+        str, typer.Option(help="macro (each source weighs the same, LongRCA's Macro-5) or micro")
+    ] = "macro",
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
 ) -> None:
     """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking holds."""
@@ -561,13 +886,20 @@ def fidelity_(
             name = f"{name} ({path})"
         by_method[name] = preds
     report = fidelity(records, manifest, by_method, k=k, aggregate=aggregate)
-    table = Table(title=f"fidelity: subset {report['subset_size']} of {report['full_size']} ({aggregate} over sources, points)")
+    table = Table(
+        title=f"fidelity: subset {report['subset_size']} of {report['full_size']} ({aggregate} over sources, points)"
+    )
     table.add_column("method")
     for m in FIDELITY_METRICS:
         table.add_column(f"{m} full / subset / |dev|", justify="right")
     for row in report["methods"]:  # type: ignore[attr-defined]
-        table.add_row(row["method"], *(f"{row['full'][m]} / {row['subset'][m]} / {row['deviation_pp'][m]}" for m in FIDELITY_METRICS))
+        table.add_row(
+            row["method"],
+            *(f"{row['full'][m]} / {row['subset'][m]} / {row['deviation_pp'][m]}" for m in FIDELITY_METRICS),
+        )
     out.print(table)
-    out.print(f"deviation: mean {report['mean_deviation_pp']} pp, max {report['max_deviation_pp']} pp over methods x metrics; "
-              f"Kendall tau of the Step-exact ranking {report['kendall_tau_step_exact']}")
+    out.print(
+        f"deviation: mean {report['mean_deviation_pp']} pp, max {report['max_deviation_pp']} pp over methods x metrics;"
+        f" Kendall tau of the Step-exact ranking {report['kendall_tau_step_exact']}"
+    )
     _finish(report, report_json, skipped)

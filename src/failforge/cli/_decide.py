@@ -24,11 +24,22 @@ from failforge.errors import InfrastructureError, PromptDrift, SeedFormatError
 
 @app.command("decide")
 def decide(
-    records: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="trajectories (seeds, gold, branches) as JSONL")],
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge endpoint (without it: recorded judgements replay, nothing new is judged)")] = None,
+    records: Annotated[
+        Path, typer.Argument(metavar="FILE.jsonl", help="trajectories (seeds, gold, branches) as JSONL")
+    ],
+    base_url: Annotated[
+        Optional[str],
+        typer.Option(
+            help="OpenAI-compatible judge endpoint (without it: recorded judgements replay, nothing new is judged)"
+        ),
+    ] = None,
     model: Annotated[Optional[str], typer.Option(help="judge model name (with --base-url)")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="environment variable holding the judge's API key")] = "OPENAI_API_KEY",
-    output: Annotated[Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")] = Path("decided.jsonl"),
+    api_key_env: Annotated[
+        Optional[str], typer.Option(help="environment variable holding the judge's API key")
+    ] = "OPENAI_API_KEY",
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")
+    ] = Path("decided.jsonl"),
 ) -> None:
     """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements attached."""
     from failforge.judgement import Counting, decide_and_adjudicate
@@ -36,7 +47,16 @@ def decide(
     from failforge.trajectory import Trajectory, iter_jsonl, write_jsonl
 
     endpoint = _endpoint(base_url, model, api_key_env)
-    upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, timeout=endpoint.timeout, max_attempts=endpoint.max_attempts) if endpoint else None
+    upstream = (
+        HttpUpstream(
+            endpoint.base_url,
+            api_key_env=endpoint.api_key_env,
+            timeout=endpoint.timeout,
+            max_attempts=endpoint.max_attempts,
+        )
+        if endpoint
+        else None
+    )
     judge = Counting(upstream) if upstream is not None else None
     written: list[Trajectory] = []
     problems = judged = replayed = unreached = calls = 0
@@ -54,7 +74,10 @@ def decide(
                 problems += 1
                 continue
             except InfrastructureError as exc:
-                console.print(f"[yellow]not judged[/] record {item.id}: the judge failed ({exc}); written unchanged, run again on the output to retry")
+                console.print(
+                    f"[yellow]not judged[/] record {item.id}: the judge failed ({exc}); written unchanged, run again on"
+                    " the output to retry"
+                )
                 unreached += 1
                 written.append(item)
                 continue
@@ -70,15 +93,21 @@ def decide(
             upstream.close()
     if written:
         write_jsonl(output, written)
-    out.print(f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed} replayed); "
-              f"{problems} skipped, {unreached} not judged (judge unavailable)")
+    out.print(
+        f"wrote {len(written)} trajectories to {output}: {judged} judged steps ({calls} live judge calls, {replayed}"
+        f" replayed); {problems} skipped, {unreached} not judged (judge unavailable)"
+    )
     if unreached:
-        console.print(f"[red]{unreached} record(s) not judged[/]: the judge endpoint failed; run `failforge decide {output}` again to retry them")
+        console.print(
+            f"[red]{unreached} record(s) not judged[/]: the judge endpoint failed; run `failforge decide {output}`"
+            " again to retry them"
+        )
         raise typer.Exit(1)
     if not written:
         console.print(f"[red]nothing written[/]: no record of {records} could be decided")
         raise typer.Exit(1)
     if problems:  # as `import` does: the rest is written, and the exit status says the input was not whole
-        console.print(f"[red]{problems} line(s) or record(s) of {records} skipped[/] (see above); "
-                      f"the rest is in {output}")
+        console.print(
+            f"[red]{problems} line(s) or record(s) of {records} skipped[/] (see above); the rest is in {output}"
+        )
         raise typer.Exit(1)

@@ -38,7 +38,10 @@ def load_seed_files(paths: list[Path]) -> tuple[list[Trajectory], list[SeedForma
         for err in errors:
             console.print(f"[yellow]skipped malformed seed[/] {escape(str(err))}")
     if not good:
-        raise ConfigError(f"no seeds in {', '.join(map(str, paths))}" + (f" ({len(bad)} malformed line(s), each listed above)" if bad else ""))
+        raise ConfigError(
+            f"no seeds in {', '.join(map(str, paths))}"
+            + (f" ({len(bad)} malformed line(s), each listed above)" if bad else "")
+        )
     return good, bad
 
 
@@ -63,11 +66,20 @@ def replay(
         table.add_column(col)
     for r in rows:
         problem = f"{type(r.drift).__name__} at step {r.drift.step}" if r.drift else (r.infrastructure or "")
-        table.add_row(r.trajectory_id, f"{r.steps_replayed}/{r.steps_expected}", "yes" if r.identical else "NO", problem, str(r.outcome.success if r.outcome else "-"))
+        table.add_row(
+            r.trajectory_id,
+            f"{r.steps_replayed}/{r.steps_expected}",
+            "yes" if r.identical else "NO",
+            problem,
+            str(r.outcome.success if r.outcome else "-"),
+        )
     out.print(table)
     identical = sum(r.identical for r in rows)
     successes = sum(bool(r.outcome and r.outcome.success) for r in rows)
-    out.print(f"{identical}/{len(rows)} seeds replayed identically; evaluator success on replay: {successes}/{len(rows)}; malformed: {len(bad)}")
+    out.print(
+        f"{identical}/{len(rows)} seeds replayed identically; evaluator success on replay: {successes}/{len(rows)};"
+        f" malformed: {len(bad)}"
+    )
     if report:
         report.write_text(json.dumps([r.to_dict() for r in rows], indent=2))
     if identical < len(rows) or bad or not rows:
@@ -87,14 +99,29 @@ def audit(
         bar = progress.add_task("audit", total=len(good), status="")
         report = run_audit(good, on_seed=lambda r: progress.update(bar, advance=1, status=r.trajectory_id))
     table = Table(title="replay fidelity per environment")
-    for col in ("environment", "seeds", "identical", "drift by type", "drift by position", "cache misses", "infra/config errors", "success on replay", "seconds"):
+    for col in (
+        "environment",
+        "seeds",
+        "identical",
+        "drift by type",
+        "drift by position",
+        "cache misses",
+        "infra/config errors",
+        "success on replay",
+        "seconds",
+    ):
         table.add_column(col)
     for env in report.environments:
         table.add_row(
-            env.environment, str(env.seeds), f"{env.identical}/{env.seeds}",
+            env.environment,
+            str(env.seeds),
+            f"{env.identical}/{env.seeds}",
             ", ".join(f"{k} {v}" for k, v in env.drift_by_type.items()) or "none",
             ", ".join(f"{k} {v}" for k, v in env.drift_by_position.items()) or "-",
-            str(env.cache_misses), str(env.infrastructure_errors), f"{env.evaluator_success_on_replay}/{env.seeds}", f"{env.seconds:.1f}",
+            str(env.cache_misses),
+            str(env.infrastructure_errors),
+            f"{env.evaluator_success_on_replay}/{env.seeds}",
+            f"{env.seconds:.1f}",
         )
     out.print(table)
     identical = sum(e.identical for e in report.environments)

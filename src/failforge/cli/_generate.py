@@ -86,16 +86,24 @@ def why_nothing_kept(summary: CampaignSummary) -> str:
         return "no attempt was planned (no seed has a step the planned modes apply to)"
     parts = []
     if summary.rejected:
-        parts.append(f"{summary.rejected} rejected (" + ", ".join(f"{k} {n}" for k, n in summary.rejected_by.most_common(4)) + ")")
+        parts.append(
+            f"{summary.rejected} rejected ("
+            + ", ".join(f"{k} {n}" for k, n in summary.rejected_by.most_common(4))
+            + ")"
+        )
     if summary.failed:
-        parts.append(f"{summary.failed} failed (" + ", ".join(f"{k} {n}" for k, n in summary.failed_by.most_common(4)) + ")")
+        parts.append(
+            f"{summary.failed} failed (" + ", ".join(f"{k} {n}" for k, n in summary.failed_by.most_common(4)) + ")"
+        )
     done = summary.kept + summary.rejected + summary.failed
     if done < summary.planned - summary.skipped:
         parts.append(f"{summary.planned - summary.skipped - done} not run")
     return "; ".join(parts) or "no attempt finished"
 
 
-def _run_generate(config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False) -> CampaignSummary:
+def _run_generate(
+    config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False
+) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
     Ctrl-C or SIGTERM stops it cleanly: attempts in flight go back to the queue (they do not count as
@@ -105,23 +113,33 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
 
     unverifiable = _unverifiable_modes(config)
     if unverifiable:
-        console.print(f"[yellow]note:[/] mode_conformance has no judge and keep_unverified is false, so candidates of the semantic modes "
-                      f"({', '.join(unverifiable)}) can only be rejected as unverified; enable {escape('[filters.conformance]')} judge or restrict plan.modes")
+        console.print(
+            "[yellow]note:[/] mode_conformance has no judge and keep_unverified is false, so candidates of the"
+            f" semantic modes ({', '.join(unverifiable)}) can only be rejected as unverified; enable"
+            f" {escape('[filters.conformance]')} judge or restrict plan.modes"
+        )
     for path in config.seeds:  # before the model starts: a typo should cost no time
         if not Path(path).is_file():
             raise ConfigError(f"seeds file {path} {'is a directory' if Path(path).is_dir() else 'does not exist'}")
     blocker = file_in_the_way(Path(config.output))
     if blocker is not None:
-        raise ConfigError(f"--output {config.output} cannot be made: {blocker} is a file, not a folder; give a folder for the campaign's results")
+        raise ConfigError(
+            f"--output {config.output} cannot be made: {blocker} is a file, not a folder; give a folder for the"
+            " campaign's results"
+        )
     try:
         with open_models(config.agent, config.guide) as resolved, _progress() as progress:
             bar = progress.add_task(progress_label, total=None, status="starting")
             arms = [0]
-            line = ProgressLine(total=0, every=0 if console.is_terminal else 10.0)  # a log gets plain lines, a terminal the bar
+            line = ProgressLine(
+                total=0, every=0 if console.is_terminal else 10.0
+            )  # a log gets plain lines, a terminal the bar
 
             def on_progress(event: str, spec: object, summary: CampaignSummary) -> None:
                 if event == "plan":
-                    progress.update(bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done")
+                    progress.update(
+                        bar, total=summary.planned, completed=summary.skipped, status=f"{summary.skipped} already done"
+                    )
                     line.total = summary.planned
                     line.update(summary.skipped, 0)
                     if line.every:
@@ -142,17 +160,25 @@ def _run_generate(config: CampaignConfig, progress_label: str = "attempts", forc
 
             summary = run_campaign(config, resolved, on_progress=on_progress, force=force, retry_failed=retry_failed)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted:[/] attempts in flight went back to the queue; rerun the same command to resume ({config.output})")
+        console.print(
+            "[yellow]interrupted:[/] attempts in flight went back to the queue; rerun the same command to resume"
+            f" ({config.output})"
+        )
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)  # worker threads may still be inside an abandoned attempt; nothing of theirs is written
     _print_summary(summary)
     if summary.breaker:
-        console.print(f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error: {escape(summary.breaker)}. "
-                      "Fix the endpoint and rerun the same command: those attempts are retried.")
+        console.print(
+            f"[red]stopped:[/] {summary.failed} attempts in a row failed for infrastructure reasons; last error:"
+            f" {escape(summary.breaker)}. Fix the endpoint and rerun the same command: those attempts are retried."
+        )
         raise typer.Exit(3)
     if summary.attempts and summary.failed == summary.attempts:
-        console.print(f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see {config.output}/failed.jsonl")
+        console.print(
+            f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see"
+            f" {config.output}/failed.jsonl"
+        )
         raise typer.Exit(1)
     return summary
 
@@ -173,11 +199,21 @@ def _print_summary(summary: CampaignSummary) -> None:
         table.add_row(f"  failed: {reason}", str(count))
     if summary.arms:
         a = summary.arms
-        table.add_row("decisiveness: original arms run / reused", f"{a.get('run_now', 0)} / {a.get('reused', 0)} of {a.get('points', 0)} point(s)")
-        table.add_row("  their live model calls (one arm per attempt instead)", f"{a.get('live_calls', 0)} ({a.get('live_calls_one_per_attempt', 0)})")
+        table.add_row(
+            "decisiveness: original arms run / reused",
+            f"{a.get('run_now', 0)} / {a.get('reused', 0)} of {a.get('points', 0)} point(s)",
+        )
+        table.add_row(
+            "  their live model calls (one arm per attempt instead)",
+            f"{a.get('live_calls', 0)} ({a.get('live_calls_one_per_attempt', 0)})",
+        )
         table.add_row("  points where the seed's own step also failed", str(a.get("failed_points", 0)))
     if summary.totals:
-        table.add_row("campaign totals: kept / rejected / failed", f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} / {summary.totals.get('failed', 0)}")
+        table.add_row(
+            "campaign totals: kept / rejected / failed",
+            f"{summary.totals.get('done', 0)} / {summary.totals.get('rejected', 0)} /"
+            f" {summary.totals.get('failed', 0)}",
+        )
     out.print(table)
     _print_kept_by_agent_and_family(summary.output / "gold.jsonl")
     for line in summary.bad_seeds:
@@ -185,11 +221,18 @@ def _print_summary(summary: CampaignSummary) -> None:
     for line in summary.non_decisive[:20]:
         console.print(f"[yellow]not decisive:[/] {escape(line)}")
     if len(summary.non_decisive) > 20:
-        console.print(f"[yellow]not decisive:[/] ... and {len(summary.non_decisive) - 20} more point(s); see manifest.json")
+        console.print(
+            f"[yellow]not decisive:[/] ... and {len(summary.non_decisive) - 20} more point(s); see manifest.json"
+        )
     o = summary.output
-    out.print(f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this run "
-              f"({summary.skipped} of {summary.planned} planned were already done)")
-    out.print(f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest: {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}")
+    out.print(
+        f"{summary.kept} kept, {summary.rejected} rejected, {summary.failed} failed of {summary.attempts} attempts this"
+        f" run ({summary.skipped} of {summary.planned} planned were already done)"
+    )
+    out.print(
+        f"gold:     {o / 'gold.jsonl'}\nrejected: {o / 'rejected.jsonl'}\nfailed:   {o / 'failed.jsonl'}\nmanifest:"
+        f" {o / 'manifest.json'}\nledger:   {o / 'ledger.sqlite'}"
+    )
 
 
 def kept_breakdown(gold_path: Path) -> dict[str, Counter[str]]:
@@ -229,7 +272,9 @@ def generate(
     campaign: Annotated[Optional[Path], typer.Argument(help="campaign TOML file (flags below override it)")] = None,
     seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed JSONL file(s)")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="agent model endpoint (default: embedded local model)")] = None,
+    base_url: Annotated[
+        Optional[str], typer.Option(help="agent model endpoint (default: embedded local model)")
+    ] = None,
     model: Annotated[Optional[str], typer.Option(help="agent model name")] = None,
     api_key_env: Annotated[Optional[str], typer.Option()] = "OPENAI_API_KEY",
     guide_base_url: Annotated[Optional[str], typer.Option(help="guide model endpoint (default: the agent's)")] = None,
@@ -241,15 +286,49 @@ def generate(
     rng_seed: Annotated[Optional[int], typer.Option()] = None,
     max_seeds: Annotated[Optional[int], typer.Option()] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="attempts in flight at once")] = None,
-    executor: Annotated[Optional[str], typer.Option(help="local (thread pool), process (worker processes, for CPU-bound environments) or ray")] = None,
-    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")] = None,
+    executor: Annotated[
+        Optional[str],
+        typer.Option(help="local (thread pool), process (worker processes, for CPU-bound environments) or ray"),
+    ] = None,
+    ray_address: Annotated[
+        Optional[str], typer.Option(help="Ray cluster address (default: a local Ray instance)")
+    ] = None,
     attempt_deadline: Annotated[Optional[float], typer.Option(help="seconds one attempt may take")] = None,
-    guide_kind: Annotated[Optional[str], typer.Option(help="who writes steering notes: auto (rules where a mode has them, the guide model otherwise; the default), rules, or model")] = None,
-    decisiveness: Annotated[Optional[bool], typer.Option(help="the decisiveness check (on by default: the seed's own step continued live must still succeed); --no-decisiveness marks every record 'not checked'")] = None,
-    agent_cmd: Annotated[Optional[str], typer.Option(help="seeds of --harness external: run this agent command instead of the recorded one (shell-quoted)")] = None,
+    guide_kind: Annotated[
+        Optional[str],
+        typer.Option(
+            help=(
+                "who writes steering notes: auto (rules where a mode has them, the guide model otherwise; the default),"
+                " rules, or model"
+            )
+        ),
+    ] = None,
+    decisiveness: Annotated[
+        Optional[bool],
+        typer.Option(
+            help=(
+                "the decisiveness check (on by default: the seed's own step continued live must still succeed);"
+                " --no-decisiveness marks every record 'not checked'"
+            )
+        ),
+    ] = None,
+    agent_cmd: Annotated[
+        Optional[str],
+        typer.Option(
+            help="seeds of --harness external: run this agent command instead of the recorded one (shell-quoted)"
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option(help="continue in an output folder that holds a different campaign")] = False,
-    retry_failed: Annotated[bool, typer.Option(help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures")] = False,
-    dry_run: Annotated[bool, typer.Option(help="print the planned attempts and why seeds and steps were not planned; run and write nothing")] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            help="retry every failed attempt (drift, errors, given-up interruptions), not only infrastructure failures"
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(help="print the planned attempts and why seeds and steps were not planned; run and write nothing"),
+    ] = False,
 ) -> None:
     """Branch seeds into gold failures: plan, inject, continue, evaluate, filter. Resumes if OUTPUT exists.
 
@@ -275,10 +354,23 @@ def generate(
         data["guide"] = guide.model_dump()
     plan = data.setdefault("plan", {})
     value: object
-    for key, value in (("modes", mode), ("steps_per_seed", steps_per_seed), ("modes_per_step", modes_per_step), ("samples", samples), ("rng_seed", rng_seed), ("max_seeds", max_seeds)):
+    for key, value in (
+        ("modes", mode),
+        ("steps_per_seed", steps_per_seed),
+        ("modes_per_step", modes_per_step),
+        ("samples", samples),
+        ("rng_seed", rng_seed),
+        ("max_seeds", max_seeds),
+    ):
         if value is not None:
             plan[key] = value
-    for key, value in (("concurrency", concurrency), ("executor", executor), ("ray_address", ray_address), ("attempt_deadline", attempt_deadline), ("agent_cmd", agent_cmd)):
+    for key, value in (
+        ("concurrency", concurrency),
+        ("executor", executor),
+        ("ray_address", ray_address),
+        ("attempt_deadline", attempt_deadline),
+        ("agent_cmd", agent_cmd),
+    ):
         if value is not None:
             data[key] = value
     if decisiveness is not None:
@@ -310,17 +402,34 @@ def _dry_run(config: CampaignConfig) -> None:
     kinds = Counter(spec.mode for _, spec in plan)
     for _, spec in plan:
         out.print(f"planned: {escape(spec.attempt_id)}")
-    out.print(f"{len(plan)} attempt(s) over {len(seeds)} seed(s): " + ", ".join(f"{mode} {n}" for mode, n in sorted(kinds.items())))
+    out.print(
+        f"{len(plan)} attempt(s) over {len(seeds)} seed(s): "
+        + ", ".join(f"{mode} {n}" for mode, n in sorted(kinds.items()))
+    )
 
 
 @app.command()
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
-    seeds: Annotated[Optional[Path], typer.Option(help="seed JSONL (default: bundled AgentDojo oracle seeds, single- and multi-agent)")] = None,
-    environment_name: Annotated[
-        Optional[str], typer.Option("--environment", "-e", help="another environment's demo instead: its oracle seeds of a few quick tasks (see `failforge plugins`)")
+    seeds: Annotated[
+        Optional[Path],
+        typer.Option(help="seed JSONL (default: bundled AgentDojo oracle seeds, single- and multi-agent)"),
     ] = None,
-    browser: Annotated[bool, typer.Option("--browser", help="the browser part: MiniWoB++ demonstrations in headless Chromium (same as --environment miniwob)")] = False,
+    environment_name: Annotated[
+        Optional[str],
+        typer.Option(
+            "--environment",
+            "-e",
+            help="another environment's demo instead: its oracle seeds of a few quick tasks (see `failforge plugins`)",
+        ),
+    ] = None,
+    browser: Annotated[
+        bool,
+        typer.Option(
+            "--browser",
+            help="the browser part: MiniWoB++ demonstrations in headless Chromium (same as --environment miniwob)",
+        ),
+    ] = False,
     fresh: Annotated[bool, typer.Option(help="delete OUTPUT first instead of resuming")] = True,
 ) -> None:
     """The main job on embedded defaults: bundled AgentDojo oracle seeds (single-agent, orchestrator-workers
@@ -335,7 +444,9 @@ def demo(
     from failforge.campaign import CampaignConfig
 
     if browser and environment_name not in (None, "miniwob"):
-        raise ConfigError(f"--browser is --environment miniwob; it cannot be combined with --environment {environment_name}")
+        raise ConfigError(
+            f"--browser is --environment miniwob; it cannot be combined with --environment {environment_name}"
+        )
     env_name = "miniwob" if browser else environment_name
     if fresh and output.exists():
         shutil.rmtree(output)
@@ -358,12 +469,19 @@ def demo(
     from failforge.campaign import PlanConfig
     from failforge.judgement import STRUCTURAL_MODES
 
-    config = CampaignConfig(seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES)))
+    config = CampaignConfig(
+        seeds=[str(seed_path)], output=str(output), guide_kind="auto", plan=PlanConfig(modes=list(STRUCTURAL_MODES))
+    )
     if env_name:  # another environment's demo: sized to end within about five minutes on two busy cores
-        config.plan = PlanConfig(modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2)
+        config.plan = PlanConfig(
+            modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2
+        )
         config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
-        console.print(f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or fails to follow notes "
-                      "often; rerun with --no-fresh to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]")
+        console.print(
+            f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or"
+            " fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via"
+            " `failforge generate` (docs/OWN_MODEL.md)[/]"
+        )

@@ -38,17 +38,26 @@ def plugins() -> None:
         for info in registry:
             table.add_row(registry.kind, info.name, ", ".join(info.aliases), info.module, info.description)
         for broken in registry.broken:
-            table.add_row(registry.kind, f"[red]{broken.source}[/]", "", "entry point", f"[red]failed to load: {broken.error}[/]")
+            table.add_row(
+                registry.kind, f"[red]{broken.source}[/]", "", "entry point", f"[red]failed to load: {broken.error}[/]"
+            )
     out.print(table)
 
 
 @app.command()
 def doctor(
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="preflight this OpenAI-compatible endpoint instead (with --model)")] = None,
+    base_url: Annotated[
+        Optional[str],
+        typer.Option("--base-url", help="preflight this OpenAI-compatible endpoint instead (with --model)"),
+    ] = None,
     model: Annotated[Optional[str], typer.Option("--model", help="the endpoint's model name (with --base-url)")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="variable holding the endpoint's key (never stored or shown)")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[
+        Optional[str], typer.Option("--api-key-env", help="variable holding the endpoint's key (never stored or shown)")
+    ] = "OPENAI_API_KEY",
     timeout: Annotated[float, typer.Option("--timeout", help="seconds one endpoint call may take")] = 180.0,
-    skip_context: Annotated[bool, typer.Option("--skip-context", help="skip the endpoint's context-length check (up to ~15k tokens)")] = False,
+    skip_context: Annotated[
+        bool, typer.Option("--skip-context", help="skip the endpoint's context-length check (up to ~15k tokens)")
+    ] = False,
 ) -> None:
     """Which environments, sandbox backends and the model runtime work on this machine, and why not; with
     --base-url and --model, a preflight of that endpoint (chat, tool calls, streaming, structured output,

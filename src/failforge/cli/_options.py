@@ -36,7 +36,10 @@ def option_parameters(model: type[BaseModel]) -> list[inspect.Parameter]:
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=None,
-                annotation=Annotated[Optional[bool] if annotation is bool else annotation, typer.Option(*decls, help=field.description or "")],
+                annotation=Annotated[
+                    Optional[bool] if annotation is bool else annotation,
+                    typer.Option(*decls, help=field.description or ""),
+                ],
             )
         )
     return params

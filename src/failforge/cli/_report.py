@@ -16,10 +16,21 @@ SHOW_WIDTH = 160
 
 @app.command()
 def report(
-    dataset: Annotated[Path, typer.Argument(help="a campaign's output folder (gold.jsonl, rejected.jsonl, manifest.json, ...)")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default: DATASET/report.html)")] = None,
-    seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed file(s), when the manifest's are not at hand")] = None,
-    audit: Annotated[Optional[Path], typer.Option("--audit", help="a fidelity audit JSON (failforge audit --json); default DATASET/audit.json if present")] = None,
+    dataset: Annotated[
+        Path, typer.Argument(help="a campaign's output folder (gold.jsonl, rejected.jsonl, manifest.json, ...)")
+    ],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default: DATASET/report.html)")
+    ] = None,
+    seeds: Annotated[
+        Optional[list[Path]], typer.Option("--seeds", help="seed file(s), when the manifest's are not at hand")
+    ] = None,
+    audit: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--audit", help="a fidelity audit JSON (failforge audit --json); default DATASET/audit.json if present"
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML file: the dataset's numbers and plots, and a seed-vs-branch record viewer."""
     from failforge.report import load_dataset, summarise, write_report
@@ -28,7 +39,10 @@ def report(
     summary = summarise(ds)
     target = write_report(ds, output or dataset / "report.html", summary)
     totals = summary["totals"]
-    out.print(f"report: {target} ({target.stat().st_size / 1024:.0f} KiB; {totals['kept']} kept, {totals['rejected']} rejected, {totals['failed']} failed)")
+    out.print(
+        f"report: {target} ({target.stat().st_size / 1024:.0f} KiB; {totals['kept']} kept, {totals['rejected']}"
+        f" rejected, {totals['failed']} failed)"
+    )
     for problem in ds.problems:
         out.print(f"[yellow]note:[/] {problem}")
 
@@ -37,7 +51,9 @@ def report(
 def show(
     record_id: Annotated[str, typer.Argument(help="a record id (gold-...) or attempt id, or a unique prefix of one")],
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="the campaign's output folder")] = Path("."),
-    seeds: Annotated[Optional[list[Path]], typer.Option("--seeds", help="seed file(s), when the manifest's are not at hand")] = None,
+    seeds: Annotated[
+        Optional[list[Path]], typer.Option("--seeds", help="seed file(s), when the manifest's are not at hand")
+    ] = None,
 ) -> None:
     """Print one record: seed and branch side by side, the decisive step, the note, every verdict, the evaluator."""
     from failforge.report import load_dataset, render_record

@@ -21,13 +21,18 @@ def scripted_model(policy: str, tasks: list[str], seeds: Path | None, seed_id: s
     from failforge.testing.scripted import PolicyModel, TeamModel
 
     if policy == "team":
-        return TeamModel.for_tasks(tasks), f"a lead (manager) and one worker per tool domain on {', '.join(tasks)}, delegating with ask_<worker>"
+        return (
+            TeamModel.for_tasks(tasks),
+            f"a lead (manager) and one worker per tool domain on {', '.join(tasks)}, delegating with ask_<worker>",
+        )
     if policy == "oracle":
         from failforge.testing.oracle_policy import oracle_replay_policy
         from failforge.trajectory import load_jsonl
 
         if seeds is None:
-            raise ConfigError("serve-scripted oracle replays a recorded seed: give --seeds FILE (and --seed-id when it holds several)")
+            raise ConfigError(
+                "serve-scripted oracle replays a recorded seed: give --seeds FILE (and --seed-id when it holds several)"
+            )
         good, bad = load_jsonl(seeds)
         if bad:
             raise ConfigError(str(bad[0]))
@@ -52,12 +57,24 @@ def scripted_model(policy: str, tasks: list[str], seeds: Path | None, seed_id: s
 @app.command("serve-scripted")
 def serve_scripted(
     policy: Annotated[str, typer.Argument(help=f"the scripted model: {', '.join(POLICIES)}")],
-    task: Annotated[Optional[list[str]], typer.Option("--task", help="task(s) it plays (team: AgentDojo suite/user_task_N; conversation: tau2 "
-                                                    "domain/id; bfcl: BFCL ids); repeatable")] = None,
-    seeds: Annotated[Optional[Path], typer.Option("--seeds", help="oracle: the seed file whose recorded replies it replays")] = None,
-    seed_id: Annotated[Optional[str], typer.Option("--seed-id", help="oracle: which seed of --seeds (default: the first)")] = None,
+    task: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--task",
+            help="task(s) it plays (team: AgentDojo suite/user_task_N; conversation: tau2 "
+            "domain/id; bfcl: BFCL ids); repeatable",
+        ),
+    ] = None,
+    seeds: Annotated[
+        Optional[Path], typer.Option("--seeds", help="oracle: the seed file whose recorded replies it replays")
+    ] = None,
+    seed_id: Annotated[
+        Optional[str], typer.Option("--seed-id", help="oracle: which seed of --seeds (default: the first)")
+    ] = None,
     port: Annotated[int, typer.Option("--port", "-p", help="TCP port on 127.0.0.1 (0: any free port)")] = 8766,
-    requests: Annotated[int, typer.Option("--requests", help="stop after this many chat requests (0: run until Ctrl-C)", hidden=True)] = 0,
+    requests: Annotated[
+        int, typer.Option("--requests", help="stop after this many chat requests (0: run until Ctrl-C)", hidden=True)
+    ] = 0,
 ) -> None:
     """Serve a deterministic scripted model (agent, guide, judges) as an OpenAI-compatible server on loopback.
 
@@ -82,7 +99,10 @@ def serve_scripted(
 
     signal.signal(signal.SIGTERM, _interrupt)
     with LoopbackModelServer(agent_policy=counted, port=port) as server:
-        out.print(f"failforge scripted model '{policy}' on {server.base_url} (any model name, no key); it plays {plays}; Ctrl-C stops it")
+        out.print(
+            f"failforge scripted model '{policy}' on {server.base_url} (any model name, no key); it plays {plays};"
+            " Ctrl-C stops it"
+        )
         try:
             while not served.wait(0.5):
                 pass

@@ -23,7 +23,9 @@ from failforge.errors import ConfigError, FailforgeError
 from failforge.jsonl import read_json
 from failforge.plugins import PluginInfo, environments, harnesses
 
-record_app = typer.Typer(help="Record model-generated seeds in an environment; only evaluator successes are kept.", no_args_is_help=True)
+record_app = typer.Typer(
+    help="Record model-generated seeds in an environment; only evaluator successes are kept.", no_args_is_help=True
+)
 app.add_typer(record_app, name="record")
 
 
@@ -64,18 +66,55 @@ def external_harness(kwargs: dict[str, Any], *, team_oracle: bool = False) -> An
             data = read_json(path)
             roster = [AgentProfile.model_validate(entry) for entry in data]
         except (FailforgeError, ValueError, TypeError) as exc:
-            raise ConfigError(f"--roster {path}: expected a JSON list of agents ({{name, role, tools, reports_to, handoffs}}): {str(exc).splitlines()[0]}") from None
+            raise ConfigError(
+                f"--roster {path}: expected a JSON list of agents ({{name, role, tools, reports_to, handoffs}}):"
+                f" {str(exc).splitlines()[0]}"
+            ) from None
     if team_oracle and len(roster) > 1:
-        raise ConfigError("the environment's oracle plays one agent; record a team's seeds with `failforge record ... --harness external --base-url <team policy>`")
+        raise ConfigError(
+            "the environment's oracle plays one agent; record a team's seeds with `failforge record ... --harness"
+            " external --base-url <team policy>`"
+        )
     return ExternalAgent.for_command(command, framework=kwargs.get("framework"), roster=roster)
 
 
 def _external_parameters() -> list[inspect.Parameter]:
     kw = inspect.Parameter.KEYWORD_ONLY
     return [
-        inspect.Parameter("agent_cmd", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="--harness external: the agent's command, run once per episode (shell-quoted)")]),
-        inspect.Parameter("framework", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="--harness external: the framework's distribution name, or NAME==VERSION (recorded in the seeds)")]),
-        inspect.Parameter("roster", kw, default=None, annotation=Annotated[Optional[Path], typer.Option(help="--harness external: a JSON file listing the agents (name, role, tools, reports_to, handoffs)")]),
+        inspect.Parameter(
+            "agent_cmd",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[str],
+                typer.Option(help="--harness external: the agent's command, run once per episode (shell-quoted)"),
+            ],
+        ),
+        inspect.Parameter(
+            "framework",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[str],
+                typer.Option(
+                    help=(
+                        "--harness external: the framework's distribution name, or NAME==VERSION (recorded in the"
+                        " seeds)"
+                    )
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "roster",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[Path],
+                typer.Option(
+                    help="--harness external: a JSON file listing the agents (name, role, tools, reports_to, handoffs)"
+                ),
+            ],
+        ),
     ]
 
 
@@ -94,22 +133,70 @@ def _seeds_command(info: PluginInfo[Any]) -> Any:
             if env not in harnesses.info(harness).meta.get("environments", (env,)):
                 raise ConfigError(f"--harness {harness!r} does not run in {env}")
         tasks = select_tasks(info.obj().tasks(options), kwargs.get("task"))
-        if harness is not None and harnesses.get(harness).splits_tools and tasks and info.obj().tool_domains(env_spec(env, tasks[0], options)) is None:
-            raise ConfigError(f"--harness {harness!r} splits the tools among its agents, but {env} does not say how to split them (no tool_domains)")
+        if (
+            harness is not None
+            and harnesses.get(harness).splits_tools
+            and tasks
+            and info.obj().tool_domains(env_spec(env, tasks[0], options)) is None
+        ):
+            raise ConfigError(
+                f"--harness {harness!r} splits the tools among its agents, but {env} does not say how to split them (no"
+                " tool_domains)"
+            )
         suffix = f"_{harness}" if harness else ""
         output: Path = kwargs.get("output") or Path(f"{env}{suffix}_oracle_seeds.jsonl")
         label = f"{env} oracle seeds" + (f" ({harness})" if harness else "")
-        _write_seeds(output, label, tasks, lambda task: oracle_seed(env, task, options, model=kwargs["model"], harness=external or harness))
+        _write_seeds(
+            output,
+            label,
+            tasks,
+            lambda task: oracle_seed(env, task, options, model=kwargs["model"], harness=external or harness),
+        )
 
     params = [
-        inspect.Parameter("harness", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option(help="record through this harness (e.g. orchestrator-workers, plan-execute-verify; default: the environment's)")]),
-        inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")]),
-        inspect.Parameter("task", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[list[str]], typer.Option(help="task id(s), several after one flag or one per flag (default: every task)")]),
-        inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default="smollm2-135m-instruct", annotation=Annotated[str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")]),
+        inspect.Parameter(
+            "harness",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                Optional[str],
+                typer.Option(
+                    help=(
+                        "record through this harness (e.g. orchestrator-workers, plan-execute-verify; default: the"
+                        " environment's)"
+                    )
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "output",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL file to write")],
+        ),
+        inspect.Parameter(
+            "task",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                Optional[list[str]],
+                typer.Option(help="task id(s), several after one flag or one per flag (default: every task)"),
+            ],
+        ),
+        inspect.Parameter(
+            "model",
+            inspect.Parameter.KEYWORD_ONLY,
+            default="smollm2-135m-instruct",
+            annotation=Annotated[
+                str, typer.Option(help="model name the seeds are recorded for (the agent that will branch them)")
+            ],
+        ),
         *_external_parameters(),
         *option_parameters(options_model),
     ]
-    command.__doc__ = f"Oracle seeds of {env}: {info.description}. The environment's oracle plays the model (no model needed)."
+    command.__doc__ = (
+        f"Oracle seeds of {env}: {info.description}. The environment's oracle plays the model (no model needed)."
+    )
     return with_signature(command, params)
 
 
@@ -191,14 +278,62 @@ def _record_command(info: PluginInfo[Any]) -> Any:
 
     kw = inspect.Parameter.KEYWORD_ONLY
     params = [
-        inspect.Parameter("task", kw, default=None, annotation=Annotated[Optional[list[str]], typer.Option(
-            help="task id(s) to record, several after one flag or one per flag (default: every task the options select, e.g. a --suite)")]),
-        inspect.Parameter("output", kw, default=Path("recorded_seeds.jsonl"), annotation=Annotated[Path, typer.Option("--output", "-o")]),
-        inspect.Parameter("base_url", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")]),
-        inspect.Parameter("model", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help="model name at --base-url")]),
-        inspect.Parameter("api_key_env", kw, default="OPENAI_API_KEY", annotation=Annotated[Optional[str], typer.Option(help="environment variable holding the API key")]),
-        inspect.Parameter("harness", kw, default=None, annotation=Annotated[Optional[str], typer.Option(help=f"harness: {', '.join(usable + aliases)} (default: the environment's)")]),
-        inspect.Parameter("keep_failures", kw, default=False, annotation=Annotated[bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")]),
+        inspect.Parameter(
+            "task",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    help=(
+                        "task id(s) to record, several after one flag or one per flag (default: every task the options"
+                        " select, e.g. a --suite)"
+                    )
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "output",
+            kw,
+            default=Path("recorded_seeds.jsonl"),
+            annotation=Annotated[Path, typer.Option("--output", "-o")],
+        ),
+        inspect.Parameter(
+            "base_url",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[str], typer.Option(help="OpenAI-compatible endpoint (default: embedded local model)")
+            ],
+        ),
+        inspect.Parameter(
+            "model",
+            kw,
+            default=None,
+            annotation=Annotated[Optional[str], typer.Option(help="model name at --base-url")],
+        ),
+        inspect.Parameter(
+            "api_key_env",
+            kw,
+            default="OPENAI_API_KEY",
+            annotation=Annotated[Optional[str], typer.Option(help="environment variable holding the API key")],
+        ),
+        inspect.Parameter(
+            "harness",
+            kw,
+            default=None,
+            annotation=Annotated[
+                Optional[str], typer.Option(help=f"harness: {', '.join(usable + aliases)} (default: the environment's)")
+            ],
+        ),
+        inspect.Parameter(
+            "keep_failures",
+            kw,
+            default=False,
+            annotation=Annotated[
+                bool, typer.Option(help="also write runs the evaluator judged failed (to OUTPUT.failures.jsonl)")
+            ],
+        ),
         *_external_parameters(),
         *option_parameters(options_model),
     ]

@@ -38,7 +38,11 @@ def open_environment(spec: ComponentSpec) -> Episode:
     try:
         return environment(spec.name).open(spec)
     except ImportError as exc:
-        raise ConfigError(f"environment {spec.name!r} needs an optional dependency that is not installed ({exc}); run scripts/install.sh") from exc
+        raise ConfigError(
+            f"environment {spec.name!r} needs an optional dependency that is not installed ({exc}); run"
+            " scripts/install.sh"
+        ) from exc
+
 
 __all__ = [
     "ToolBoundary",

@@ -144,7 +144,9 @@ class Environment(abc.ABC):
         (TextWorld: another thing of the same kind the game has shown, not a misspelt one)."""
         return None
 
-    def changed_argument(self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str] | None:
+    def changed_argument(
+        self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]
+    ) -> tuple[bool, str] | None:
         """Whether ã_t's changed arguments are this environment's A.2 (exhibited, reason); None: any changed argument is."""
         return None
 
@@ -231,7 +233,9 @@ def observe_tool_call(
     A drift is kept as the run's failure before it is raised: a framework that catches the tool's
     exception and carries on cannot hide it."""
     try:
-        return _observe(log, name=name, arguments=arguments, call_id=call_id, run=run, fingerprint=fingerprint, drift=drift)
+        return _observe(
+            log, name=name, arguments=arguments, call_id=call_id, run=run, fingerprint=fingerprint, drift=drift
+        )
     except FailforgeError as exc:
         log.fail(exc)
         raise
@@ -278,13 +282,21 @@ def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> 
     where: dict[str, Any] = {"trajectory_id": log.error_id, "step": index}
     if expected is None or expected.kind != "tool":
         what = "nothing" if expected is None else f"a {expected.kind} step"
-        raise drift(f"the harness called tool {step.tool_name!r} where the seed has {what}", expected=what, actual=step.tool_name, **where)
+        raise drift(
+            f"the harness called tool {step.tool_name!r} where the seed has {what}",
+            expected=what,
+            actual=step.tool_name,
+            **where,
+        )
     if (expected.tool_name, expected.tool_arguments) != (step.tool_name, step.tool_arguments):
         raise drift(
             "the tool call differs from the recorded one",
             expected={"tool": expected.tool_name, "arguments": expected.tool_arguments},
             actual={"tool": step.tool_name, "arguments": step.tool_arguments},
-            diff=readable_diff({"tool": expected.tool_name, "arguments": expected.tool_arguments}, {"tool": step.tool_name, "arguments": step.tool_arguments}),
+            diff=readable_diff(
+                {"tool": expected.tool_name, "arguments": expected.tool_arguments},
+                {"tool": step.tool_name, "arguments": step.tool_arguments},
+            ),
             **where,
         )
     if (expected.content, expected.error) != (step.content, step.error):
@@ -302,10 +314,14 @@ def assert_tool_step(log: RunLog, step: Step, drift: type[EnvironmentDrift]) -> 
             if (expected.state_parts or {}).get(k) != (step.state_parts or {}).get(k)
         )
         raise drift(
-            f"state fingerprint after tool {step.tool_name!r} differs from the recorded one; changed parts: {', '.join(changed) or 'unknown'}",
+            f"state fingerprint after tool {step.tool_name!r} differs from the recorded one; changed parts:"
+            f" {', '.join(changed) or 'unknown'}",
             expected=expected.state_fingerprint,
             actual=step.state_fingerprint,
-            diff="\n".join(f"  part {k}: recorded {(expected.state_parts or {}).get(k)} replayed {(step.state_parts or {}).get(k)}" for k in changed),
+            diff="\n".join(
+                f"  part {k}: recorded {(expected.state_parts or {}).get(k)} replayed {(step.state_parts or {}).get(k)}"
+                for k in changed
+            ),
             **where,
         )
 
@@ -318,8 +334,15 @@ class ToolBoundary:
     that waits on something outside (an agent process) bounds its wait by it.
     """
 
-    def __init__(self, toolbox: Toolbox, log: RunLog, *, fingerprint: Callable[[], Fingerprint], drift: type[EnvironmentDrift] = EnvironmentDrift,
-                 deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        toolbox: Toolbox,
+        log: RunLog,
+        *,
+        fingerprint: Callable[[], Fingerprint],
+        drift: type[EnvironmentDrift] = EnvironmentDrift,
+        deadline: float | None = None,
+    ) -> None:
         self.inner = toolbox
         self.log = log
         self.fingerprint = fingerprint
@@ -343,8 +366,15 @@ class ToolBoundary:
     def refuse(self, name: str, arguments: dict[str, Any] | None, call_id: str | None, error: str) -> Step:
         """Record a call that was not run (its arguments do not fit the tool's schema): a tool step whose
         observation is ``error`` and whose state is the environment's, unchanged, checked in replay."""
-        return observe_tool_call(self.log, name=name, arguments=arguments, call_id=call_id, run=lambda: ToolResult(content="", error=error),
-                                 fingerprint=self.fingerprint, drift=self.drift)
+        return observe_tool_call(
+            self.log,
+            name=name,
+            arguments=arguments,
+            call_id=call_id,
+            run=lambda: ToolResult(content="", error=error),
+            fingerprint=self.fingerprint,
+            drift=self.drift,
+        )
 
     def last_step(self) -> Step | None:
         return self.log.steps[-1] if self.log.steps else None

@@ -38,7 +38,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from failforge.environments._base import Environment, Fingerprint, ToolResult, fingerprint_of, observe_tool_call, parse_tool_arguments
+from failforge.environments._base import (
+    Environment,
+    Fingerprint,
+    ToolResult,
+    fingerprint_of,
+    observe_tool_call,
+    parse_tool_arguments,
+)
 from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift, SeedFormatError
 from failforge.jsonl import read_jsonl
 from failforge.plugins import environments
@@ -81,7 +88,9 @@ def data_dir() -> Path:
 def _category(category: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[list[str]]]]:
     """(entries by id, ground truth by id) of one category, in BFCL's file order."""
     if category not in CATEGORIES:
-        raise ConfigError(f"unknown BFCL multi-turn category {category!r}; expected one of {', '.join(CATEGORIES)} or all")
+        raise ConfigError(
+            f"unknown BFCL multi-turn category {category!r}; expected one of {', '.join(CATEGORIES)} or all"
+        )
     root = data_dir()
     entries: dict[str, dict[str, Any]] = {}
     for entry in _rows(root / f"BFCL_v4_multi_turn_{category}.json"):
@@ -106,7 +115,10 @@ def category_of(task_id: str) -> str:
     head = task_id.rsplit("_", 1)[0]
     category = head.removeprefix("multi_turn_")
     if not head.startswith("multi_turn_") or category not in CATEGORIES:
-        raise ConfigError(f"BFCL multi-turn task ids look like multi_turn_base_0 (categories {', '.join(CATEGORIES)}), not {task_id!r}")
+        raise ConfigError(
+            f"BFCL multi-turn task ids look like multi_turn_base_0 (categories {', '.join(CATEGORIES)}), not"
+            f" {task_id!r}"
+        )
     return category
 
 
@@ -150,8 +162,14 @@ def _func_docs(class_name: str) -> tuple[dict[str, Any], ...]:
 
 
 def tool_schema(doc: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": doc["name"], "description": doc.get("description", ""),
-                                             "parameters": _openai_schema(doc.get("parameters", {"type": "dict", "properties": {}}))}}
+    return {
+        "type": "function",
+        "function": {
+            "name": doc["name"],
+            "description": doc.get("description", ""),
+            "parameters": _openai_schema(doc.get("parameters", {"type": "dict", "properties": {}})),
+        },
+    }
 
 
 # --- the simulators -------------------------------------------------------------------------------
@@ -176,7 +194,10 @@ def _plain(value: Any, stack: tuple[int, ...] = ()) -> Any:
         return {"__ref__": type(value).__name__, "name": str(getattr(value, "name", ""))}
     if hasattr(value, "__dict__"):
         inner = (*stack, id(value))
-        return {"__type__": type(value).__name__, **{k: _plain(v, inner) for k, v in vars(value).items() if not k.startswith("_")}}
+        return {
+            "__type__": type(value).__name__,
+            **{k: _plain(v, inner) for k, v in vars(value).items() if not k.startswith("_")},
+        }
     return repr(value)
 
 
@@ -206,7 +227,9 @@ class Simulators:
                 raise ConfigError(f"BFCL task {entry['id']} is excluded: {NETWORK_CLASSES[class_name]}")
             instance = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[class_name]), class_name)()
             if class_name not in STATELESS_CLASSES:
-                instance._load_scenario(copy.deepcopy(entry.get("initial_config", {}).get(class_name, {})), long_context=long_context)
+                instance._load_scenario(
+                    copy.deepcopy(entry.get("initial_config", {}).get(class_name, {})), long_context=long_context
+                )
             self.instances[class_name] = instance
             # BFCL's name -> instance map: public methods, a later class winning a shared name.
             for name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
@@ -217,7 +240,10 @@ class Simulators:
         """Run one method with keyword arguments; an exception is the observation BFCL's executor gives."""
         method = self.methods.get(name)
         if method is None:
-            return ToolResult(content=f"Error during execution: name '{name}' is not defined", error=f"no function {name!r} in this task")
+            return ToolResult(
+                content=f"Error during execution: name '{name}' is not defined",
+                error=f"no function {name!r} in this task",
+            )
         try:  # a copy: a simulator keeps argument lists in its state and mutates them later (TwitterAPI.mention)
             return ToolResult(content=bfcl_result(method(**copy.deepcopy(arguments))))
         except Exception as exc:  # the simulator rejecting a call is the agent's observation, not our crash
@@ -225,7 +251,10 @@ class Simulators:
 
     def state(self) -> dict[str, Any]:
         """Public attributes per instance (what BFCL's state checker compares); MathAPI has none."""
-        return {name: _plain({k: v for k, v in vars(inst).items() if not k.startswith("_")}) for name, inst in self.instances.items()}
+        return {
+            name: _plain({k: v for k, v in vars(inst).items() if not k.startswith("_")})
+            for name, inst in self.instances.items()
+        }
 
     def fingerprint(self) -> Fingerprint:
         return fingerprint_of(self.state())
@@ -234,7 +263,11 @@ class Simulators:
         method = self.methods.get(name)
         if method is None:
             return []
-        return [p.name for p in inspect.signature(method).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return [
+            p.name
+            for p in inspect.signature(method).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
 
 
 def parse_call(text: str, simulators: Simulators) -> tuple[str, dict[str, Any]]:
@@ -271,7 +304,11 @@ def call_string(name: str, arguments: dict[str, Any] | None, known: set[str]) ->
 
     Only a known method name and identifier keys with literal values reach the checker's ``eval``; any
     other call becomes a call of :data:`UNKNOWN_FUNCTION`, which the checker records as an error."""
-    if name not in known or arguments is None or not all(k.isidentifier() and not keyword.iskeyword(k) for k in arguments):
+    if (
+        name not in known
+        or arguments is None
+        or not all(k.isidentifier() and not keyword.iskeyword(k) for k in arguments)
+    ):
         return f"{UNKNOWN_FUNCTION}()"
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
 
@@ -304,11 +341,21 @@ class BfclToolbox:
 
         def run() -> ToolResult:
             if parsed is None:
-                return ToolResult(content=f"Error during execution: arguments are not a JSON object: {arguments!r}", error="arguments are not a JSON object")
+                return ToolResult(
+                    content=f"Error during execution: arguments are not a JSON object: {arguments!r}",
+                    error="arguments are not a JSON object",
+                )
             return self.episode.simulators.call(name, parsed)
 
-        step = observe_tool_call(self.log, name=name, arguments=parsed, call_id=call_id, run=run,
-                                 fingerprint=self.episode.fingerprint, drift=EnvStateDrift)
+        step = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=parsed,
+            call_id=call_id,
+            run=run,
+            fingerprint=self.episode.fingerprint,
+            drift=EnvStateDrift,
+        )
         return step.content or ""
 
     def next_turn(self) -> str | None:
@@ -321,8 +368,16 @@ class BfclToolbox:
             return None
         episode.turn += 1
         text = turn_text(episode.entry, episode.turn)
-        self.log.append(Step(index=self.log.next_index, kind="task", agent="user", role="user", content=text,
-                             phase=self.log.phase_for(self.log.next_index)))
+        self.log.append(
+            Step(
+                index=self.log.next_index,
+                kind="task",
+                agent="user",
+                role="user",
+                content=text,
+                phase=self.log.phase_for(self.log.next_index),
+            )
+        )
         return text
 
 
@@ -399,13 +454,23 @@ class BfclEpisode:
         """BFCL's own ``multi_turn_checker``; a run that ended before the last turn is BFCL's force-terminated."""
         turns = self.model_turns(steps)
         if len(turns) != len(self.ground_truth):
-            return Outcome(success=False, score=0.0, evaluator="bfcl.multi_turn_checker",
-                           details={"error_type": "multi_turn:force_terminated", "turns": len(turns), "expected_turns": len(self.ground_truth)})
+            return Outcome(
+                success=False,
+                score=0.0,
+                evaluator="bfcl.multi_turn_checker",
+                details={
+                    "error_type": "multi_turn:force_terminated",
+                    "turns": len(turns),
+                    "expected_turns": len(self.ground_truth),
+                },
+            )
         result = run_checker(self.entry, self.ground_truth, turns)
         valid = bool(result.get("valid"))
         details: dict[str, Any] = {"task_id": self.task_id, "category": self.category}
         if not valid:
-            details.update({"error_type": result.get("error_type"), "error_message": str(result.get("error_message", ""))[:2000]})
+            details.update(
+                {"error_type": result.get("error_type"), "error_message": str(result.get("error_message", ""))[:2000]}
+            )
         return Outcome(success=valid, score=1.0 if valid else 0.0, evaluator="bfcl.multi_turn_checker", details=details)
 
 
@@ -421,7 +486,9 @@ def run_checker(entry: dict[str, Any], ground_truth: list[list[str]], turns: lis
 
     model_name = f"failforge_{uuid.uuid4().hex}"
     try:
-        result: dict[str, Any] = multi_turn_checker(turns, ground_truth, copy.deepcopy(entry), entry["id"].rsplit("_", 1)[0], model_name)
+        result: dict[str, Any] = multi_turn_checker(
+            turns, ground_truth, copy.deepcopy(entry), entry["id"].rsplit("_", 1)[0], model_name
+        )
         return result
     except AssertionError as exc:  # the checker's own consistency asserts: a failed task, said so
         return {"valid": False, "error_type": "multi_turn:checker_assertion", "error_message": str(exc)}
@@ -454,11 +521,17 @@ def oracle_script(entry: dict[str, Any], ground_truth: list[list[str]]) -> Any:
         messages = body.get("messages") or []
         user_at = [i for i, m in enumerate(messages) if m.get("role") == "user"]
         turn = len(user_at) - 1
-        position = sum(1 for m in messages[user_at[-1] + 1:] if m.get("role") == "assistant") if user_at else 0
+        position = sum(1 for m in messages[user_at[-1] + 1 :] if m.get("role") == "assistant") if user_at else 0
         wanted = calls[turn] if 0 <= turn < len(calls) else []
         if position < len(wanted):
             name, args = wanted[position]
-            return None, [{"id": f"call_oracle_{turn}_{position}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
+            return None, [
+                {
+                    "id": f"call_oracle_{turn}_{position}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            ]
         if not wanted:
             return (CANNOT_WITHOUT_FUNCTION if withheld.get(turn) == "function" else ASK_FOR_DETAIL), None
         return "Done.", None
@@ -466,7 +539,11 @@ def oracle_script(entry: dict[str, Any], ground_truth: list[list[str]]) -> Any:
     return script
 
 
-@environments.register("bfcl", requires=("bfcl-eval",), description="BFCL multi-turn function calling (base, miss_func, miss_param, long_context)")
+@environments.register(
+    "bfcl",
+    requires=("bfcl-eval",),
+    description="BFCL multi-turn function calling (base, miss_func, miss_param, long_context)",
+)
 class BfclEnvironment(Environment):
     """BFCL multi-turn as an environment plugin: task ids are BFCL's own (``multi_turn_base_0``)."""
 
@@ -483,11 +560,20 @@ class BfclEnvironment(Environment):
         """Tasks of the chosen categories left out, with the reason (the network-needing ones)."""
         opts = BfclOptions.model_validate(options.model_dump())
         chosen = CATEGORIES if opts.category == "all" else (opts.category,)
-        return {task: reason for cat in chosen for task, entry in _category(cat)[0].items() if (reason := excluded_reason(entry))}
+        return {
+            task: reason
+            for cat in chosen
+            for task, entry in _category(cat)[0].items()
+            if (reason := excluded_reason(entry))
+        }
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         entry_of(task_id)
-        return ComponentSpec(name="bfcl", version=bfcl_version(), config={"task_id": task_id, "category": category_of(task_id), "normaliser": NORMALISER_VERSION})
+        return ComponentSpec(
+            name="bfcl",
+            version=bfcl_version(),
+            config={"task_id": task_id, "category": category_of(task_id), "normaliser": NORMALISER_VERSION},
+        )
 
     def open(self, spec: ComponentSpec) -> BfclEpisode:
         try:
@@ -516,5 +602,17 @@ class BfclEnvironment(Environment):
         except Exception as exc:  # PackageNotFoundError, a broken install: say what to run
             return False, f"bfcl-eval is not usable ({type(exc).__name__}: {exc}): {INSTALL}"
         if version != BFCL_VERSION:
-            return False, f"bfcl-eval {version} is installed, failforge's bfcl environment is built for {BFCL_VERSION}: {INSTALL}"
-        return True, f"bfcl-eval {version}: multi-turn {', '.join(CATEGORIES)} ({sum(len(_category(c)[0]) for c in CATEGORIES)} tasks)"
+            return (
+                False,
+                (
+                    f"bfcl-eval {version} is installed, failforge's bfcl environment is built for {BFCL_VERSION}:"
+                    f" {INSTALL}"
+                ),
+            )
+        return (
+            True,
+            (
+                f"bfcl-eval {version}: multi-turn {', '.join(CATEGORIES)}"
+                f" ({sum(len(_category(c)[0]) for c in CATEGORIES)} tasks)"
+            ),
+        )

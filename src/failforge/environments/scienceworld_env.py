@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.environments._base import Environment, Fingerprint, ToolResult, fingerprint_of, observe_tool_call, parse_tool_arguments
+from failforge.environments._base import (
+    Environment,
+    Fingerprint,
+    ToolResult,
+    fingerprint_of,
+    observe_tool_call,
+    parse_tool_arguments,
+)
 from failforge.errors import ConfigError, EnvironmentDrift, EnvStateDrift, FailforgeError
 from failforge.plugins import environments
 from failforge.runlog import RunLog
@@ -112,7 +119,10 @@ def start_world(jar: str | None = None, jvm_options: tuple[str, ...] = JVM_OPTIO
                 wrapper.launch_gateway = original
     except Exception as exc:  # py4j/JVM start failures come in many types
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(f"ScienceWorld jar {path} did not start ({type(exc).__name__}: {first}); check `java -version` and reinstall: {INSTALL}") from exc
+        raise ConfigError(
+            f"ScienceWorld jar {path} did not start ({type(exc).__name__}: {first}); check `java -version` and"
+            f" reinstall: {INSTALL}"
+        ) from exc
 
 
 def acquire_world() -> Any:
@@ -195,17 +205,25 @@ def gold_trace(world: Any, task: WorldTask) -> tuple[list[str], list[tuple[str, 
     return actions, trace
 
 
-def first_difference(a: tuple[list[str], list[tuple[str, dict[str, Any]]]], b: tuple[list[str], list[tuple[str, dict[str, Any]]]]) -> str | None:
+def first_difference(
+    a: tuple[list[str], list[tuple[str, dict[str, Any]]]], b: tuple[list[str], list[tuple[str, dict[str, Any]]]]
+) -> str | None:
     """Where two gold runs differ (the gold sequence, an observation, or a state part), or None."""
     if a[0] != b[0]:
         at = next((i for i, (x, y) in enumerate(zip(a[0], b[0], strict=False)) if x != y), min(len(a[0]), len(b[0])))
         return f"the gold action sequence differs between two loads (first at action {at})"
     for index, ((obs_a, state_a), (obs_b, state_b)) in enumerate(zip(a[1], b[1], strict=True)):
         if obs_a != obs_b:
-            return f"the observation after gold action {index} ({a[0][index - 1]!r}) differs" if index else "the task description differs"
+            return (
+                f"the observation after gold action {index} ({a[0][index - 1]!r}) differs"
+                if index
+                else "the task description differs"
+            )
         changed = sorted(k for k in state_a if state_a[k] != state_b.get(k))
         if changed:
-            return f"state part(s) {', '.join(changed)} differ after gold action {index}" + (f" ({a[0][index - 1]!r})" if index else "")
+            return f"state part(s) {', '.join(changed)} differ after gold action {index}" + (
+                f" ({a[0][index - 1]!r})" if index else ""
+            )
     return None
 
 
@@ -217,11 +235,15 @@ def tool_schema() -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": TOOL,
-            "description": "Send one command to the ScienceWorld simulator (e.g. 'look around', 'open door to kitchen', "
-            "'pick up thermometer', 'focus on substance in metal pot', 'wait1') and read its reply.",
+            "description": (
+                "Send one command to the ScienceWorld simulator (e.g. 'look around', 'open door to kitchen', "
+                "'pick up thermometer', 'focus on substance in metal pot', 'wait1') and read its reply."
+            ),
             "parameters": {
                 "type": "object",
-                "properties": {"action": {"type": "string", "description": "the command, in ScienceWorld's action language"}},
+                "properties": {
+                    "action": {"type": "string", "description": "the command, in ScienceWorld's action language"}
+                },
                 "required": ["action"],
                 "additionalProperties": False,
             },
@@ -247,10 +269,20 @@ class ScienceWorldToolbox:
             if name != TOOL:
                 return ToolResult(content="", error=f"unknown tool {name!r}; the only tool is {TOOL!r}")
             if args is None or not isinstance(args.get("action"), str) or set(args) != {"action"}:
-                return ToolResult(content="", error=f"arguments must be a JSON object {{\"action\": \"<command>\"}}, got {arguments!r}")
+                return ToolResult(
+                    content="", error=f'arguments must be a JSON object {{"action": "<command>"}}, got {arguments!r}'
+                )
             return ToolResult(content=step(episode.world, args["action"]))
 
-        step_record = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=episode.fingerprint, drift=EnvStateDrift)
+        step_record = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=args,
+            call_id=call_id,
+            run=run,
+            fingerprint=episode.fingerprint,
+            drift=EnvStateDrift,
+        )
         return (step_record.content or "") if step_record.error is None else f"Error: {step_record.error}"
 
 
@@ -279,7 +311,10 @@ class ScienceWorldEpisode:
             self.world = None
 
     def instruction(self) -> str:
-        return f"{self._description}\n\nYou are here:\n{self._first_look}\n\nAct with the `{TOOL}` tool, one command per call."
+        return (
+            f"{self._description}\n\nYou are here:\n{self._first_look}\n\nAct with the `{TOOL}` tool, one command per"
+            " call."
+        )
 
     def task_record(self) -> Task:
         return Task(
@@ -305,7 +340,12 @@ class ScienceWorldEpisode:
             success=success,
             score=max(0.0, state["score"] / 100.0),
             evaluator="scienceworld.score",
-            details={"score": state["score"], "completed": state["completed"], "moves": state["moves"], "task": task_id_of(self.task)},
+            details={
+                "score": state["score"],
+                "completed": state["completed"],
+                "moves": state["moves"],
+                "task": task_id_of(self.task),
+            },
         )
 
 
@@ -319,11 +359,17 @@ class ScienceWorldOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task_names: list[str] = Field(default_factory=list, description="task name(s), e.g. boil, melt (default: all 30)")
-    variations: list[int] = Field(default_factory=lambda: list(DEFAULT_VARIATIONS), description="variation indices of each task")
-    simplifications: str = Field(default="", description="ScienceWorld simplification string (e.g. 'easy' or 'openDoors,teleportAction')")
+    variations: list[int] = Field(
+        default_factory=lambda: list(DEFAULT_VARIATIONS), description="variation indices of each task"
+    )
+    simplifications: str = Field(
+        default="", description="ScienceWorld simplification string (e.g. 'easy' or 'openDoors,teleportAction')"
+    )
 
 
-@environments.register("scienceworld", requires=("scienceworld",), description="ScienceWorld 1.2.3: 30 science tasks in a text world (JVM)")
+@environments.register(
+    "scienceworld", requires=("scienceworld",), description="ScienceWorld 1.2.3: 30 science tasks in a text world (JVM)"
+)
 class ScienceWorldEnvironment(Environment):
     """ScienceWorld as an environment plugin: task ids are ``task-name/variation``."""
 
@@ -344,7 +390,7 @@ class ScienceWorldEnvironment(Environment):
         for name in opts.task_names:
             if name not in known:
                 raise ConfigError(f"unknown ScienceWorld task {name!r}; known: {', '.join(known)}")
-        return [f"{name}/{v}" for name in (opts.task_names or known) for v in opts.variations]
+        return [f"{name}/{v}" for name in opts.task_names or known for v in opts.variations]
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = ScienceWorldOptions.model_validate(options.model_dump())
@@ -356,7 +402,12 @@ class ScienceWorldEnvironment(Environment):
         return ComponentSpec(
             name="scienceworld",
             version=scienceworld_version(),
-            config={"task": name, "variation": int(variation), "simplifications": opts.simplifications, "jvm_options": list(JVM_OPTIONS)},
+            config={
+                "task": name,
+                "variation": int(variation),
+                "simplifications": opts.simplifications,
+                "jvm_options": list(JVM_OPTIONS),
+            },
         )
 
     def world_task(self, spec: ComponentSpec) -> WorldTask:
@@ -368,7 +419,10 @@ class ScienceWorldEnvironment(Environment):
         if task.name not in task_names():
             raise ConfigError(f"unknown ScienceWorld task {task.name!r}; known: {', '.join(task_names())}")
         if list(cfg.get("jvm_options", JVM_OPTIONS)) != list(JVM_OPTIONS):
-            raise ConfigError(f"this ScienceWorld spec was recorded with JVM options {cfg['jvm_options']}, this failforge runs {list(JVM_OPTIONS)}")
+            raise ConfigError(
+                f"this ScienceWorld spec was recorded with JVM options {cfg['jvm_options']}, this failforge runs"
+                f" {list(JVM_OPTIONS)}"
+            )
         return task
 
     def open(self, spec: ComponentSpec) -> ScienceWorldEpisode:
@@ -411,7 +465,10 @@ class ScienceWorldEnvironment(Environment):
         """The gold sequence, after checking the world replays it identically (else WorldNotReplayable)."""
         problem = self.replay_problem(spec)
         if problem is not None:
-            raise WorldNotReplayable(f"ScienceWorld task {task_id_of(self.world_task(spec))} does not replay identically: {problem}; no seeds from it")
+            raise WorldNotReplayable(
+                f"ScienceWorld task {task_id_of(self.world_task(spec))} does not replay identically: {problem}; no"
+                " seeds from it"
+            )
         return self.gold_responder(spec)
 
     def ground_truth(self, spec: ComponentSpec) -> tuple[list[tuple[str, dict[str, Any]]], str]:
@@ -431,7 +488,13 @@ class ScienceWorldEnvironment(Environment):
             version = scienceworld_version()
             world = acquire_world()
         except Exception as exc:
-            return False, f"ScienceWorld does not work here ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): {INSTALL}"
+            return (
+                False,
+                (
+                    f"ScienceWorld does not work here ({type(exc).__name__}:"
+                    f" {str(exc).splitlines()[0] if str(exc) else ''}): {INSTALL}"
+                ),
+            )
         try:
             load(world, WorldTask("boil", 0))
         except Exception as exc:

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from failforge.environments._base import Environment, Fingerprint, ToolResult, fingerprint_of, observe_tool_call, parse_tool_arguments
+from failforge.environments._base import (
+    Environment,
+    Fingerprint,
+    ToolResult,
+    fingerprint_of,
+    observe_tool_call,
+    parse_tool_arguments,
+)
 from failforge.errors import ConfigError, EnvironmentDrift
 from failforge.plugins import environments
 from failforge.runlog import RunLog
@@ -100,7 +107,10 @@ def parse_task_id(task_id: str) -> tuple[str, int]:
     """``recipe/seed`` (e.g. ``cooking-2/7``) as (recipe, seed); ConfigError for anything else."""
     recipe, sep, seed = task_id.partition("/")
     if not sep or recipe not in RECIPES or not seed.isdigit():
-        raise ConfigError(f"TextWorld has no game {task_id!r}; ids are RECIPE/SEED with RECIPE one of {', '.join(RECIPES)} (e.g. cooking-2/7)")
+        raise ConfigError(
+            f"TextWorld has no game {task_id!r}; ids are RECIPE/SEED with RECIPE one of {', '.join(RECIPES)} (e.g."
+            " cooking-2/7)"
+        )
     return recipe, int(seed)
 
 
@@ -139,7 +149,9 @@ def generate_game(cache_dir: Path, recipe: str, seed: int) -> Path:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=GENERATE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ConfigError(f"TextWorld game {path} is missing and tw-make could not make it ({exc}): {INSTALL_COMMAND}") from exc
+            raise ConfigError(
+                f"TextWorld game {path} is missing and tw-make could not make it ({exc}): {INSTALL_COMMAND}"
+            ) from exc
         if done.returncode != 0 or not (tmp / "game.z8").exists():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
             raise ConfigError(f"TextWorld game {path} is missing and tw-make failed ({tail[0]}): {INSTALL_COMMAND}")
@@ -155,8 +167,18 @@ def generate_game(cache_dir: Path, recipe: str, seed: int) -> Path:
 def _request_infos() -> Any:
     import textworld
 
-    return textworld.EnvInfos(facts=True, inventory=True, score=True, moves=True, won=True, lost=True, max_score=True,
-                              objective=True, description=True, extras=["walkthrough"])
+    return textworld.EnvInfos(
+        facts=True,
+        inventory=True,
+        score=True,
+        moves=True,
+        won=True,
+        lost=True,
+        max_score=True,
+        objective=True,
+        description=True,
+        extras=["walkthrough"],
+    )
 
 
 def feedback(text: str) -> str:
@@ -168,13 +190,20 @@ def _location(facts: list[str]) -> str:
     """The player's room, from the ``at(P, room: r)`` fact."""
     for fact in facts:
         if fact.startswith("at(P, "):
-            return fact[len("at(P, "):].rsplit(":", 1)[0]
+            return fact[len("at(P, ") :].rsplit(":", 1)[0]
     return ""
 
 
 #: TextWorld entity types grouped by what a command can do with them: open/close (container, door),
 #: take/drop/eat (object, food, key), put on / insert into (supporter, container).
-KINDS: dict[str, str] = {"c": "openable", "d": "openable", "o": "portable", "f": "portable", "k": "portable", "s": "support"}
+KINDS: dict[str, str] = {
+    "c": "openable",
+    "d": "openable",
+    "o": "portable",
+    "f": "portable",
+    "k": "portable",
+    "s": "support",
+}
 
 
 @functools.lru_cache(maxsize=128)
@@ -196,7 +225,9 @@ def _named(text: str, entities: dict[str, str]) -> list[tuple[int, str]]:
         start = low.find(name.casefold())
         while start >= 0:
             span = set(range(start, start + len(name)))
-            boundary = (start == 0 or not low[start - 1].isalnum()) and (start + len(name) == len(low) or not low[start + len(name)].isalnum())
+            boundary = (start == 0 or not low[start - 1].isalnum()) and (
+                start + len(name) == len(low) or not low[start + len(name)].isalnum()
+            )
             if boundary and not span & taken:
                 found.append((start, name))
                 taken |= span
@@ -215,11 +246,18 @@ def wrong_object(command: str, seen: str, entities: dict[str, str], rng: Any) ->
     (in the intro or an observation so far): 'open antique trunk' -> 'open chest drawer'. None when the
     command names no entity or no other thing of its kind has been shown."""
     for start, name in _named(command, entities):
-        others = sorted(n for n, kind in entities.items() if kind == entities[name] and n != name
-                        and shown(n, seen) and not shown(n, command))
+        others = sorted(
+            n
+            for n, kind in entities.items()
+            if kind == entities[name] and n != name and shown(n, seen) and not shown(n, command)
+        )
         if others:
             other = others[rng.randrange(len(others))]
-            return command[:start] + other + command[start + len(name):], {"object": name, "instead": other, "kind": entities[name]}
+            return command[:start] + other + command[start + len(name) :], {
+                "object": name,
+                "instead": other,
+                "kind": entities[name],
+            }
     return None
 
 
@@ -239,12 +277,21 @@ def swapped_object(original: str, changed: str, seen: str, entities: dict[str, s
     if len(gone) != 1 or len(new) != 1:
         return False, f"{changed!r} does not swap exactly one thing named in {original!r} for another"
     if entities[gone[0]] != entities[new[0]]:
-        return False, f"{new[0]!r} ({entities[new[0]]}) is not the same kind of thing as {gone[0]!r} ({entities[gone[0]]})"
+        return (
+            False,
+            f"{new[0]!r} ({entities[new[0]]}) is not the same kind of thing as {gone[0]!r} ({entities[gone[0]]})",
+        )
     if not shown(new[0], seen):
         return False, f"{new[0]!r} had not been shown to the agent"
     if changed.casefold().replace(new[0].casefold(), gone[0].casefold()) != original.casefold():
         return False, f"{changed!r} changes more than the object of {original!r}"
-    return True, f"{original!r} -> {changed!r}: {new[0]!r}, another {entities[new[0]]} thing the game had shown, instead of {gone[0]!r}"
+    return (
+        True,
+        (
+            f"{original!r} -> {changed!r}: {new[0]!r}, another {entities[new[0]]} thing the game had shown, instead of"
+            f" {gone[0]!r}"
+        ),
+    )
 
 
 class TextWorldToolbox:
@@ -262,15 +309,27 @@ class TextWorldToolbox:
 
         def run() -> ToolResult:
             if name != TOOL_NAME:
-                return ToolResult(content="", error=f"ValueError: unknown tool {name!r}; the only tool is {TOOL_NAME!r}")
+                return ToolResult(
+                    content="", error=f"ValueError: unknown tool {name!r}; the only tool is {TOOL_NAME!r}"
+                )
             if args is None:
-                return ToolResult(content="", error=f"ValueError: tool arguments are not a JSON object: {arguments[:200]!r}")
+                return ToolResult(
+                    content="", error=f"ValueError: tool arguments are not a JSON object: {arguments[:200]!r}"
+                )
             text = args.get("text")
             if not isinstance(text, str):
                 return ToolResult(content="", error="ValueError: argument 'text' must be a string")
             return ToolResult(content=self.episode.play(text))
 
-        step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run, fingerprint=self.episode.fingerprint, drift=TextWorldDrift)
+        step = observe_tool_call(
+            self.log,
+            name=name,
+            arguments=args,
+            call_id=call_id,
+            run=run,
+            fingerprint=self.episode.fingerprint,
+            drift=TextWorldDrift,
+        )
         return (step.content or "") if step.error is None else f"Error: {step.error}"
 
 
@@ -285,8 +344,12 @@ class TextWorldEpisode:
         self.path = generate_game(cache_dir, recipe, seed)
         actual = game_sha256(self.path)
         if expected_sha256 is not None and actual != expected_sha256:
-            raise TextWorldDrift(f"TextWorld game file {self.path} is not the recorded game ({recipe}/{seed})",
-                                 expected=expected_sha256, actual=actual, diff=f"  game sha256: recorded {expected_sha256} found {actual}")
+            raise TextWorldDrift(
+                f"TextWorld game file {self.path} is not the recorded game ({recipe}/{seed})",
+                expected=expected_sha256,
+                actual=actual,
+                diff=f"  game sha256: recorded {expected_sha256} found {actual}",
+            )
         self.sha256 = actual
         self.env = textworld.start(str(self.path), request_infos=_request_infos())
         self.state = self.env.reset()
@@ -323,30 +386,52 @@ class TextWorldEpisode:
         return INSTRUCTION.format(intro=self.intro.strip())
 
     def task_record(self) -> Task:
-        return Task(benchmark="textworld", suite=self.recipe, task_id=self.task_id, instruction=self.instruction(), gold_answer=None,
-                    metadata={"seed": str(self.seed), "walkthrough_length": str(len(self.walkthrough)), "max_score": str(self.max_score),
-                              "entities": self.entities})
+        return Task(
+            benchmark="textworld",
+            suite=self.recipe,
+            task_id=self.task_id,
+            instruction=self.instruction(),
+            gold_answer=None,
+            metadata={
+                "seed": str(self.seed),
+                "walkthrough_length": str(len(self.walkthrough)),
+                "max_score": str(self.max_score),
+                "entities": self.entities,
+            },
+        )
 
     def toolbox(self, log: RunLog) -> TextWorldToolbox:
         return TextWorldToolbox(self, log)
 
     def fingerprint(self) -> Fingerprint:
         facts = sorted(str(f) for f in self.state["facts"])
-        return fingerprint_of({
-            "facts": facts,
-            "location": _location(facts),
-            "inventory": str(self.state["inventory"]),
-            "score": int(self.state["score"]),
-            "moves": int(self.state["moves"]),
-            "ended": {"won": bool(self.state["won"]), "lost": bool(self.state["lost"])},
-        })
+        return fingerprint_of(
+            {
+                "facts": facts,
+                "location": _location(facts),
+                "inventory": str(self.state["inventory"]),
+                "score": int(self.state["score"]),
+                "moves": int(self.state["moves"]),
+                "ended": {"won": bool(self.state["won"]), "lost": bool(self.state["lost"])},
+            }
+        )
 
     def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
         """The game's own verdict: won. The score is the game's score over its maximum."""
         won, score = bool(self.state["won"]), int(self.state["score"])
-        return Outcome(success=won, score=score / self.max_score if self.max_score else float(won), evaluator="textworld.won",
-                       details={"won": won, "lost": bool(self.state["lost"]), "score": score, "max_score": self.max_score,
-                                "moves": int(self.state["moves"]), "game": self.task_id})
+        return Outcome(
+            success=won,
+            score=score / self.max_score if self.max_score else float(won),
+            evaluator="textworld.won",
+            details={
+                "won": won,
+                "lost": bool(self.state["lost"]),
+                "score": score,
+                "max_score": self.max_score,
+                "moves": int(self.state["moves"]),
+                "game": self.task_id,
+            },
+        )
 
 
 class TextWorldOptions(BaseModel):
@@ -356,14 +441,18 @@ class TextWorldOptions(BaseModel):
 
     recipe: list[str] = Field(default_factory=list, description=f"recipe(s): {', '.join(RECIPES)} (default: all)")
     seeds: int = Field(default=DEFAULT_SEEDS, ge=1, description="games per recipe: seeds 1..N")
-    cache_dir: str | None = Field(default=None, description="where generated games are cached (default ~/.cache/failforge/textworld)")
+    cache_dir: str | None = Field(
+        default=None, description="where generated games are cached (default ~/.cache/failforge/textworld)"
+    )
 
 
 def _cache(value: Any) -> Path:
     return Path(value) if value else default_cache_dir()
 
 
-@environments.register("textworld", requires=("textworld",), description="TextWorld games generated by tw-make (tw-simple, tw-cooking)")
+@environments.register(
+    "textworld", requires=("textworld",), description="TextWorld games generated by tw-make (tw-simple, tw-cooking)"
+)
 class TextWorldEnvironment(Environment):
     """TextWorld as an environment plugin: task ids are ``recipe/seed`` (e.g. ``cooking-2/7``)."""
 
@@ -386,30 +475,49 @@ class TextWorldEnvironment(Environment):
         if made is None:
             return f"{command!r} names no thing of which the game has shown another of the same kind"
         changed, details = made
-        return {"tool": call.name, "argument": "text", "original": command, "value": changed,
-                "source": f"another {details['kind']} thing the game showed", **details}
+        return {
+            "tool": call.name,
+            "argument": "text",
+            "original": command,
+            "value": changed,
+            "source": f"another {details['kind']} thing the game showed",
+            **details,
+        }
 
-    def changed_argument(self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]) -> tuple[bool, str] | None:
+    def changed_argument(
+        self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]
+    ) -> tuple[bool, str] | None:
         """A wrong object, not any changed text."""
         entities = trajectory.task.metadata.get("entities")
-        if not isinstance(entities, dict) or not isinstance(old.get("text"), str) or not isinstance(new.get("text"), str):
+        if (
+            not isinstance(entities, dict)
+            or not isinstance(old.get("text"), str)
+            or not isinstance(new.get("text"), str)
+        ):
             return False, "a TextWorld A.2 needs the seed's entity list and a text command on both sides"
-        return swapped_object(old["text"], new["text"], game_text(trajectory.task.instruction, trajectory.steps[:t]), entities)
+        return swapped_object(
+            old["text"], new["text"], game_text(trajectory.task.instruction, trajectory.steps[:t]), entities
+        )
 
     def tasks(self, options: BaseModel) -> list[str]:
         opts = TextWorldOptions.model_validate(options.model_dump())
         unknown = [r for r in opts.recipe if r not in RECIPES]
         if unknown:
             raise ConfigError(f"unknown TextWorld recipe {unknown[0]!r}; expected one of {', '.join(RECIPES)}")
-        return [f"{recipe}/{seed}" for recipe in (opts.recipe or list(RECIPES)) for seed in range(1, opts.seeds + 1)]
+        return [f"{recipe}/{seed}" for recipe in opts.recipe or list(RECIPES) for seed in range(1, opts.seeds + 1)]
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = TextWorldOptions.model_validate(options.model_dump())
         recipe, seed = parse_task_id(task_id)
         cache = _cache(opts.cache_dir)
         path = generate_game(cache, recipe, seed)
-        config: dict[str, Any] = {"recipe": recipe, "seed": seed, "tw_make": list(RECIPES[recipe]), "game_sha256": game_sha256(path),
-                                  "normaliser": NORMALISER_VERSION}
+        config: dict[str, Any] = {
+            "recipe": recipe,
+            "seed": seed,
+            "tw_make": list(RECIPES[recipe]),
+            "game_sha256": game_sha256(path),
+            "normaliser": NORMALISER_VERSION,
+        }
         if opts.cache_dir:
             config["cache_dir"] = opts.cache_dir
         return ComponentSpec(name="textworld", version=textworld_version(), config=config)
@@ -421,7 +529,10 @@ class TextWorldEnvironment(Environment):
         except KeyError as exc:
             raise ConfigError(f"environment spec for textworld lacks {exc.args[0]!r}: {cfg}") from exc
         if list(cfg.get("tw_make", RECIPES[recipe])) != list(RECIPES[recipe]):
-            raise ConfigError(f"textworld recipe {recipe!r} was recorded with tw-make {cfg['tw_make']}, this failforge makes it with {list(RECIPES[recipe])}")
+            raise ConfigError(
+                f"textworld recipe {recipe!r} was recorded with tw-make {cfg['tw_make']}, this failforge makes it with"
+                f" {list(RECIPES[recipe])}"
+            )
         return TextWorldEpisode(recipe, seed, _cache(cfg.get("cache_dir")), cfg.get("game_sha256"))
 
     def walkthrough(self, spec: ComponentSpec) -> list[str]:
@@ -451,7 +562,13 @@ class TextWorldEnvironment(Environment):
             return False, f"TextWorld does not import ({type(exc).__name__}: {exc}): {INSTALL_COMMAND}"
         cache = default_cache_dir()
         have = sum(1 for r in RECIPES for s in range(1, DEFAULT_SEEDS + 1) if game_path(cache, r, s).exists())
-        return True, f"TextWorld {textworld_version()}, {have}/{len(RECIPES) * DEFAULT_SEEDS} default games generated in {cache} ({INSTALL_COMMAND} makes the rest)"
+        return (
+            True,
+            (
+                f"TextWorld {textworld_version()}, {have}/{len(RECIPES) * DEFAULT_SEEDS} default games generated in"
+                f" {cache} ({INSTALL_COMMAND} makes the rest)"
+            ),
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -217,8 +217,10 @@ def _step_span(
                 [
                     {
                         "role": "assistant",
-                        "parts": [{"type": "text", "content": step.content}]
-                        + [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in step.tool_calls],
+                        "parts": (
+                            [{"type": "text", "content": step.content}]
+                            + [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in step.tool_calls]
+                        ),
                     }
                 ],
                 ensure_ascii=False,
@@ -367,8 +369,10 @@ def label_of(run: Run) -> dict[str, Any]:
     "otel",
     aliases=("otlp-json",),
     input="trajectories",
-    description="OpenTelemetry traces: <out>/traces.jsonl (OTLP-JSON, OpenInference + GenAI conventions), "
-    "labels.jsonl sidecar, manifest.json",
+    description=(
+        "OpenTelemetry traces: <out>/traces.jsonl (OTLP-JSON, OpenInference + GenAI conventions), "
+        "labels.jsonl sidecar, manifest.json"
+    ),
 )
 def export_otel(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: str = "release") -> ExportSummary:
     """Gold (and seeds: trajectories without a label) as traces; ``codes`` only names the sidecar's release code."""

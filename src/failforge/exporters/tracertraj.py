@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from failforge.attribution import LabelledFailure
 from failforge.errors import ConfigError
-from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
+from failforge.exporters._common import (
+    TOOL_OUTPUT_NAME,
+    ExportSummary,
+    as_records,
+    check_codes,
+    safe_name,
+    unique_names,
+)
 from failforge.exporters.whowhen import _reason
 from failforge.plugins import exporters
 from failforge.trajectory import Trajectory
@@ -45,15 +52,30 @@ def _write_parquet(rows: list[dict[str, Any]], target: Path) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ConfigError("writing parquet needs pyarrow: pip install 'failforge[attribution]' (or write .jsonl)") from exc
-    history = pa.list_(pa.struct([("content", pa.string()), ("name", pa.string()), ("role", pa.string()), ("step", pa.int64())]))
-    schema = pa.schema([("question_ID", pa.string()), ("question", pa.string()), ("ground_truth", pa.string()), ("history", history),
-                        ("mistake_agent", pa.string()), ("mistake_step", pa.string()), ("mistake_reason", pa.string())])
+        raise ConfigError(
+            "writing parquet needs pyarrow: pip install 'failforge[attribution]' (or write .jsonl)"
+        ) from exc
+    history = pa.list_(
+        pa.struct([("content", pa.string()), ("name", pa.string()), ("role", pa.string()), ("step", pa.int64())])
+    )
+    schema = pa.schema(
+        [
+            ("question_ID", pa.string()),
+            ("question", pa.string()),
+            ("ground_truth", pa.string()),
+            ("history", history),
+            ("mistake_agent", pa.string()),
+            ("mistake_step", pa.string()),
+            ("mistake_reason", pa.string()),
+        ]
+    )
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), target)
 
 
 @exporters.register("tracertraj", description="AgenTracer TracerTraj rows: <out>.parquet (pyarrow) or <out>.jsonl")
-def export_tracertraj(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+def export_tracertraj(
+    items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release"
+) -> ExportSummary:
     check_codes(codes)
     records = as_records(items)
     target = Path(output)

@@ -45,8 +45,13 @@ from failforge.exporters._common import ExportSummary, as_records, check_codes, 
 from failforge.plugins import exporters
 from failforge.trajectory import Trajectory
 
-TARGET_TYPES = {"unsafe_action": "unsafe_action", "unsafe_completion": "unsafe_action", "over_refusal": "safety_refusal",
-                "task_aligned_action": "task_aligned_action", "safety_refusal": "safety_refusal"}
+TARGET_TYPES = {
+    "unsafe_action": "unsafe_action",
+    "unsafe_completion": "unsafe_action",
+    "over_refusal": "safety_refusal",
+    "task_aligned_action": "task_aligned_action",
+    "safety_refusal": "safety_refusal",
+}
 
 
 class _Skip(Exception):
@@ -71,9 +76,14 @@ def _group(members: list[FailureStep], call: Any | None) -> dict[str, Any]:
         parts.append(f"Tool: {call.name}\nArguments:\n{call.arguments}")
     result = next((m for m in members if m.kind == "tool"), None)
     parts.append(f"Result:\n{result.content}" if result is not None else "Result:\n(no result recorded)")
-    return {"role": "tool", "type": "action_result_pair", "content": "\n".join(parts), "members": members,
-            "tool_name": call.name if call is not None else (result.agent if result else None),
-            "arguments": call.arguments if call is not None else None}
+    return {
+        "role": "tool",
+        "type": "action_result_pair",
+        "content": "\n".join(parts),
+        "members": members,
+        "tool_name": call.name if call is not None else (result.agent if result else None),
+        "arguments": call.arguments if call is not None else None,
+    }
 
 
 def merge(record: LabelledFailure) -> list[dict[str, Any]]:
@@ -120,17 +130,35 @@ def map_label(record: LabelledFailure, groups: list[dict[str, Any]]) -> Componen
         mapped = {one(c, field) for c in ids} - {target, primary}
         return sorted(mapped, key=order.index)
 
-    return ComponentLabel(target_type=TARGET_TYPES[label.target_type], target=target, primary=primary,
-                          attack_chain=chain(label.attack_chain, "chains.attack"), execution_chain=chain(label.execution_chain, "chains.execution"),
-                          attributes={"attack_success": label.attributes.get("attack_success"), "risk_category": label.attributes.get("risk_category")})
+    return ComponentLabel(
+        target_type=TARGET_TYPES[label.target_type],
+        target=target,
+        primary=primary,
+        attack_chain=chain(label.attack_chain, "chains.attack"),
+        execution_chain=chain(label.execution_chain, "chains.execution"),
+        attributes={
+            "attack_success": label.attributes.get("attack_success"),
+            "risk_category": label.attributes.get("risk_category"),
+        },
+    )
 
 
 def _passthrough(record: LabelledFailure) -> list[dict[str, Any]]:
-    return [{"id": s.component, "role": s.role or ("assistant" if s.kind == "agent" else s.kind), "type": s.component_type, "content": s.content,
-             "members": [s]} for s in record.steps]
+    return [
+        {
+            "id": s.component,
+            "role": s.role or ("assistant" if s.kind == "agent" else s.kind),
+            "type": s.component_type,
+            "content": s.content,
+            "members": [s],
+        }
+        for s in record.steps
+    ]
 
 
-def as_released(record: LabelledFailure, label: ComponentLabel, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+def as_released(
+    record: LabelledFailure, label: ComponentLabel, case_id: str
+) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
     """A record imported from the release, written back as released: the three files the importer kept in
     ``record.extra["release"]``, with the steps' texts put back into ``trajectory[]`` and the record's label
     (target type, target, primary, chains, attributes) over the annotation's, so a relabelled record writes
@@ -138,19 +166,39 @@ def as_released(record: LabelledFailure, label: ComponentLabel, case_id: str) ->
     the release's only when two records would share a folder (see ``unique_names``)."""
     kept = copy.deepcopy(record.extra["release"])
     trajectory, annotation, metadata = kept.get("trajectory"), kept.get("annotation"), kept.get("metadata")
-    if not (isinstance(trajectory, dict) and isinstance(annotation, dict) and isinstance(metadata, dict) and isinstance(trajectory.get("trajectory"), list)):
-        raise _Skip("extra.release", f"record {record.id}: the release copy is not the three files' objects (re-import the case)")
+    if not (
+        isinstance(trajectory, dict)
+        and isinstance(annotation, dict)
+        and isinstance(metadata, dict)
+        and isinstance(trajectory.get("trajectory"), list)
+    ):
+        raise _Skip(
+            "extra.release",
+            f"record {record.id}: the release copy is not the three files' objects (re-import the case)",
+        )
     entries: list[Any] = trajectory["trajectory"]
     provenance = metadata.get("provenance")
-    if isinstance(provenance, dict) and "failforge_label" in provenance and _released_label(annotation) != _label_tuple(label):
+    if (
+        isinstance(provenance, dict)
+        and "failforge_label" in provenance
+        and _released_label(annotation) != _label_tuple(label)
+    ):
         # The kept label is in failforge's per-step ids, which a re-imported case no longer has: a relabelled
         # record cannot restate it, and a stale one would contradict annotation.json. It is dropped.
         del provenance["failforge_label"]
     if len(entries) != len(record.steps):
-        raise _Skip("steps", f"record {record.id}: {len(record.steps)} steps, but the released trajectory has {len(entries)} entries (re-import the case)")
+        raise _Skip(
+            "steps",
+            f"record {record.id}: {len(record.steps)} steps, but the released trajectory has {len(entries)} entries"
+            " (re-import the case)",
+        )
     for i in kept.get("content_from_steps") or []:
         entries[i]["content"] = record.steps[i].content
-    for obj in (trajectory, annotation, metadata):  # assigning an existing key keeps its place: the file's key order stays the release's
+    for obj in (
+        trajectory,
+        annotation,
+        metadata,
+    ):  # assigning an existing key keeps its place: the file's key order stays the release's
         if "case_id" in obj:
             obj["case_id"] = case_id
         if "target_type" in obj or obj is annotation:
@@ -185,8 +233,13 @@ def _released_label(annotation: dict[str, Any]) -> tuple[Any, ...]:
 
     found = annotation.get("chains")
     chains: dict[str, Any] = found if isinstance(found, dict) else {}
-    return (annotation.get("target_type"), cid(annotation.get("target")), cid(annotation.get("primary_attribution")),
-            list(chains.get("attack") or []), list(chains.get("execution") or []))
+    return (
+        annotation.get("target_type"),
+        cid(annotation.get("target")),
+        cid(annotation.get("primary_attribution")),
+        list(chains.get("attack") or []),
+        list(chains.get("execution") or []),
+    )
 
 
 def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -195,8 +248,11 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
     if label is None:
         raise _Skip("components", f"record {record.id}: its gold label names no target or primary component")
     if label.target_type not in TARGET_TYPES:
-        raise _Skip("components.target_type", f"record {record.id}: behaviour {label.target_type!r} has no target type in the release "
-                    f"(it has {', '.join(sorted(set(TARGET_TYPES.values())))})")
+        raise _Skip(
+            "components.target_type",
+            f"record {record.id}: behaviour {label.target_type!r} has no target type in the release "
+            f"(it has {', '.join(sorted(set(TARGET_TYPES.values())))})",
+        )
     try:
         check_label(record.component_order(), label)
     except ChainError as exc:
@@ -209,7 +265,9 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
     try:
         check_label([g["id"] for g in groups if g["id"] is not None], mapped)
     except ChainError as exc:
-        raise _Skip(exc.field, f"record {record.id}: after merging tool calls with their results: {exc.problem}") from None
+        raise _Skip(
+            exc.field, f"record {record.id}: after merging tool calls with their results: {exc.problem}"
+        ) from None
     source = record.source.split("/")[1] if native else safe_name(record.source.replace("/", "_"))
     entries, meta = [], []
     for order, g in enumerate(groups):
@@ -217,38 +275,100 @@ def to_case(record: LabelledFailure, case_id: str) -> tuple[str, str, dict[str, 
         if g["id"] is not None:
             entry["component_id"] = g["id"]
             steps = [m.index for m in g["members"]]
-            meta.append({"component_id": g["id"], "order": order, "type": g["type"], "role": g["role"], "tool_name": g.get("tool_name"),
-                         "args": g.get("arguments"), "content_full": g["content"], "original_step_ids": steps,
-                         "failforge_components": [m.component for m in g["members"] if m.component is not None]})
+            meta.append(
+                {
+                    "component_id": g["id"],
+                    "order": order,
+                    "type": g["type"],
+                    "role": g["role"],
+                    "tool_name": g.get("tool_name"),
+                    "args": g.get("arguments"),
+                    "content_full": g["content"],
+                    "original_step_ids": steps,
+                    "failforge_components": [m.component for m in g["members"] if m.component is not None],
+                }
+            )
         entries.append(entry)
     trajectory_id = str(record.extra.get("trajectory_id") or record.id) if native else record.id
-    trajectory = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "source_benchmark": source,
-                  "target_type": mapped.target_type, "trajectory": entries, "components_metadata": meta}
+    trajectory = {
+        "schema_version": "1.0",
+        "case_id": case_id,
+        "trajectory_id": trajectory_id,
+        "source_benchmark": source,
+        "target_type": mapped.target_type,
+        "trajectory": entries,
+        "components_metadata": meta,
+    }
     annotation = {
-        "schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "target_type": mapped.target_type,
+        "schema_version": "1.0",
+        "case_id": case_id,
+        "trajectory_id": trajectory_id,
+        "target_type": mapped.target_type,
         "target": {"component_id": mapped.target, "summary": None, "evidence": None},
         "primary_attribution": {"component_id": mapped.primary, "summary": None, "evidence": None},
         "chains": {"attack": mapped.attack_chain, "execution": mapped.execution_chain},
-        "attributes": {"attack_success": mapped.attributes.get("attack_success"), "risk_category": mapped.attributes.get("risk_category")},
-        "quality": {"confidence": {"overall": None, "target": None, "primary": None, "attack_chain": None, "execution_chain": None},
-                    "needs_review": False, "review_reasons": []},
+        "attributes": {
+            "attack_success": mapped.attributes.get("attack_success"),
+            "risk_category": mapped.attributes.get("risk_category"),
+        },
+        "quality": {
+            "confidence": {
+                "overall": None,
+                "target": None,
+                "primary": None,
+                "attack_chain": None,
+                "execution_chain": None,
+            },
+            "needs_review": False,
+            "review_reasons": [],
+        },
     }
-    provenance: dict[str, Any] = dict(record.extra.get("provenance") or {}) if native else {
-        "original_data_id": record.id, "original_trajectory_id": record.extra.get("seed_id"), "original_trajectory_key": record.id,
-        "annotation_method": "failforge_construction", "annotation_model": None, "rule_version": "failforge-components/1",
-        "was_repaired": False, "original_case_id": record.id,
-        "failforge_label": {"behaviour": label.target_type, "target": label.target, "primary": label.primary,
-                            "attack": list(label.attack_chain), "execution": list(label.execution_chain)},
+    provenance: dict[str, Any] = (
+        dict(record.extra.get("provenance") or {})
+        if native
+        else {
+            "original_data_id": record.id,
+            "original_trajectory_id": record.extra.get("seed_id"),
+            "original_trajectory_key": record.id,
+            "annotation_method": "failforge_construction",
+            "annotation_model": None,
+            "rule_version": "failforge-components/1",
+            "was_repaired": False,
+            "original_case_id": record.id,
+            "failforge_label": {
+                "behaviour": label.target_type,
+                "target": label.target,
+                "primary": label.primary,
+                "attack": list(label.attack_chain),
+                "execution": list(label.execution_chain),
+            },
+        }
+    )
+    suite = (
+        record.extra["source_suite"]
+        if native and "source_suite" in record.extra
+        else record.extra.get("source_suite") or record.benchmark
+    )
+    metadata = {
+        "schema_version": "1.0",
+        "case_id": case_id,
+        "trajectory_id": trajectory_id,
+        "source_benchmark": source,
+        "source_suite": suite,
+        "target_type": mapped.target_type,
+        "files": {"trajectory": "trajectory.json", "annotation": "annotation.json"},
+        "provenance": provenance,
     }
-    suite = record.extra["source_suite"] if native and "source_suite" in record.extra else record.extra.get("source_suite") or record.benchmark
-    metadata = {"schema_version": "1.0", "case_id": case_id, "trajectory_id": trajectory_id, "source_benchmark": source,
-                "source_suite": suite, "target_type": mapped.target_type,
-                "files": {"trajectory": "trajectory.json", "annotation": "annotation.json"}, "provenance": provenance}
     return source, mapped.target_type, trajectory, annotation, metadata
 
 
-@exporters.register("trajectory-attribution", description="trajectory-attribution release layout: <out>/data/cases/<source>/<target_type>/<case_id>/")
-def export_trajectory_attribution(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+@exporters.register(
+    "trajectory-attribution",
+    description="trajectory-attribution release layout: <out>/data/cases/<source>/<target_type>/<case_id>/",
+)
+def export_trajectory_attribution(
+    items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release"
+) -> ExportSummary:
     check_codes(codes)
     records = as_records(items)
     summary = ExportSummary()
@@ -257,11 +377,17 @@ def export_trajectory_attribution(items: Iterable[Trajectory | LabelledFailure],
         try:
             source, target_type, trajectory, annotation, metadata = to_case(record, case_id)
         except _Skip as skip:
-            summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field=skip.field, problem=skip.problem))
+            summary.skipped.append(
+                RecordProblem(path=record.origin.path, line=record.origin.line, field=skip.field, problem=skip.problem)
+            )
             continue
         folder = Path(output) / "data" / "cases" / source / target_type / case_id
         folder.mkdir(parents=True, exist_ok=True)
-        for name, data in (("trajectory.json", trajectory), ("annotation.json", annotation), ("metadata.json", metadata)):
+        for name, data in (
+            ("trajectory.json", trajectory),
+            ("annotation.json", annotation),
+            ("metadata.json", metadata),
+        ):
             (folder / name).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         summary.files.append(str(folder))
         summary.written += 1

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from failforge.attribution import LabelledFailure, RecordProblem, to_release
-from failforge.exporters._common import TOOL_OUTPUT_NAME, ExportSummary, as_records, check_codes, safe_name, unique_names
+from failforge.exporters._common import (
+    TOOL_OUTPUT_NAME,
+    ExportSummary,
+    as_records,
+    check_codes,
+    safe_name,
+    unique_names,
+)
 from failforge.plugins import exporters
 from failforge.taxonomy import get_mode
 from failforge.trajectory import Trajectory
@@ -46,7 +53,9 @@ def _reason(record: LabelledFailure, codes: str) -> str:
     return text
 
 
-def to_log(record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+def to_log(
+    record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release"
+) -> dict[str, Any]:
     history = []
     for step in record.steps:
         if step.kind == "user":
@@ -71,8 +80,14 @@ def to_log(record: LabelledFailure, question_id: str, codes: Literal["release", 
     }
 
 
-def _write_numbered(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"],
-                    make: Callable[[LabelledFailure, str, Literal["release", "failforge"]], dict[str, Any]], *, parseable: bool) -> ExportSummary:
+def _write_numbered(
+    items: Iterable[Trajectory | LabelledFailure],
+    output: Path,
+    codes: Literal["release", "failforge"],
+    make: Callable[[LabelledFailure, str, Literal["release", "failforge"]], dict[str, Any]],
+    *,
+    parseable: bool,
+) -> ExportSummary:
     """Write each record's log as ``<out>/1.json, 2.json, ...`` (the releases' layout), ``make`` giving its shape;
     ``parseable``: note an agent name Who&When's evaluate.py cannot read back from a prediction."""
     check_codes(codes)
@@ -84,8 +99,17 @@ def _write_numbered(items: Iterable[Trajectory | LabelledFailure], output: Path,
     for number, (record, qid) in enumerate(zip(records, ids, strict=False), start=1):
         log = make(record, qid, codes)
         if parseable and not _READER_AGENT.match(log["mistake_agent"]):
-            summary.notes.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="mistake_agent",
-                                                 problem=f"record {record.id}: written, but Who&When's evaluate.py cannot parse a prediction of agent {log['mistake_agent']!r} ([\\w_]+ only)"))
+            summary.notes.append(
+                RecordProblem(
+                    path=record.origin.path,
+                    line=record.origin.line,
+                    field="mistake_agent",
+                    problem=(
+                        f"record {record.id}: written, but Who&When's evaluate.py cannot parse a prediction of agent"
+                        f" {log['mistake_agent']!r} ([\\w_]+ only)"
+                    ),
+                )
+            )
         target = out / f"{number}.json"
         target.write_text(json.dumps(log, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         summary.files.append(str(target))
@@ -94,11 +118,15 @@ def _write_numbered(items: Iterable[Trajectory | LabelledFailure], output: Path,
 
 
 @exporters.register("whowhen", description="Who&When logs: <out>/1.json, 2.json, ... (Algorithm-Generated style)")
-def export_whowhen(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+def export_whowhen(
+    items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release"
+) -> ExportSummary:
     return _write_numbered(items, output, codes, to_log, parseable=True)
 
 
-def to_hand_crafted_log(record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+def to_hand_crafted_log(
+    record: LabelledFailure, question_id: str, codes: Literal["release", "failforge"] = "release"
+) -> dict[str, Any]:
     """A record in the Hand-Crafted (Magentic-One) shape: no ``name``, the agent in ``role`` with the
     addressee as Magentic-One's logs spell it (``"orchestrator (-> banking_worker)"``), the user as
     ``human``, a tool's output as ``Computer_terminal``; ``is_corrected`` and no system prompts, as there."""
@@ -127,12 +155,21 @@ def to_hand_crafted_log(record: LabelledFailure, question_id: str, codes: Litera
     }
 
 
-@exporters.register("whowhen-hand-crafted", description="Who&When logs in the Hand-Crafted (Magentic-One) shape: <out>/1.json, ... (role 'agent (-> addressee)')")
-def export_whowhen_hand_crafted(items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+@exporters.register(
+    "whowhen-hand-crafted",
+    description=(
+        "Who&When logs in the Hand-Crafted (Magentic-One) shape: <out>/1.json, ... (role 'agent (-> addressee)')"
+    ),
+)
+def export_whowhen_hand_crafted(
+    items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release"
+) -> ExportSummary:
     return _write_numbered(items, output, codes, to_hand_crafted_log, parseable=False)
 
 
-def to_whowhen(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+def to_whowhen(
+    gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release"
+) -> dict[str, Any]:
     """One gold trajectory (or record) as a Who&When log dict."""
     record = as_records([gold])[0]
     return to_log(record, safe_name(record.id), codes)

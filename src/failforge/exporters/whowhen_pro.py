@@ -48,7 +48,14 @@ from typing import Any, Literal
 
 import yaml
 
-from failforge.attribution import RELEASE_CODES, RELEASE_TAXONOMY, FailureStep, LabelledFailure, RecordProblem, to_release
+from failforge.attribution import (
+    RELEASE_CODES,
+    RELEASE_TAXONOMY,
+    FailureStep,
+    LabelledFailure,
+    RecordProblem,
+    to_release,
+)
 from failforge.exporters._common import ExportSummary, as_records, check_codes, safe_name
 from failforge.plugins import exporters
 from failforge.taxonomy import MODES, get_mode
@@ -92,15 +99,21 @@ def _observation_turn(pending: list[FailureStep], native: dict[int, int], at: in
     if not pending:
         return {"kind": "tool", "content": "", "tool_name": NO_OBSERVATION, "parts": []}
     labelled = len(pending) > 1 or any(s.kind != "tool" for s in pending)
-    content = "\n\n".join(f"[{s.agent if s.kind == 'tool' else 'user'}]\n{s.content}" for s in pending) if labelled \
+    content = (
+        "\n\n".join(f"[{s.agent if s.kind == 'tool' else 'user'}]\n{s.content}" for s in pending)
+        if labelled
         else pending[0].content
+    )
     entry: dict[str, Any] = {
-        "kind": "tool", "content": content, "tool_call_id": pending[0].tool_call_id,
+        "kind": "tool",
+        "content": content,
+        "tool_call_id": pending[0].tool_call_id,
         "tool_name": ",".join(s.agent if s.kind == "tool" else "user" for s in pending),
     }
     if labelled:
-        entry["parts"] = [{"kind": s.kind, "name": s.agent, "tool_call_id": s.tool_call_id, "content": s.content}
-                          for s in pending]
+        entry["parts"] = [
+            {"kind": s.kind, "name": s.agent, "tool_call_id": s.tool_call_id, "content": s.content} for s in pending
+        ]
     return entry
 
 
@@ -116,7 +129,9 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
     first_user = next((s for s in steps if s.kind == "user"), None)
     if first_user is None:
         raise NotExportable("eva needs a user (task) step")
-    prompt = record.task.system_prompts.get(record.gold.agent or "") or next(iter(record.task.system_prompts.values()), "")
+    prompt = record.task.system_prompts.get(record.gold.agent or "") or next(
+        iter(record.task.system_prompts.values()), ""
+    )
     out: list[dict[str, Any]] = [{"kind": "system", "content": prompt}, {"kind": "user", "content": first_user.content}]
     native: dict[int, int] = {first_user.index: 1}
     pending: list[FailureStep] = []
@@ -127,8 +142,9 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             continue
         if step.kind in ("tool", "user"):
             if not turn_open:  # before the first assistant turn: eva has no place for it
-                raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; "
-                                    "eva has none")
+                raise NotExportable(
+                    f"step {step.index} is a {step.kind} step before the agent's first turn; eva has none"
+                )
             pending.append(step)
             continue
         if step.kind != "agent":
@@ -151,8 +167,10 @@ def _eva_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
         raise NotExportable(f"the gold step {record.gold.step} is not an agent turn")
     ordinal = sum(1 for e in out[2:gold] if e["kind"] == "assistant")
     if (gold - 2) // 2 != ordinal:
-        raise NotExportable(f"the gold step lands on eva index {gold}; the harness's (step - 2) // 2 = "
-                            f"{(gold - 2) // 2} would not be assistant turn {ordinal}")
+        raise NotExportable(
+            f"the gold step lands on eva index {gold}; the harness's (step - 2) // 2 = "
+            f"{(gold - 2) // 2} would not be assistant turn {ordinal}"
+        )
     return out, gold
 
 
@@ -202,9 +220,13 @@ def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]],
             raise NotExportable(f"step {step.index} has no round/position; magentic-one needs them on every step")
         where = {"round": c.round, "position": c.position} if c is not None and placed else {}
         if step.kind == "agent":
-            entry: dict[str, Any] = {"kind": "agent", "agent": step.agent,
-                                     "role": step.role or record.roles.get(step.agent) or step.agent,
-                                     **where, "output": step.content}
+            entry: dict[str, Any] = {
+                "kind": "agent",
+                "agent": step.agent,
+                "role": step.role or record.roles.get(step.agent) or step.agent,
+                **where,
+                "output": step.content,
+            }
             if step.tool_calls:
                 entry["tool_actions"] = _tool_actions(step)
                 by_call.update({a["id"]: a for a in entry["tool_actions"] if a.get("id")})
@@ -218,8 +240,12 @@ def _magentic_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]],
                 action["result"] = step.content
             elif last_agent is not None:
                 last_agent.setdefault("tool_actions", []).append(
-                    {"type": "observation", "name": step.agent if step.kind == "tool" else "user",
-                     "result": step.content})
+                    {
+                        "type": "observation",
+                        "name": step.agent if step.kind == "tool" else "user",
+                        "result": step.content,
+                    }
+                )
         if step.recipient:
             entry["recipient"] = step.recipient
         phase = _phase(record, step)
@@ -260,10 +286,16 @@ def _gui_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             continue
         if step.kind == "agent":
             number += 1
-            action = {"kind": "action", "step_number": number, "agent": GUI_SINGLE_AGENT if single else step.agent,
-                      "agent_id": step.agent, "reasoning": step.content,
-                      "action": "\n".join(f"{c.name}({c.arguments})" for c in step.tool_calls), "observation": "",
-                      "is_final_answer": False}
+            action = {
+                "kind": "action",
+                "step_number": number,
+                "agent": GUI_SINGLE_AGENT if single else step.agent,
+                "agent_id": step.agent,
+                "reasoning": step.content,
+                "action": "\n".join(f"{c.name}({c.arguments})" for c in step.tool_calls),
+                "observation": "",
+                "is_final_answer": False,
+            }
             if step.tool_calls:
                 action["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls]
             if screen:
@@ -274,14 +306,16 @@ def _gui_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]
             out.append(action)
             continue
         if action is None:
-            raise NotExportable(f"step {step.index} is a {step.kind} step before the agent's first turn; "
-                                "the GUI schema has none")
+            raise NotExportable(
+                f"step {step.index} is a {step.kind} step before the agent's first turn; the GUI schema has none"
+            )
         if step.images:
             screen = list(step.images)
         name = step.agent if step.kind == "tool" else "user"
         action["observation"] = "\n\n".join(x for x in (action["observation"], f"[{name}]\n{step.content}") if x)
         action.setdefault("observations", []).append(
-            {"kind": step.kind, "name": step.agent, "tool_call_id": step.tool_call_id, "content": step.content})
+            {"kind": step.kind, "name": step.agent, "tool_call_id": step.tool_call_id, "content": step.content}
+        )
     if action is not None:
         action["is_final_answer"] = True
     if not gold:
@@ -312,8 +346,18 @@ def _smolagents_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]
         after = record.steps[i + 1] if i + 1 < len(record.steps) and record.steps[i + 1].kind == "tool" else None
         blocks = [a or b for a, b in CODE_BLOCK.findall(step.content or "")]
         observation, error, final = smolagents_observation(after.content if after is not None else None)
-        out.append({"kind": "action", "step_number": number, "reasoning": step.content, "code": blocks[-1] if blocks else None,
-                    "observation": observation, "observation_images": [], "error": error, "is_final_answer": final})
+        out.append(
+            {
+                "kind": "action",
+                "step_number": number,
+                "reasoning": step.content,
+                "code": blocks[-1] if blocks else None,
+                "observation": observation,
+                "observation_images": [],
+                "error": error,
+                "is_final_answer": final,
+            }
+        )
         if step.index == record.gold.step:
             gold = number
     if gold is None:
@@ -379,8 +423,13 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         "failforge_mode": record.gold.mode,
         "agent_framework": agent_framework(record),
         "step_convention": framework,
-        "source": {"generator": "failforge", "record_id": record.id, "source": record.source,
-                   "framework": record.framework, "harness": record.extra.get("harness", record.framework)},
+        "source": {
+            "generator": "failforge",
+            "record_id": record.id,
+            "source": record.source,
+            "framework": record.framework,
+            "harness": record.extra.get("harness", record.framework),
+        },
     }
     task: dict[str, Any] = {"query": record.task.question, "answer": record.task.gold_answer or ""}
     if split != "text" and _task_images(record):
@@ -411,9 +460,13 @@ def release_row(release: dict[str, Any]) -> str:
     base = ("id", "framework", "benchmark", "modality", "task", "trajectory", "ground_truth")
     extras = {k: v for k, v in release.items() if k not in base}
     row = {
-        "id": release["id"], "framework": release["framework"], "benchmark": release["benchmark"],
-        "task": _compact(release["task"]), "trajectory": _compact(release["trajectory"]),
-        "ground_truth": _compact(release["ground_truth"]), "extras": _compact(extras),
+        "id": release["id"],
+        "framework": release["framework"],
+        "benchmark": release["benchmark"],
+        "task": _compact(release["task"]),
+        "trajectory": _compact(release["trajectory"]),
+        "ground_truth": _compact(release["ground_truth"]),
+        "extras": _compact(extras),
     }
     return _compact(row) + "\n"
 
@@ -447,16 +500,25 @@ def taxonomy_yaml(codes: Literal["release", "failforge"] = "release") -> str:
             description += f" (failforge {' and '.join(sources)} both map here.)"
         table[code] = {"name": name, "description": description, "failforge": sources}
     table["x-failforge-mapping"] = [
-        {"failforge": m.code, "failforge_name": m.name, "release": to_release(m.code),
-         "lossy": to_release(m.code) in lossy} for m in MODES]
+        {
+            "failforge": m.code,
+            "failforge_name": m.name,
+            "release": to_release(m.code),
+            "lossy": to_release(m.code) in lossy,
+        }
+        for m in MODES
+    ]
     return yaml.safe_dump(table, sort_keys=False, allow_unicode=True, width=100)
 
 
-@exporters.register("whowhen-pro", aliases=("whowhen-pro-release",),
-                    description="Who&When Pro release: data/{text,image_gui}.jsonl, taxonomy.yaml, README.md card, "
-                                "manifest.json")
-def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Path,
-                       codes: Literal["release", "failforge"] = "release") -> ExportSummary:
+@exporters.register(
+    "whowhen-pro",
+    aliases=("whowhen-pro-release",),
+    description="Who&When Pro release: data/{text,image_gui}.jsonl, taxonomy.yaml, README.md card, manifest.json",
+)
+def export_whowhen_pro(
+    items: Iterable[Trajectory | LabelledFailure], output: Path, codes: Literal["release", "failforge"] = "release"
+) -> ExportSummary:
     """The release as the harness reads it (``data/<split>.jsonl`` + ``taxonomy.yaml``), with a dataset card
     (``README.md``: gold by benchmark x framework x mode, decisive-step positions, lengths) and a manifest
     (``manifest.json``: every file's sha256, bytes and rows; the generator's version and conventions)."""
@@ -471,8 +533,14 @@ def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Pa
         try:
             release = to_release_dict(record, codes)
         except NotExportable as exc:
-            summary.skipped.append(RecordProblem(path=record.origin.path, line=record.origin.line, field="steps",
-                                                 problem=f"record {record.id}: {exc}"))
+            summary.skipped.append(
+                RecordProblem(
+                    path=record.origin.path,
+                    line=record.origin.line,
+                    field="steps",
+                    problem=f"record {record.id}: {exc}",
+                )
+            )
             continue
         by_split.setdefault(release["modality"], []).append(release_row(release))
         written.append((record, release))
@@ -492,6 +560,8 @@ def export_whowhen_pro(items: Iterable[Trajectory | LabelledFailure], output: Pa
     return summary
 
 
-def to_whowhen_pro(gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release") -> dict[str, Any]:
+def to_whowhen_pro(
+    gold: Trajectory | LabelledFailure, codes: Literal["release", "failforge"] = "release"
+) -> dict[str, Any]:
     """One failforge gold trajectory (or record) as the release's per-trace dict."""
     return to_release_dict(as_records([gold])[0], codes)

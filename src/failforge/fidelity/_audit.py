@@ -23,7 +23,9 @@ class EnvironmentAudit(BaseModel):
     seeds: int = 0
     identical: int = 0
     drift_by_type: dict[str, int] = Field(default_factory=dict)
-    drift_by_position: dict[str, int] = Field(default_factory=dict, description="early / middle / late third of the seed")
+    drift_by_position: dict[str, int] = Field(
+        default_factory=dict, description="early / middle / late third of the seed"
+    )
     drift_by_step: dict[int, int] = Field(default_factory=dict)
     cache_misses: int = 0
     infrastructure_errors: int = 0

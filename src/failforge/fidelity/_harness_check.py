@@ -46,7 +46,16 @@ class _RecordedToolbox:
         for name in _named_tools(seed.harness.config):
             if name not in seen:
                 seen.add(name)
-                self._tools.append({"type": "function", "function": {"name": name, "description": "", "parameters": {"type": "object", "properties": {}}}})
+                self._tools.append(
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": name,
+                            "description": "",
+                            "parameters": {"type": "object", "properties": {}},
+                        },
+                    }
+                )
 
     def schemas(self) -> list[dict[str, Any]]:
         return self._tools
@@ -56,18 +65,28 @@ class _RecordedToolbox:
         expected = self.log.expected_step(index)
         if expected is None or expected.kind != "tool" or expected.tool_name != name:
             raise EnvironmentDrift(
-                f"the harness called tool {name!r} where the seed has {expected.kind + ' step' if expected else 'nothing'}",
-                trajectory_id=self.seed.id, step=index, expected=getattr(expected, "tool_name", None), actual=name,
+                f"the harness called tool {name!r} where the seed has"
+                f" {expected.kind + ' step' if expected else 'nothing'}",
+                trajectory_id=self.seed.id,
+                step=index,
+                expected=getattr(expected, "tool_name", None),
+                actual=name,
             )
         self.log.append(expected.model_copy(update={"phase": "replayed"}))
         return self._returned_text(expected, call_id)
 
     def _returned_text(self, step: Step, call_id: str | None) -> str:
         """What the real toolbox returned for ``step``: the matching tool message of the next recorded request."""
-        later = next((s for s in self.seed.steps[step.index + 1 :] if s.kind == "agent" and s.model_call is not None), None)
+        later = next(
+            (s for s in self.seed.steps[step.index + 1 :] if s.kind == "agent" and s.model_call is not None), None
+        )
         if later is not None and later.model_call is not None:
             for message in later.model_call.request.get("messages") or []:
-                if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == (step.tool_call_id or call_id):
+                if (
+                    isinstance(message, dict)
+                    and message.get("role") == "tool"
+                    and message.get("tool_call_id") == (step.tool_call_id or call_id)
+                ):
                     content = message.get("content")
                     if isinstance(content, str):
                         return content
@@ -96,7 +115,13 @@ def check_harness(seed: Trajectory) -> int:
     differently from the recording.
     """
     harness = harness_from_spec(seed.harness)
-    session = Session(Plan.replay(len(seed.steps)), run_id=seed.id, expected=seed.steps, seed_id=seed.id, roster=harness_roster(harness))
+    session = Session(
+        Plan.replay(len(seed.steps)),
+        run_id=seed.id,
+        expected=seed.steps,
+        seed_id=seed.id,
+        roster=harness_roster(harness),
+    )
     session.log.append(seed.steps[0].model_copy(update={"phase": "replayed"}))
     client = session.client()
     try:

@@ -81,7 +81,13 @@ def self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | 
         spec = env_spec(env, task_id, options)
         with plugin.open(spec) as first, plugin.open(spec) as second:
             a, b = first.fingerprint(), second.fingerprint()
-        add(SelfCheck(name="pristine state is reproducible", passed=a == b, detail=f"two fresh episodes fingerprint {a.digest[:12]} and {b.digest[:12]}"))
+        add(
+            SelfCheck(
+                name="pristine state is reproducible",
+                passed=a == b,
+                detail=f"two fresh episodes fingerprint {a.digest[:12]} and {b.digest[:12]}",
+            )
+        )
     except FailforgeError as exc:
         add(SelfCheck(name="pristine state is reproducible", passed=False, detail=f"{type(exc).__name__}: {exc}"))
 
@@ -92,14 +98,34 @@ def self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | 
         return report
     report.seed = seed
     ok = bool(seed.outcome and seed.outcome.success)
-    add(SelfCheck(name="oracle seed passes the evaluator", passed=ok, detail=f"{len(seed.steps)} steps, outcome {seed.outcome.success if seed.outcome else None}"))
+    add(
+        SelfCheck(
+            name="oracle seed passes the evaluator",
+            passed=ok,
+            detail=f"{len(seed.steps)} steps, outcome {seed.outcome.success if seed.outcome else None}",
+        )
+    )
 
     result = replay(seed, raise_on_drift=False)
-    add(SelfCheck(name="seed replays identically", passed=result.identical, detail=str(result.drift or result.infrastructure or f"{result.steps_replayed}/{result.steps_expected} steps")))
+    add(
+        SelfCheck(
+            name="seed replays identically",
+            passed=result.identical,
+            detail=str(
+                result.drift or result.infrastructure or f"{result.steps_replayed}/{result.steps_expected} steps"
+            ),
+        )
+    )
 
     tool = _first_tool_step(seed)
     if tool is None:
-        add(SelfCheck(name="tampered observation is caught", passed=False, detail="the oracle seed has no tool step to tamper with"))
+        add(
+            SelfCheck(
+                name="tampered observation is caught",
+                passed=False,
+                detail="the oracle seed has no tool step to tamper with",
+            )
+        )
         return report
     for name, update in (
         ("tampered observation is caught", {"content": (tool.content or "") + " [tampered]"}),
@@ -109,9 +135,21 @@ def self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | 
             replay(_tampered(seed, tool.index, update))
         except plugin.drift_error as exc:
             at = exc.step
-            add(SelfCheck(name=name, passed=at == tool.index, detail=f"{type(exc).__name__} at step {at} (tampered step {tool.index})"))
+            add(
+                SelfCheck(
+                    name=name,
+                    passed=at == tool.index,
+                    detail=f"{type(exc).__name__} at step {at} (tampered step {tool.index})",
+                )
+            )
         except DriftError as exc:
-            add(SelfCheck(name=name, passed=False, detail=f"raised {type(exc).__name__}, not this environment's {plugin.drift_error.__name__}"))
+            add(
+                SelfCheck(
+                    name=name,
+                    passed=False,
+                    detail=f"raised {type(exc).__name__}, not this environment's {plugin.drift_error.__name__}",
+                )
+            )
         else:
             add(SelfCheck(name=name, passed=False, detail=f"replay did not notice the tampered step {tool.index}"))
     add(_negative_check(plugin, seed))
@@ -121,7 +159,13 @@ def self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | 
 def _responses(seed: Trajectory) -> list[tuple[str | None, list[dict[str, Any]]]]:
     """The seed's model responses in call order, as (content, tool calls in the chat-completions shape)."""
     return [
-        (s.content, [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in s.tool_calls])
+        (
+            s.content,
+            [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in s.tool_calls
+            ],
+        )
         for s in seed.steps
         if s.kind == "agent"
     ]
@@ -138,7 +182,9 @@ def _writes(seed: Trajectory, pristine: str | None) -> list[Step]:
     return writes[::-1]
 
 
-def _without_call(responses: list[tuple[str | None, list[dict[str, Any]]]], call_id: str | None) -> list[tuple[str | None, list[dict[str, Any]]]]:
+def _without_call(
+    responses: list[tuple[str | None, list[dict[str, Any]]]], call_id: str | None
+) -> list[tuple[str | None, list[dict[str, Any]]]]:
     """The responses with the tool call ``call_id`` left out; a response left with no call is dropped
     whole (kept, its text would end the run there as a premature final answer)."""
     kept = []
@@ -150,7 +196,9 @@ def _without_call(responses: list[tuple[str | None, list[dict[str, Any]]]], call
     return kept
 
 
-def _spoiled_runs(seed: Trajectory, pristine: str | None) -> Iterator[tuple[str, list[tuple[str | None, list[dict[str, Any]]]]]]:
+def _spoiled_runs(
+    seed: Trajectory, pristine: str | None
+) -> Iterator[tuple[str, list[tuple[str | None, list[dict[str, Any]]]]]]:
     """(what was spoiled, the responses to play) for each spoiled run, in the order they are tried."""
     responses = _responses(seed)
     if responses and not responses[-1][1]:
@@ -182,22 +230,43 @@ def _negative_check(plugin: Environment, seed: Trajectory) -> SelfCheck:
         with plugin.open(seed.environment) as fresh:
             pristine: str | None = fresh.fingerprint().digest
     except FailforgeError as exc:
-        return SelfCheck(name=NEGATIVE, passed=False, detail=f"could not open a fresh episode: {type(exc).__name__}: {exc}")
+        return SelfCheck(
+            name=NEGATIVE, passed=False, detail=f"could not open a fresh episode: {type(exc).__name__}: {exc}"
+        )
     accepted: list[str] = []
     for what, responses in _spoiled_runs(seed, pristine):
         try:
-            result = run_episode(env_spec=seed.environment, harness=harness_from_spec(seed.harness), model=seed.model.name, plan=Plan.record(),
-                                 upstream=_play(responses), run_id=f"{seed.id}-spoiled-{len(accepted)}", source="oracle")
+            result = run_episode(
+                env_spec=seed.environment,
+                harness=harness_from_spec(seed.harness),
+                model=seed.model.name,
+                plan=Plan.record(),
+                upstream=_play(responses),
+                run_id=f"{seed.id}-spoiled-{len(accepted)}",
+                source="oracle",
+            )
         except FailforgeError as exc:
             accepted.append(f"{what}: the run did not finish ({type(exc).__name__}: {exc})")
             continue
         if result.outcome is not None and not result.outcome.success:
-            tried = f" (the evaluator accepted {len(accepted)} spoiled run(s) before: {'; '.join(accepted)})" if accepted else ""
-            return SelfCheck(name=NEGATIVE, passed=True, detail=f"{what}: {result.outcome.evaluator} says failed{tried}")
+            tried = (
+                f" (the evaluator accepted {len(accepted)} spoiled run(s) before: {'; '.join(accepted)})"
+                if accepted
+                else ""
+            )
+            return SelfCheck(
+                name=NEGATIVE, passed=True, detail=f"{what}: {result.outcome.evaluator} says failed{tried}"
+            )
         accepted.append(f"{what}: success" if result.outcome is not None else f"{what}: no outcome")
     if not accepted:
-        return SelfCheck(name=NEGATIVE, passed=False, detail="the oracle seed has neither a final answer nor a tool call that changed the state to spoil")
-    return SelfCheck(name=NEGATIVE, passed=False, detail="the evaluator accepted every spoiled run: " + "; ".join(accepted))
+        return SelfCheck(
+            name=NEGATIVE,
+            passed=False,
+            detail="the oracle seed has neither a final answer nor a tool call that changed the state to spoil",
+        )
+    return SelfCheck(
+        name=NEGATIVE, passed=False, detail="the evaluator accepted every spoiled run: " + "; ".join(accepted)
+    )
 
 
 def assert_self_check(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> SelfCheckReport:

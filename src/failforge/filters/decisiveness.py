@@ -26,12 +26,20 @@ def _skipped(ctx: FilterContext) -> None:
         ctx.evidence["decisiveness"] = arm.alone()
 
 
-@filters.register(NAME, order=1000, after_passed=True, when_skipped=_skipped, stage="decisiveness",
-                  description="the seed's own step continued live still succeeds, and the changed step fails")
+@filters.register(
+    NAME,
+    order=1000,
+    after_passed=True,
+    when_skipped=_skipped,
+    stage="decisiveness",
+    description="the seed's own step continued live still succeeds, and the changed step fails",
+)
 def check(ctx: FilterContext) -> FilterVerdict:
     job, arm = ctx.job, ctx.facts.get("original_arm")
     if job is None or arm is None:
-        raise ValueError("the decisiveness filter needs a running job and its point's original arm (run it inside a campaign)")
+        raise ValueError(
+            "the decisiveness filter needs a running job and its point's original arm (run it inside a campaign)"
+        )
     cfg = job.config.filters.decisiveness
     outcomes: list[bool] = []
     if cfg.temperature is None:
@@ -39,21 +47,35 @@ def check(ctx: FilterContext) -> FilterVerdict:
     injected: dict[str, Any] = ctx.facts["injected_response"]
     for i in range(cfg.injected_k - len(outcomes)):
         agent = continuing_agent(job.models, cfg, job.deadline, i)
-        run = branch(ctx.seed, ctx.step, response=injected, agent=agent, agent_model=job.models.agent_spec, branch_id=f"decisive-injected-{i}",
-                     deadline=job.deadline)
+        run = branch(
+            ctx.seed,
+            ctx.step,
+            response=injected,
+            agent=agent,
+            agent_model=job.models.agent_spec,
+            branch_id=f"decisive-injected-{i}",
+            deadline=job.deadline,
+        )
         outcomes.append(bool(run.trajectory.outcome and run.trajectory.outcome.success))
     injected_rate = sum(outcomes) / len(outcomes)
     ctx.evidence["decisiveness"] = {
         "checked": True,
         "original": arm.verdict(),
-        "injected": {"k": cfg.injected_k, "successes": sum(outcomes), "success_rate": injected_rate, "temperature": cfg.temperature,
-                     "first_is_candidate": cfg.temperature is None},
+        "injected": {
+            "k": cfg.injected_k,
+            "successes": sum(outcomes),
+            "success_rate": injected_rate,
+            "temperature": cfg.temperature,
+            "first_is_candidate": cfg.temperature is None,
+        },
         "original_success_rate": arm.success_rate,
         "injected_success_rate": injected_rate,
         "original_min_success": cfg.original_min_success,
         "injected_max_success": cfg.injected_max_success,
     }
     ok = arm.passes(cfg) and injected_rate <= cfg.injected_max_success
-    reason = (f"original arm succeeded {arm.successes}/{arm.k}, injected arm {sum(outcomes)}/{cfg.injected_k}"
-              f"{'' if cfg.temperature is None else f' at T={cfg.temperature}'}")
+    reason = (
+        f"original arm succeeded {arm.successes}/{arm.k}, injected arm {sum(outcomes)}/{cfg.injected_k}"
+        f"{'' if cfg.temperature is None else f' at T={cfg.temperature}'}"
+    )
     return verdict(NAME, ok, reason)

@@ -20,5 +20,9 @@ def check(ctx: FilterContext) -> FilterVerdict:
     needle = " ".join(gold.lower().split())
     for step in ctx.branch.steps[1 : ctx.step]:
         if step.kind == "agent" and needle in " ".join((step.content or "").lower().split()):
-            return verdict(NAME, False, f"the gold answer {gold[:60]!r} is already stated at step {step.index}, before the decisive step")
+            return verdict(
+                NAME,
+                False,
+                f"the gold answer {gold[:60]!r} is already stated at step {step.index}, before the decisive step",
+            )
     return verdict(NAME, True, "the gold answer is not stated by the agent before the decisive step")

@@ -33,17 +33,33 @@ def judged(ctx: FilterContext) -> ConformanceVerdict:
     if not cfg.judge or is_structural(ctx.mode.code):
         return assess(ctx.seed, ctx.injected, ctx.step, ctx.mode)
     if cfg.judge_model is None:
-        return assess(ctx.seed, ctx.injected, ctx.step, ctx.mode, judge=job.models.guide(deadline=job.deadline),
-                      judge_model=job.models.guide_spec.name, record_id=record_id)
+        return assess(
+            ctx.seed,
+            ctx.injected,
+            ctx.step,
+            ctx.mode,
+            judge=job.models.guide(deadline=job.deadline),
+            judge_model=job.models.guide_spec.name,
+            record_id=record_id,
+        )
     upstream = cfg.judge_model.upstream()
     try:
-        return assess(ctx.seed, ctx.injected, ctx.step, ctx.mode, judge=BoundedResponder(upstream, deadline=job.deadline),
-                      judge_model=cfg.judge_model.model, record_id=record_id)
+        return assess(
+            ctx.seed,
+            ctx.injected,
+            ctx.step,
+            ctx.mode,
+            judge=BoundedResponder(upstream, deadline=job.deadline),
+            judge_model=cfg.judge_model.model,
+            record_id=record_id,
+        )
     finally:
         upstream.close()
 
 
-@filters.register(NAME, order=50, default=True, description="the decisive step exhibits its mode (rules, or a recorded judge)")
+@filters.register(
+    NAME, order=50, default=True, description="the decisive step exhibits its mode (rules, or a recorded judge)"
+)
 def check(ctx: FilterContext) -> FilterVerdict | None:
     if ctx.mode is None:
         return None  # not an error-mode candidate: nothing to conform to
@@ -56,4 +72,8 @@ def check(ctx: FilterContext) -> FilterVerdict | None:
         return verdict(NAME, False, f"{code} not exhibited ({found.method}): {found.reason}")
     if ctx.keep_unverified:
         return verdict(NAME, True, f"{code} unverified, kept because keep_unverified is set: {found.reason}")
-    return verdict(NAME, False, f"{code} unverified: {found.reason}; enable [filters.conformance] judge = true to judge semantic modes")
+    return verdict(
+        NAME,
+        False,
+        f"{code} unverified: {found.reason}; enable [filters.conformance] judge = true to judge semantic modes",
+    )

@@ -33,7 +33,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from failforge.gold import FilterContext, verdict
-from failforge.judgement.text import content_lemmas, entities, ngrams, numbers, request_text, seen_text, shown, step_text, words
+from failforge.judgement.text import (
+    content_lemmas,
+    entities,
+    ngrams,
+    numbers,
+    request_text,
+    seen_text,
+    shown,
+    step_text,
+    words,
+)
 from failforge.plugins import filters
 from failforge.replay import NOTE_PREFIX
 from failforge.trajectory import FilterVerdict, Step
@@ -107,7 +117,11 @@ class LeakScan:
         request = self.ctx.guide_request or {}
         if not request.get("messages"):
             return "", ""
-        system = " ".join(str(m.get("content") or "") for m in request["messages"] if isinstance(m, dict) and m.get("role") == "system")
+        system = " ".join(
+            str(m.get("content") or "")
+            for m in request["messages"]
+            if isinstance(m, dict) and m.get("role") == "system"
+        )
         return request_text(request), system
 
 
@@ -143,9 +157,14 @@ def html_entity(scan: LeakScan) -> str | None:
     only_note = entities(scan.ctx.note) - entities(scan.seen)
     for step in scan.steps:
         text = step_text(step)
-        shared = (entities(text) | entities(html.unescape(text))) & only_note  # also "&amp;#39;": the note's entity escaped again
+        shared = (
+            entities(text) | entities(html.unescape(text))
+        ) & only_note  # also "&amp;#39;": the note's entity escaped again
         if shared:
-            return f"step {step.index} contains the HTML entity {sorted(shared)[0]!r}, which the note carries and the agent's context does not"
+            return (
+                f"step {step.index} contains the HTML entity {sorted(shared)[0]!r}, which the note carries and the"
+                " agent's context does not"
+            )
     return None
 
 
@@ -174,7 +193,10 @@ def guide_values(scan: LeakScan) -> str | None:
     for step in scan.steps:
         copied = values & _values(step_text(step))
         if copied:
-            return f"step {step.index} uses the value {sorted(copied)[0]!r} from the guide's prompt, found nowhere in the agent's context"
+            return (
+                f"step {step.index} uses the value {sorted(copied)[0]!r} from the guide's prompt, found nowhere in the"
+                " agent's context"
+            )
     return None
 
 
@@ -183,7 +205,10 @@ def verbatim(scan: LeakScan) -> str | None:
     for step in scan.steps:
         shared = leaked & ngrams(words(step.content or ""), NGRAM)
         if shared:
-            return f"step {step.index} repeats the note verbatim ({len(shared)} shared {NGRAM}-grams, e.g. {' '.join(sorted(shared)[0])!r})"
+            return (
+                f"step {step.index} repeats the note verbatim ({len(shared)} shared {NGRAM}-grams, e.g."
+                f" {' '.join(sorted(shared)[0])!r})"
+            )
     return None
 
 
@@ -201,12 +226,14 @@ def paraphrase(scan: LeakScan) -> str | None:
         shared = novel & content_lemmas(step.content or "")
         words_shared = [w for w in shared if not _is_number(w)]
         enough = len(shared) >= PARAPHRASE_ALWAYS or (
-            len(shared) >= PARAPHRASE_MIN_SHARED and len(words_shared) >= PARAPHRASE_MIN_WORDS and len(shared) >= PARAPHRASE_MIN_SHARE * len(novel)
+            len(shared) >= PARAPHRASE_MIN_SHARED
+            and len(words_shared) >= PARAPHRASE_MIN_WORDS
+            and len(shared) >= PARAPHRASE_MIN_SHARE * len(novel)
         )
         if enough:
             return (
-                f"step {step.index} rewords the note: {len(shared)} of its {len(novel)} words and numbers that the agent's "
-                f"context lacks ({', '.join(sorted(shared)[:6])})"
+                f"step {step.index} rewords the note: {len(shared)} of its {len(novel)} words and numbers that the"
+                f" agent's context lacks ({', '.join(sorted(shared)[:6])})"
             )
     return None
 
@@ -239,14 +266,25 @@ def injected_text_leaks(ctx: FilterContext, text: str) -> list[str]:
     return leaks
 
 
-@filters.register(NAME, order=10, default=True, description="nothing betrays the change: the note's or guide's wording, meta talk, injected text out of place")
+@filters.register(
+    NAME,
+    order=10,
+    default=True,
+    description="nothing betrays the change: the note's or guide's wording, meta talk, injected text out of place",
+)
 def check(ctx: FilterContext) -> FilterVerdict:
     injected = ctx.facts.get("injected_text")
-    if isinstance(injected, str):  # an observation change: the injected text must reach the agent only as that observation
+    if isinstance(
+        injected, str
+    ):  # an observation change: the injected text must reach the agent only as that observation
         leaks = injected_text_leaks(ctx, injected)
         return verdict(NAME, not leaks, "; ".join(leaks[:3]) or "the attack reaches the agent only as the observation")
     scan = LeakScan(ctx)
     found = [f"{name}: {reason}" for name, fn in CHECKS.items() if (reason := fn(scan))]
     if found:
         return verdict(NAME, False, "; ".join(found))
-    return verdict(NAME, True, f"no sign of the note or the guide in steps {ctx.step}..{len(ctx.branch.steps) - 1} ({', '.join(CHECKS)})")
+    return verdict(
+        NAME,
+        True,
+        f"no sign of the note or the guide in steps {ctx.step}..{len(ctx.branch.steps) - 1} ({', '.join(CHECKS)})",
+    )

@@ -177,7 +177,12 @@ def find_tell(step: Step) -> str | None:
     return None
 
 
-@filters.register(NAME, order=45, default=True, description="the changed step's own comments or prints neither contradict its code nor name the change")
+@filters.register(
+    NAME,
+    order=45,
+    default=True,
+    description="the changed step's own comments or prints neither contradict its code nor name the change",
+)
 def check(ctx: FilterContext) -> FilterVerdict:
     """The injected step's comments, printed labels and thought neither contradict its code nor name the change."""
     found = find_tell(ctx.injected)

@@ -11,7 +11,9 @@ from failforge.trajectory import FilterVerdict
 NAME = "well_formed"
 
 
-@filters.register(NAME, order=40, default=True, description="the changed step is well formed (unless its mode is a format error)")
+@filters.register(
+    NAME, order=40, default=True, description="the changed step is well formed (unless its mode is a format error)"
+)
 def check(ctx: FilterContext) -> FilterVerdict | None:
     if ctx.mode is None:
         return None  # not an error-mode candidate
@@ -24,5 +26,9 @@ def check(ctx: FilterContext) -> FilterVerdict | None:
         if not call.name.strip():
             return verdict(NAME, False, "a tool call in the injected step has no name")
         if call.parsed_arguments() is None:
-            return verdict(NAME, False, f"tool call {call.name!r} has arguments that are not a JSON object: {call.arguments[:80]!r}")
+            return verdict(
+                NAME,
+                False,
+                f"tool call {call.name!r} has arguments that are not a JSON object: {call.arguments[:80]!r}",
+            )
     return verdict(NAME, True, "the injected step is a well-formed action")

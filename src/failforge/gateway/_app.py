@@ -85,7 +85,9 @@ def json_reply(payload: Any, status: int = 200) -> Reply:
 
 def response_of(reply: Reply) -> Response:
     headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
-    return Response(reply.content, status_code=reply.status, headers=headers, media_type=reply.headers.get("content-type"))
+    return Response(
+        reply.content, status_code=reply.status, headers=headers, media_type=reply.headers.get("content-type")
+    )
 
 
 async def read_body(request: Request, max_body: int, timeout: float | None = None) -> bytes:
@@ -106,8 +108,9 @@ async def read_body(request: Request, max_body: int, timeout: float | None = Non
             async for chunk in request.stream():
                 total += len(chunk)
                 if total > max_body:
-                    raise HTTPRefusal(413, f"the body is over {max_body} bytes; at most {max_body} are accepted",
-                                      "body_too_large")
+                    raise HTTPRefusal(
+                        413, f"the body is over {max_body} bytes; at most {max_body} are accepted", "body_too_large"
+                    )
                 chunks.append(chunk)
     except TimeoutError:
         raise HTTPRefusal(408, f"the body did not arrive within {timeout:.0f} s", "body_timeout") from None
@@ -179,8 +182,7 @@ class Gateway:
         self._mcp = session_manager(mcp_server(), max_body=max_body)
         self._mcp_started = False
         handlers = {HTTPException: _http_error, Exception: _internal_error}
-        self.routes = Starlette(routes=[*routes, *self._routes()], lifespan=self._lifespan,
-                                exception_handlers=handlers)  # type: ignore[arg-type]
+        self.routes = Starlette(routes=[*routes, *self._routes()], lifespan=self._lifespan, exception_handlers=handlers)  # type: ignore[arg-type]
         self._server: LoopbackServer | None = None
         self.app = Shield(HostGuard(self.routes, self._bound, _refusal), _refusal)
         """The ASGI app served: the routes behind the Host/Origin guard, behind the last-word shield."""
@@ -274,16 +276,22 @@ class Gateway:
         try:
             run_id = request.path_params.get("run") or request.headers.get(RUN_HEADER)
             if not run_id:
-                raise HTTPRefusal(404, f"no route {request.method} {quoted(request.url.path)}: "
-                                       "model calls go to /runs/{run}/v1/chat/completions "
-                                       f"(or carry the header {RUN_HEADER})", "unknown_route")
+                raise HTTPRefusal(
+                    404,
+                    f"no route {request.method} {quoted(request.url.path)}: "
+                    "model calls go to /runs/{run}/v1/chat/completions "
+                    f"(or carry the header {RUN_HEADER})",
+                    "unknown_route",
+                )
             run = self.run(run_id, request.headers)
             if request.method != "POST":
                 where = f"{request.method} {quoted(request.url.path)}"
                 raise HTTPRefusal(405, f"{where} is not served; model calls are POST", "method_not_allowed")
             raw = await read_body(request, self.max_body)
             agent = request.path_params.get("agent")
-            path = f"/agents/{agent}/v1/{request.path_params['rest']}" if agent else f"/v1/{request.path_params['rest']}"
+            path = (
+                f"/agents/{agent}/v1/{request.path_params['rest']}" if agent else f"/v1/{request.path_params['rest']}"
+            )
             # a replayed call answered in place, a live one awaited on this loop (no thread), a change in a thread
             reply = await run.model_reply_async(path, request.headers, raw)
         except HTTPRefusal as exc:

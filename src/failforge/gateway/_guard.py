@@ -97,8 +97,10 @@ class HostGuard:
         if parsed is None or not self._ours(parsed, names, port, default=80):
             return (
                 421,
-                f"Host {quoted(host_header)} is not this server: failforge answers only its own loopback address "
-                f"({', '.join(sorted(names))}{f' on port {port}' if port else ''})",
+                (
+                    f"Host {quoted(host_header)} is not this server: failforge answers only its own loopback address "
+                    f"({', '.join(sorted(names))}{f' on port {port}' if port else ''})"
+                ),
                 "host_refused",
             )
         if origin is not None:

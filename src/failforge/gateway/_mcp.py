@@ -46,10 +46,14 @@ def tool_of(schema: dict[str, Any]) -> types.Tool:
     parameters = function.get("parameters") or {"type": "object", "properties": {}}
     if parameters.get("type") != "object":
         parameters = {"type": "object", **{k: v for k, v in parameters.items() if k != "type"}}
-    return types.Tool(name=str(function.get("name", "")), description=str(function.get("description") or ""), input_schema=parameters)
+    return types.Tool(
+        name=str(function.get("name", "")), description=str(function.get("description") or ""), input_schema=parameters
+    )
 
 
-def schema_problem(schemas: list[dict[str, Any]], name: str, arguments: dict[str, Any], validators: dict[str, Any] | None = None) -> str | None:
+def schema_problem(
+    schemas: list[dict[str, Any]], name: str, arguments: dict[str, Any], validators: dict[str, Any] | None = None
+) -> str | None:
     """Why ``arguments`` do not fit tool ``name``'s input schema (or why there is no such tool), or None.
     ``validators``: a cache of built validators by tool name (building one is the expensive part)."""
     validators = {} if validators is None else validators
@@ -60,7 +64,9 @@ def schema_problem(schemas: list[dict[str, Any]], name: str, arguments: dict[str
         if schema is None:
             return f"no tool named {name!r} (this run's tools: {', '.join(sorted(by_name)) or 'none'})"
         try:
-            validator = validators[name] = Draft202012Validator((schema.get("function") or {}).get("parameters") or {"type": "object"})
+            validator = validators[name] = Draft202012Validator(
+                (schema.get("function") or {}).get("parameters") or {"type": "object"}
+            )
         except SchemaError:
             return None  # an environment schema the validator cannot read: let the environment judge the call
     try:
@@ -88,7 +94,9 @@ def mcp_server() -> Server[Any]:
         if run.owner is not None:  # executed by the run's own thread while this request awaits it
             text, is_error = await asyncio.wrap_future(run.submit_tool(params.name, arguments, problem))
         else:
-            text, is_error = await anyio.to_thread.run_sync(run.call_tool, params.name, arguments, problem, abandon_on_cancel=True)
+            text, is_error = await anyio.to_thread.run_sync(
+                run.call_tool, params.name, arguments, problem, abandon_on_cancel=True
+            )
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
 
     server: Server[Any] = Server("failforge", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
@@ -102,7 +110,9 @@ def session_manager(server: Server[Any], *, max_body: int) -> StreamableHTTPSess
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
     )
-    return StreamableHTTPSessionManager(app=server, stateless=True, json_response=True, security_settings=security, max_request_body_size=max_body)
+    return StreamableHTTPSessionManager(
+        app=server, stateless=True, json_response=True, security_settings=security, max_request_body_size=max_body
+    )
 
 
 __all__ = ["RUN_SCOPE_KEY", "mcp_server", "schema_problem", "session_manager", "tool_of"]

@@ -99,7 +99,9 @@ class ServedRun:
     """A run the gateway serves: ``boundary`` answers its model routes, ``tools`` (optional) its MCP route;
     ``token`` is the capability a request must carry to reach it."""
 
-    def __init__(self, run_id: str, boundary: ModelBoundary, tools: Toolbox | None = None, *, owner: OwnerThread | None = None) -> None:
+    def __init__(
+        self, run_id: str, boundary: ModelBoundary, tools: Toolbox | None = None, *, owner: OwnerThread | None = None
+    ) -> None:
         self.id = run_id
         self.token = secrets.token_hex(16)
         """The run's capability: every request for the run carries it (in the URLs the gateway hands out, or a
@@ -149,7 +151,9 @@ class ServedRun:
                 self.first_call = time.monotonic()
             self.model_calls += 1
         try:
-            return await self.boundary.answer_async(RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False)
+            return await self.boundary.answer_async(
+                RoutedRequest.of(path, headers), raw, explicit=None, bad_requests_fail_run=False
+            )
         finally:
             self.last_activity = time.monotonic()
 
@@ -175,7 +179,9 @@ class ServedRun:
         finally:
             self.last_activity = time.monotonic()
 
-    def submit_tool(self, name: str, arguments: dict[str, Any], problem: str | None) -> concurrent.futures.Future[tuple[str, bool]]:
+    def submit_tool(
+        self, name: str, arguments: dict[str, Any], problem: str | None
+    ) -> concurrent.futures.Future[tuple[str, bool]]:
         """The tool call handed to the run's own thread (the caller awaits the future: one thread hop)."""
         assert self.owner is not None
         return self.owner.submit(lambda: self.call_tool(name, arguments, problem))

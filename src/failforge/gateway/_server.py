@@ -102,10 +102,20 @@ class LoopbackServer:
             self._socket.close()
             raise ConfigError(f"failforge cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._socket.listen(2048)
-        config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
-                                timeout_keep_alive=IDLE_TIMEOUT, server_header=False, proxy_headers=False,
-                                date_header=False, ws="none", http=_protocol(),
-                                h11_max_incomplete_event_size=MAX_HEADER_BYTES, timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            app,
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=IDLE_TIMEOUT,
+            server_header=False,
+            proxy_headers=False,
+            date_header=False,
+            ws="none",
+            http=_protocol(),
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+            timeout_graceful_shutdown=5,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._error: BaseException | None = None

@@ -56,14 +56,18 @@ class ArmRun(BaseModel):
 class OriginalArm(BaseModel):
     """The settled original arm of one (seed, t): its runs and what they say about the point."""
 
-    key: str = Field(description="config hash, seed content and step: a row is reused only by the campaign and seed it was made for")
+    key: str = Field(
+        description="config hash, seed content and step: a row is reused only by the campaign and seed it was made for"
+    )
     seed_id: str
     step: int
     status: Literal["measured", "drift"]
     k: int
     temperature: float | None
     runs: list[ArmRun] = Field(default_factory=list)
-    error: dict[str, Any] | None = Field(default=None, description="drift: the seed does not replay up to t with its own step")
+    error: dict[str, Any] | None = Field(
+        default=None, description="drift: the seed does not replay up to t with its own step"
+    )
 
     @property
     def successes(self) -> int:
@@ -91,8 +95,13 @@ class OriginalArm(BaseModel):
     def verdict(self) -> dict[str, Any]:
         """What every record of this point carries about the original arm."""
         return {
-            "k": self.k, "successes": self.successes, "success_rate": self.success_rate, "temperature": self.temperature,
-            "live_calls": self.live_calls, "seconds": round(self.seconds, 3), "key": self.key,
+            "k": self.k,
+            "successes": self.successes,
+            "success_rate": self.success_rate,
+            "temperature": self.temperature,
+            "live_calls": self.live_calls,
+            "seconds": round(self.seconds, 3),
+            "key": self.key,
             "outcomes": [{"success": r.success, "score": r.score, "evaluator": r.evaluator} for r in self.runs],
         }
 
@@ -100,7 +109,9 @@ class OriginalArm(BaseModel):
         if self.status == "drift":
             return f"the seed does not replay up to step {self.step} ({(self.error or {}).get('message', 'drift')})"
         failed = [r for r in self.runs if not r.success]
-        detail = f" (evaluator {failed[0].evaluator}: {_short(failed[0].details)})" if failed and failed[0].evaluator else ""
+        detail = (
+            f" (evaluator {failed[0].evaluator}: {_short(failed[0].details)})" if failed and failed[0].evaluator else ""
+        )
         return (
             f"the seed's own step {self.step} continued live succeeded {self.successes} of {len(self.runs)} time(s) "
             f"(needs {cfg.original_min_success:.0%}){detail}: step {self.step} does not decide the outcome"
@@ -139,17 +150,46 @@ def run_original_arm(seed: Trajectory, spec: ArmSpec, models: Models, config: Ca
         started = time.monotonic()
         agent = continuing_agent(models, cfg, deadline, i)
         try:
-            result = branch(seed, spec.step, response=original, agent=agent, agent_model=models.agent_spec, branch_id=f"original-arm-{i}", deadline=deadline)
+            result = branch(
+                seed,
+                spec.step,
+                response=original,
+                agent=agent,
+                agent_model=models.agent_spec,
+                branch_id=f"original-arm-{i}",
+                deadline=deadline,
+            )
         except DriftError as exc:
-            return OriginalArm(key=spec.key, seed_id=seed.id, step=spec.step, status="drift", k=cfg.original_k, temperature=cfg.temperature,
-                               runs=runs, error=exc.of_seed(seed.id).to_dict())
+            return OriginalArm(
+                key=spec.key,
+                seed_id=seed.id,
+                step=spec.step,
+                status="drift",
+                k=cfg.original_k,
+                temperature=cfg.temperature,
+                runs=runs,
+                error=exc.of_seed(seed.id).to_dict(),
+            )
         outcome = result.trajectory.outcome
-        runs.append(ArmRun(
-            success=outcome.success if outcome else None, score=outcome.score if outcome else None,
-            evaluator=outcome.evaluator if outcome else None, details=dict(outcome.details) if outcome else {},
-            live_calls=result.live_calls, seconds=round(time.monotonic() - started, 3),
-        ))
-    return OriginalArm(key=spec.key, seed_id=seed.id, step=spec.step, status="measured", k=cfg.original_k, temperature=cfg.temperature, runs=runs)
+        runs.append(
+            ArmRun(
+                success=outcome.success if outcome else None,
+                score=outcome.score if outcome else None,
+                evaluator=outcome.evaluator if outcome else None,
+                details=dict(outcome.details) if outcome else {},
+                live_calls=result.live_calls,
+                seconds=round(time.monotonic() - started, 3),
+            )
+        )
+    return OriginalArm(
+        key=spec.key,
+        seed_id=seed.id,
+        step=spec.step,
+        status="measured",
+        k=cfg.original_k,
+        temperature=cfg.temperature,
+        runs=runs,
+    )
 
 
 @dataclass
@@ -164,7 +204,10 @@ class ArmResult:
         return f"{self.record.seed_id}@{self.record.step}:{ARM_MODE}"
 
 
-NOT_CHECKED = {"checked": False, "reason": "decisiveness not checked: turned off in the campaign ([filters.decisiveness] enabled = false)"}
+NOT_CHECKED = {
+    "checked": False,
+    "reason": "decisiveness not checked: turned off in the campaign ([filters.decisiveness] enabled = false)",
+}
 
 
 def not_decisive(arm: OriginalArm, config: CampaignConfig, base: dict[str, Any]) -> AttemptResult:
@@ -179,17 +222,41 @@ def not_decisive(arm: OriginalArm, config: CampaignConfig, base: dict[str, Any])
     fields = {**base, "provenance": provenance}
     reason = arm.why_not_decisive(cfg)
     if arm.status == "drift":
-        return AttemptResult("failed", Rejection(**fields, status="failed", stage="decisiveness", reasons=[f"DriftError: original arm: {reason}"],
-                                                 error=arm.error, error_kind="drift"))
+        return AttemptResult(
+            "failed",
+            Rejection(
+                **fields,
+                status="failed",
+                stage="decisiveness",
+                reasons=[f"DriftError: original arm: {reason}"],
+                error=arm.error,
+                error_kind="drift",
+            ),
+        )
     verdict = FilterVerdict(name="decisiveness", passed=False, reason=f"original arm: {reason}")
-    return AttemptResult("rejected", Rejection(**fields, status="rejected", stage="decisiveness", reasons=[f"decisiveness: {verdict.reason}"],
-                                               verdicts=[verdict]))
+    return AttemptResult(
+        "rejected",
+        Rejection(
+            **fields,
+            status="rejected",
+            stage="decisiveness",
+            reasons=[f"decisiveness: {verdict.reason}"],
+            verdicts=[verdict],
+        ),
+    )
 
 
 def arm_unsettled(base: dict[str, Any], arm_failure: Rejection) -> AttemptResult:
     """An attempt whose point's original arm could not be run (its worker failed): failed with the arm's error and
     kind (infrastructure is retried on the next run)."""
-    return AttemptResult("failed", Rejection(
-        **base, status="failed", stage="decisiveness", reasons=[f"original arm: {r}" for r in arm_failure.reasons],
-        error=arm_failure.error, error_kind=arm_failure.error_kind,
-    ))
+    return AttemptResult(
+        "failed",
+        Rejection(
+            **base,
+            status="failed",
+            stage="decisiveness",
+            reasons=[f"original arm: {r}" for r in arm_failure.reasons],
+            error=arm_failure.error,
+            error_kind=arm_failure.error_kind,
+        ),
+    )

@@ -32,16 +32,34 @@ class InjectionsConfig(_Section):
     (attacks x vectors x observation steps x injection tasks; see docs/INJECTION.md). Names are checked against
     AgentDojo's own registry and suites: a bad one is a one-line error naming the valid ones."""
 
-    attacks: list[str] = Field(default_factory=lambda: ["important_instructions"], min_length=1, description="AgentDojo attacks (its attack registry)")
-    vectors: list[str] | None = Field(default=None, description="only these injection vectors (None: every vector a step shows)")
-    injection_tasks: list[str] | None = Field(default=None, description="only these injection tasks (None: the suite's, sampled)")
+    attacks: list[str] = Field(
+        default_factory=lambda: ["important_instructions"],
+        min_length=1,
+        description="AgentDojo attacks (its attack registry)",
+    )
+    vectors: list[str] | None = Field(
+        default=None, description="only these injection vectors (None: every vector a step shows)"
+    )
+    injection_tasks: list[str] | None = Field(
+        default=None, description="only these injection tasks (None: the suite's, sampled)"
+    )
     steps_per_seed: int = Field(default=2, ge=1, description="observation steps sampled per seed")
     tasks_per_point: int = Field(default=1, ge=1, description="injection tasks sampled per (step, vector)")
     samples: int = Field(default=1, ge=1)
-    attack_target: str = Field(default="gpt-4o-2024-05-13", description="the model name model-naming attacks address (one of AgentDojo's MODEL_NAMES)")
-    refusals: bool = Field(default=False, description="also serve a refusal at each seed's first agent step (over_refusal gold)")
-    compliance: bool = Field(default=False, description="also flip the agent's step after each injected observation to comply, "
-                                                        "where the run under attack refused or ignored it (unsafe_completion gold)")
+    attack_target: str = Field(
+        default="gpt-4o-2024-05-13",
+        description="the model name model-naming attacks address (one of AgentDojo's MODEL_NAMES)",
+    )
+    refusals: bool = Field(
+        default=False, description="also serve a refusal at each seed's first agent step (over_refusal gold)"
+    )
+    compliance: bool = Field(
+        default=False,
+        description=(
+            "also flip the agent's step after each injected observation to comply, "
+            "where the run under attack refused or ignored it (unsafe_completion gold)"
+        ),
+    )
     only: bool = Field(default=False, description="plan no mode attempts: only these")
 
     @field_validator("attacks")
@@ -54,7 +72,9 @@ class InjectionsConfig(_Section):
     def _known_names(cls, value: list[str] | None, info: Any) -> list[str] | None:
         if value is None:
             return None
-        check = _injections_kind().check_vector if info.field_name == "vectors" else _injections_kind().check_injection_task
+        check = (
+            _injections_kind().check_vector if info.field_name == "vectors" else _injections_kind().check_injection_task
+        )
         return [check(name) for name in value]
 
 
@@ -81,9 +101,15 @@ class PlanConfig(_Section):
     rng_seed: int = 0
     max_seeds: int | None = Field(default=None, ge=1)
     step_policy: Literal["all", "paper"] | None = Field(
-        default=None, description="which agent steps may be decisive: all, or paper (never the first, never the final answer); None: "
-                                  "the environment's default (paper for DA-Bench, all elsewhere)")
-    injections: InjectionsConfig | None = Field(default=None, description="environment-side injections (AgentDojo seeds); None: none")
+        default=None,
+        description=(
+            "which agent steps may be decisive: all, or paper (never the first, never the final answer); None: "
+            "the environment's default (paper for DA-Bench, all elsewhere)"
+        ),
+    )
+    injections: InjectionsConfig | None = Field(
+        default=None, description="environment-side injections (AgentDojo seeds); None: none"
+    )
 
     @field_validator("modes")
     @classmethod
@@ -103,16 +129,29 @@ class DecisivenessConfig(_Section):
     run is the candidate itself; ``injected_k`` > 1 adds re-runs from the candidate's recorded ã_t.
     """
 
-    enabled: bool = Field(default=True, description="false only explicitly: every record then says 'decisiveness not checked'")
-    original_k: int = Field(default=1, ge=1, description="live continuations from the seed's own a_t, once per (seed, t)")
-    injected_k: int = Field(default=1, ge=1, description="continuations from the injected step; the first is the candidate itself")
-    temperature: float | None = Field(
-        default=None, gt=0,
-        description="None: every run continues with the candidate's own settings (the agent endpoint's); a value samples each "
-                    "run at this temperature with its own seed, so k > 1 runs differ on a deterministic model",
+    enabled: bool = Field(
+        default=True, description="false only explicitly: every record then says 'decisiveness not checked'"
     )
-    original_min_success: float = Field(default=0.5, ge=0, le=1, description="keep only if the original arm succeeds at least this often")
-    injected_max_success: float = Field(default=0.5, ge=0, le=1, description="... and the injected arm at most this often")
+    original_k: int = Field(
+        default=1, ge=1, description="live continuations from the seed's own a_t, once per (seed, t)"
+    )
+    injected_k: int = Field(
+        default=1, ge=1, description="continuations from the injected step; the first is the candidate itself"
+    )
+    temperature: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "None: every run continues with the candidate's own settings (the agent endpoint's); a value samples each "
+            "run at this temperature with its own seed, so k > 1 runs differ on a deterministic model"
+        ),
+    )
+    original_min_success: float = Field(
+        default=0.5, ge=0, le=1, description="keep only if the original arm succeeds at least this often"
+    )
+    injected_max_success: float = Field(
+        default=0.5, ge=0, le=1, description="... and the injected arm at most this often"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -130,9 +169,13 @@ class DecisivenessConfig(_Section):
 class ConformanceConfig(_Section):
     """Mode conformance: rules decide the structural modes; a recorded judge may decide the semantic ones."""
 
-    judge: bool = Field(default=False, description="ask a judge model whether semantic-mode candidates exhibit their mode")
+    judge: bool = Field(
+        default=False, description="ask a judge model whether semantic-mode candidates exhibit their mode"
+    )
     judge_model: ModelEndpoint | None = Field(default=None, description="None: the guide endpoint")
-    keep_unverified: bool = Field(default=False, description="keep semantic-mode candidates that no rule or judge verified (marked unverified)")
+    keep_unverified: bool = Field(
+        default=False, description="keep semantic-mode candidates that no rule or judge verified (marked unverified)"
+    )
 
 
 class FiltersConfig(_Section):
@@ -154,7 +197,14 @@ class PoolsConfig(_Section):
     hash, and a campaign resumed with other pool sizes is the same campaign.
     """
 
-    sandboxes: int = Field(default=1, ge=0, le=16, description="idle code sandboxes kept per worker and kind, reset between attempts (0: a new one for every attempt)")
+    sandboxes: int = Field(
+        default=1,
+        ge=0,
+        le=16,
+        description=(
+            "idle code sandboxes kept per worker and kind, reset between attempts (0: a new one for every attempt)"
+        ),
+    )
 
 
 class CampaignConfig(_Section):
@@ -163,39 +213,75 @@ class CampaignConfig(_Section):
 
     seeds: list[str] = Field(description="JSONL files of successful seed trajectories")
     output: str
-    environment: str | None = Field(default=None, description="only seeds recorded in this environment (e.g. agentdojo)")
+    environment: str | None = Field(
+        default=None, description="only seeds recorded in this environment (e.g. agentdojo)"
+    )
     harness: str | None = Field(default=None, description="only seeds recorded with this harness")
     agent: ModelEndpoint | None = Field(default=None, description="None: the embedded local model")
     guide: ModelEndpoint | None = Field(default=None, description="None: the same model as the agent")
     guide_temperature: float = Field(default=0.7, ge=0)
     guide_kind: Literal["model", "rules", "auto"] = Field(
-        default="auto", description="who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they apply)"
+        default="auto",
+        description=(
+            "who writes steering notes: the guide model, rules (structural modes only), or auto (rules where they"
+            " apply)"
+        ),
     )
     pin_tool: bool = Field(
         default=False,
-        description="a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice in the stage-2 request; "
-                    "the arguments stay the model's own (off by default: llama.cpp decodes a pinned call under a grammar, many times slower)",
+        description=(
+            "a rule-guide note that asks for a call to an offered tool (A.2, A.6) also pins that tool with tool_choice"
+            " in the stage-2 request; the arguments stay the model's own (off by default: llama.cpp decodes a pinned"
+            " call under a grammar, many times slower)"
+        ),
     )
     agent_cmd: list[str] | None = Field(
         default=None,
-        description="seeds of the external harness: the agent command to run instead of the one they recorded (the script moved, another venv); "
-                    "the requests it sends must still be the recorded ones, or replay drifts",
+        description=(
+            "seeds of the external harness: the agent command to run instead of the one they recorded (the script"
+            " moved, another venv); the requests it sends must still be the recorded ones, or replay drifts"
+        ),
     )
     decision_judge: ModelEndpoint | None = Field(
         default=None,
-        description="a recorded judge for the control decisions the rules leave open (as `failforge decide`): at settle every gold record "
-                    "gets its judgements attached (provenance decision_judgements) and is adjudicated again; None: rules only",
+        description=(
+            "a recorded judge for the control decisions the rules leave open (as `failforge decide`): at settle every"
+            " gold record gets its judgements attached (provenance decision_judgements) and is adjudicated again; None:"
+            " rules only"
+        ),
     )
     plan: PlanConfig = Field(default_factory=PlanConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     concurrency: int = Field(default=1, ge=1, le=256)
-    executor: str = Field(default="local", description="a registered executor: local (thread pool), process (worker processes, for CPU-bound environments) or ray")
+    executor: str = Field(
+        default="local",
+        description=(
+            "a registered executor: local (thread pool), process (worker processes, for CPU-bound environments) or ray"
+        ),
+    )
     pools: PoolsConfig = Field(default_factory=PoolsConfig)
     ray_address: str | None = Field(default=None, description="Ray cluster address; None starts a local Ray instance")
     attempt_deadline: float = Field(default=900.0, gt=0, description="seconds one attempt may take, retries included")
-    max_interruptions: int = Field(default=3, ge=1, description="an attempt cut off this often by a crash of the whole run is given up (retryable with --retry-failed)")
-    max_attempt_tries: int = Field(default=3, ge=1, description="an attempt that failed for infrastructure reasons is retried on later runs until it has been tried this often")
-    circuit_breaker: int = Field(default=5, ge=0, description="stop starting attempts after this many consecutive infrastructure failures (0: never)")
+    max_interruptions: int = Field(
+        default=3,
+        ge=1,
+        description=(
+            "an attempt cut off this often by a crash of the whole run is given up (retryable with --retry-failed)"
+        ),
+    )
+    max_attempt_tries: int = Field(
+        default=3,
+        ge=1,
+        description=(
+            "an attempt that failed for infrastructure reasons is retried on later runs until it has been tried this"
+            " often"
+        ),
+    )
+    circuit_breaker: int = Field(
+        default=5,
+        ge=0,
+        description="stop starting attempts after this many consecutive infrastructure failures (0: never)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -204,7 +290,7 @@ class CampaignConfig(_Section):
         if isinstance(data, dict) and isinstance(data.get("guide"), str):
             data = dict(data)
             if "guide_kind" in data:
-                raise ValueError("give the guide kind once: either guide = \"...\" or guide_kind = \"...\"")
+                raise ValueError('give the guide kind once: either guide = "..." or guide_kind = "..."')
             data["guide_kind"] = data.pop("guide")
         return data
 
@@ -236,7 +322,9 @@ class CampaignConfig(_Section):
         are kept (neither changes a record), with secrets masked (so a moved folder is the same campaign,
         and no key is hashed into provenance)."""
         data = self.model_dump(mode="json", exclude={"output", "pools"})
-        data.update(executor="local", ray_address=None, concurrency=1)  # where and how many at once decide no record either: hashed as the defaults
+        data.update(
+            executor="local", ray_address=None, concurrency=1
+        )  # where and how many at once decide no record either: hashed as the defaults
         if data.get("agent_cmd") is None:  # a field added later, unset: campaigns made before it keep their hash
             data.pop("agent_cmd", None)
         if data.get("decision_judge") is None:  # likewise
@@ -256,7 +344,10 @@ def load_campaign(path: str | Path) -> CampaignConfig:
     seeds = data.get("seeds")
     if seeds is not None:
         if not isinstance(seeds, list) or not all(isinstance(p, str) for p in seeds):
-            raise ConfigError(f'campaign file {file}: field \'seeds\': expected a list of JSONL paths, e.g. seeds = ["seeds.jsonl"], found {seeds!r}')
+            raise ConfigError(
+                f"campaign file {file}: field 'seeds': expected a list of JSONL paths, e.g. seeds = [\"seeds.jsonl\"],"
+                f" found {seeds!r}"
+            )
         data["seeds"] = [str((base / p).resolve()) if not Path(p).is_absolute() else p for p in seeds]
     if isinstance(data.get("output"), str) and not Path(data["output"]).is_absolute():
         data["output"] = str((base / data["output"]).resolve())

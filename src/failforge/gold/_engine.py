@@ -70,10 +70,17 @@ def parse_job(spec_json: str) -> JobSpec:
     return gold_kinds.get(job).spec.model_validate(data)
 
 
-def run_job(seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any] | None = None) -> JobResult:
+def run_job(
+    seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any] | None = None
+) -> JobResult:
     """Run one job of any kind to its result; never raises for a bad candidate, a drift or a dead endpoint."""
     kind = job_kind(spec)
-    ctx = JobContext(models=models, config=config, provenance=dict(provenance or {}), deadline=time.monotonic() + config.attempt_deadline)
+    ctx = JobContext(
+        models=models,
+        config=config,
+        provenance=dict(provenance or {}),
+        deadline=time.monotonic() + config.attempt_deadline,
+    )
     base = ctx.base = kind.base(seed, spec, ctx)
     try:
         made = kind.branch(seed, spec, ctx)
@@ -89,7 +96,9 @@ def run_job(seed: Trajectory, spec: JobSpec, models: Models, config: CampaignCon
             return failed(_failing(kind, seed, base, drift), "replay", drift, ctx.note)
         return failed(_failing(kind, seed, base, exc), ctx.stage, exc, ctx.note)
     except Exception as exc:  # infrastructure or a bug: failed with its error; the campaign goes on
-        return failed(_failing(kind, seed, base, exc), "continuation" if ctx.stage == "replay" else ctx.stage, exc, ctx.note)
+        return failed(
+            _failing(kind, seed, base, exc), "continuation" if ctx.stage == "replay" else ctx.stage, exc, ctx.note
+        )
     note, trajectory = made.note, made.trajectory
     if not all(v.passed for v in verdicts):
         return rejected_by(base, verdicts, note=note, trajectory=trajectory)

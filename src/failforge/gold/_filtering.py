@@ -87,7 +87,9 @@ class FilterFailed(Exception):
 
 def default_filters() -> list[str]:
     """The filters an action attempt runs unless the campaign names others, in the order they are reported."""
-    return [i.name for i in sorted(registry, key=lambda i: (i.meta.get("order", 1000), i.name)) if i.meta.get("default")]
+    return [
+        i.name for i in sorted(registry, key=lambda i: (i.meta.get("order", 1000), i.name)) if i.meta.get("default")
+    ]
 
 
 def run_filters(ctx: FilterContext, names: Sequence[str] | None = None) -> list[FilterVerdict]:

@@ -45,7 +45,6 @@ class JobSpec(BaseModel, frozen=True):
         raise NotImplementedError(f"{type(self).__name__} does not say its attempt id")
 
 
-
 @dataclass
 class Planned:
     """A kind's plan over a campaign's seeds: the jobs, and one line per seed or step it left out and why."""
@@ -89,8 +88,14 @@ class GoldKind(ABC):
     def base(self, seed: Trajectory, spec: Any, ctx: JobContext) -> dict[str, Any]:
         """What every record of the job carries (a rejection's fields): its ids, mode, sample and provenance."""
         provenance = {**ctx.provenance, "attempt_id": spec.attempt_id}
-        return {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": spec.mode, "sample": spec.sample,
-                "provenance": provenance}
+        return {
+            "attempt_id": spec.attempt_id,
+            "seed_id": seed.id,
+            "step": spec.step,
+            "mode": spec.mode,
+            "sample": spec.sample,
+            "provenance": provenance,
+        }
 
     def failure_provenance(self, seed: Trajectory, exc: BaseException) -> dict[str, Any]:
         """What a failed job of this kind adds to its record's provenance (default: nothing)."""
@@ -108,11 +113,21 @@ class GoldKind(ABC):
 
     def filter_context(self, seed: Trajectory, spec: JobSpec, candidate: Candidate, ctx: JobContext) -> FilterContext:
         """What this kind's filters see (default: the seed, the run, the changed step, the kind's facts)."""
-        return FilterContext(seed=seed, branch=candidate.trajectory, step=candidate.step, spec=spec, job=ctx, facts=candidate.facts,
-                             reference=candidate.reference, note=candidate.note or "")
+        return FilterContext(
+            seed=seed,
+            branch=candidate.trajectory,
+            step=candidate.step,
+            spec=spec,
+            job=ctx,
+            facts=candidate.facts,
+            reference=candidate.reference,
+            note=candidate.note or "",
+        )
 
     @abstractmethod
-    def label(self, seed: Trajectory, spec: JobSpec, candidate: Candidate, verdicts: list[Any], ctx: JobContext) -> GoldLabel | str:
+    def label(
+        self, seed: Trajectory, spec: JobSpec, candidate: Candidate, verdicts: list[Any], ctx: JobContext
+    ) -> GoldLabel | str:
         """The gold label of a candidate every filter passed, or why no label can be made (a rejection)."""
 
 

@@ -18,10 +18,14 @@ class ResolvedModels(BaseModel):
     guide: ModelEndpoint
 
     def agent_spec(self) -> ComponentSpec:
-        return ComponentSpec(name=self.agent.model, config={"base_url": strip_userinfo(self.agent.base_url), "role": "agent"})
+        return ComponentSpec(
+            name=self.agent.model, config={"base_url": strip_userinfo(self.agent.base_url), "role": "agent"}
+        )
 
     def guide_spec(self) -> ComponentSpec:
-        return ComponentSpec(name=self.guide.model, config={"base_url": strip_userinfo(self.guide.base_url), "role": "guide"})
+        return ComponentSpec(
+            name=self.guide.model, config={"base_url": strip_userinfo(self.guide.base_url), "role": "guide"}
+        )
 
 
 class Models:
@@ -34,7 +38,9 @@ class Models:
         self._agent = resolved.agent.upstream()
         self._guide = resolved.guide.upstream()
 
-    def agent(self, *, deadline: float | None = None, temperature: float | None = None, seed: int | None = None) -> BoundedResponder:
+    def agent(
+        self, *, deadline: float | None = None, temperature: float | None = None, seed: int | None = None
+    ) -> BoundedResponder:
         return BoundedResponder(self._agent, deadline=deadline, temperature=temperature, seed=seed)
 
     def guide(self, *, deadline: float | None = None) -> BoundedResponder:

@@ -37,8 +37,10 @@ class Rejection(BaseModel):
     error: dict[str, Any] | None = None
     error_kind: ErrorKind | None = Field(
         default=None,
-        description="for failed attempts: drift (the seed does not replay), infrastructure (retried on the next run), "
-        "error (a bug: `error.traceback` says where), interrupted",
+        description=(
+            "for failed attempts: drift (the seed does not replay), infrastructure (retried on the next run), "
+            "error (a bug: `error.traceback` says where), interrupted"
+        ),
     )
     trajectory: Trajectory | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
@@ -77,23 +79,76 @@ def error_info(exc: BaseException) -> dict[str, Any]:
     return info
 
 
-def failed(base: dict[str, Any], stage: Stage, exc: BaseException, note: str | None = None, **extra: Any) -> AttemptResult:
+def failed(
+    base: dict[str, Any], stage: Stage, exc: BaseException, note: str | None = None, **extra: Any
+) -> AttemptResult:
     """A failed attempt: the error, its kind and where it happened."""
-    return AttemptResult("failed", Rejection(**base, status="failed", stage=stage, reasons=[f"{type(exc).__name__}: {exc}"], note=note,
-                                             error=error_info(exc), error_kind=error_kind(exc), **extra))
+    return AttemptResult(
+        "failed",
+        Rejection(
+            **base,
+            status="failed",
+            stage=stage,
+            reasons=[f"{type(exc).__name__}: {exc}"],
+            note=note,
+            error=error_info(exc),
+            error_kind=error_kind(exc),
+            **extra,
+        ),
+    )
 
 
-def rejected(base: dict[str, Any], stage: Stage, reasons: list[str], *, verdicts: list[FilterVerdict] | None = None,
-             note: str | None = None, trajectory: Trajectory | None = None) -> AttemptResult:
+def rejected(
+    base: dict[str, Any],
+    stage: Stage,
+    reasons: list[str],
+    *,
+    verdicts: list[FilterVerdict] | None = None,
+    note: str | None = None,
+    trajectory: Trajectory | None = None,
+) -> AttemptResult:
     """A rejected candidate: its reasons, every verdict it got, and its run when there was one."""
-    return AttemptResult("rejected", Rejection(**base, status="rejected", stage=stage, reasons=reasons, verdicts=verdicts or [], note=note,
-                                               trajectory=trajectory))
+    return AttemptResult(
+        "rejected",
+        Rejection(
+            **base,
+            status="rejected",
+            stage=stage,
+            reasons=reasons,
+            verdicts=verdicts or [],
+            note=note,
+            trajectory=trajectory,
+        ),
+    )
 
 
-def rejected_by(base: dict[str, Any], verdicts: list[FilterVerdict], *, note: str | None = None, trajectory: Trajectory | None = None,
-                stage: Stage = "filters") -> AttemptResult:
+def rejected_by(
+    base: dict[str, Any],
+    verdicts: list[FilterVerdict],
+    *,
+    note: str | None = None,
+    trajectory: Trajectory | None = None,
+    stage: Stage = "filters",
+) -> AttemptResult:
     """A candidate some filters rejected: one reason per failed verdict, every verdict kept."""
-    return rejected(base, stage, [f"{v.name}: {v.reason}" for v in verdicts if not v.passed], verdicts=verdicts, note=note, trajectory=trajectory)
+    return rejected(
+        base,
+        stage,
+        [f"{v.name}: {v.reason}" for v in verdicts if not v.passed],
+        verdicts=verdicts,
+        note=note,
+        trajectory=trajectory,
+    )
 
 
-__all__ = ["AttemptResult", "ErrorKind", "Rejection", "Stage", "error_info", "error_kind", "failed", "rejected", "rejected_by"]
+__all__ = [
+    "AttemptResult",
+    "ErrorKind",
+    "Rejection",
+    "Stage",
+    "error_info",
+    "error_kind",
+    "failed",
+    "rejected",
+    "rejected_by",
+]

@@ -20,7 +20,15 @@ from pydantic import ValidationError
 
 from failforge.errors import ConfigError
 from failforge.harnesses._base import Harness
-from failforge.harnesses._frameworks import LEAD_PROMPT, WORKER_PROMPT, Answer, FrameworkTeamConfig, TeamPolicy, function_call, text_of
+from failforge.harnesses._frameworks import (
+    LEAD_PROMPT,
+    WORKER_PROMPT,
+    Answer,
+    FrameworkTeamConfig,
+    TeamPolicy,
+    function_call,
+    text_of,
+)
 from failforge.harnesses._team import TeamMember
 from failforge.plugins import harnesses
 from failforge.roster import AgentProfile, check_roster
@@ -72,7 +80,18 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(lazy[name]), name)
     raise AttributeError(f"module 'failforge.harnesses' has no attribute {name!r}")
 
+
 __all__ = [
-    "LEAD_PROMPT", "WORKER_PROMPT", "Answer", "FrameworkTeamConfig", "Harness", "TeamMember", "TeamPolicy", "function_call", "harness_from_spec",
-    "harness_roster", "harness_spec", "text_of",
+    "LEAD_PROMPT",
+    "WORKER_PROMPT",
+    "Answer",
+    "FrameworkTeamConfig",
+    "Harness",
+    "TeamMember",
+    "TeamPolicy",
+    "function_call",
+    "harness_from_spec",
+    "harness_roster",
+    "harness_spec",
+    "text_of",
 ]

@@ -31,7 +31,15 @@ from typing import Any, ClassVar, Self, TypeVar
 import openai
 
 from failforge.harnesses._base import Harness
-from failforge.harnesses._frameworks import FrameworkTeamConfig, TeamPolicy, need_workers, require_framework, team_config, team_roster, tool_schemas
+from failforge.harnesses._frameworks import (
+    FrameworkTeamConfig,
+    TeamPolicy,
+    need_workers,
+    require_framework,
+    team_config,
+    team_roster,
+    tool_schemas,
+)
 from failforge.llm import TeamOracle
 from failforge.roster import AgentProfile
 
@@ -68,8 +76,14 @@ def boundary_tools(toolbox: Any, names: list[str], agent: str) -> list[BoundaryT
     tools = []
     for schema in tool_schemas(toolbox, names, agent):
         function = schema["function"]
-        tools.append(BoundaryTool(name=function["name"], description=str(function.get("description") or function["name"]),
-                                  parameters=function.get("parameters") or dict(_NO_PARAMETERS), toolbox=toolbox))
+        tools.append(
+            BoundaryTool(
+                name=function["name"],
+                description=str(function.get("description") or function["name"]),
+                parameters=function.get("parameters") or dict(_NO_PARAMETERS),
+                toolbox=toolbox,
+            )
+        )
     return tools
 
 
@@ -119,19 +133,38 @@ class FrameworkAdapter(Harness):
     # --- the plugin surface (shared) -------------------------------------------------------------
 
     @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> Self:
+    def for_environment(
+        cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any
+    ) -> Self:
         """The team for an environment's tool split: a worker per domain; ``overrides`` replace config
         fields, the adapter's own (``delegation``) included."""
         shared = {k: v for k, v in overrides.items() if k in FrameworkTeamConfig.model_fields}
         own = {k: v for k, v in overrides.items() if k not in shared}
-        base = team_config(domains, lead_name=cls.lead_name, lead_role=cls.lead_role, budget=budget, max_tokens=max_tokens, overrides=shared)
-        return cls(base if cls.Config is FrameworkTeamConfig and not own else cls.Config.model_validate({**base.model_dump(), **own}))
+        base = team_config(
+            domains,
+            lead_name=cls.lead_name,
+            lead_role=cls.lead_role,
+            budget=budget,
+            max_tokens=max_tokens,
+            overrides=shared,
+        )
+        return cls(
+            base
+            if cls.Config is FrameworkTeamConfig and not own
+            else cls.Config.model_validate({**base.model_dump(), **own})
+        )
 
     def roster(self) -> list[AgentProfile]:
         """The lead, the framework's own agents (:meth:`members`), then the workers, addressed as :meth:`spelled`."""
         s = self.spelled()
-        return team_roster(self.config, handoff_tool=s.delegation, report_tool=s.final_answer, addressed_by=s.addressed_by,
-                           hand_back=s.hand_back, members=self.members())
+        return team_roster(
+            self.config,
+            handoff_tool=s.delegation,
+            report_tool=s.final_answer,
+            addressed_by=s.addressed_by,
+            hand_back=s.hand_back,
+            members=self.members(),
+        )
 
     def spelled(self) -> Spelling:
         """This team's spelling: :attr:`spelling`, unless the config chooses another (the Agents SDK's handoffs)."""
@@ -159,7 +192,9 @@ class FrameworkAdapter(Harness):
 
     def tool(self, tool: BoundaryTool) -> Any:
         """``tool`` as the framework's tool type (called inside ``run``, so the framework may be imported here)."""
-        raise NotImplementedError(f"{type(self).__name__} must say how its framework spells a tool (tool or worker_tools)")
+        raise NotImplementedError(
+            f"{type(self).__name__} must say how its framework spells a tool (tool or worker_tools)"
+        )
 
     def worker_tools(self, tools: list[BoundaryTool]) -> Any:
         """A worker's tools as the framework takes them: by default a list of :meth:`tool`."""
@@ -168,11 +203,12 @@ class FrameworkAdapter(Harness):
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         """Build the team in the framework (``tools``: each worker's, by name, from :meth:`worker_tools`),
         run it on ``instruction`` and return the lead's final answer."""
-        raise NotImplementedError(f"{type(self).__name__} must say how its framework builds and runs its team (run_team)")
+        raise NotImplementedError(
+            f"{type(self).__name__} must say how its framework builds and runs its team (run_team)"
+        )
 
 
-__all__ = [
-    "run_async","BoundaryTool", "FrameworkAdapter", "Spelling", "boundary_tools"]
+__all__ = ["run_async", "BoundaryTool", "FrameworkAdapter", "Spelling", "boundary_tools"]
 
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -75,13 +75,19 @@ class Harness(abc.ABC):
         return None
 
     @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> Self:
+    def for_environment(
+        cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any
+    ) -> Self:
         """The team for an environment's tool split (``domains``: domain -> tool names). Team harnesses only."""
-        raise ConfigError(f"harness {cls.name!r} runs a single agent; it does not split an environment's tools among agents")
+        raise ConfigError(
+            f"harness {cls.name!r} runs a single agent; it does not split an environment's tools among agents"
+        )
 
     def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str) -> Responder:
         """Every agent of the team played from a fixed tool-call sequence and answer. Team harnesses only."""
-        raise ConfigError(f"harness {self.name!r} runs a single agent: its oracle seeds are played by the environment's oracle")
+        raise ConfigError(
+            f"harness {self.name!r} runs a single agent: its oracle seeds are played by the environment's oracle"
+        )
 
 
 __all__ = ["Harness"]

@@ -47,31 +47,67 @@ class FrameworkTeamConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    lead: TeamMember = Field(default_factory=lambda: TeamMember(name="manager", role="manager", system_prompt=LEAD_PROMPT.format(team="(no workers)")))
+    lead: TeamMember = Field(
+        default_factory=lambda: TeamMember(
+            name="manager", role="manager", system_prompt=LEAD_PROMPT.format(team="(no workers)")
+        )
+    )
     workers: list[TeamMember] = Field(default_factory=list)
     lead_max_steps: int = Field(default=12, ge=1, description="model calls the lead may make")
     worker_max_steps: int = Field(default=4, ge=1, description="model calls a worker may make per subtask")
     sampling: Sampling = Field(default_factory=Sampling)
     streaming: bool = Field(default=False, description="the framework streams every model call (stream=True)")
-    asynchronous: bool = Field(default=False, description="run the framework's async entry point (frameworks with both)")
+    asynchronous: bool = Field(
+        default=False, description="run the framework's async entry point (frameworks with both)"
+    )
 
 
-def team_config(domains: dict[str, list[str]], *, lead_name: str, lead_role: str, budget: int, max_tokens: int | None, overrides: dict[str, Any]) -> FrameworkTeamConfig:
+def team_config(
+    domains: dict[str, list[str]],
+    *,
+    lead_name: str,
+    lead_role: str,
+    budget: int,
+    max_tokens: int | None,
+    overrides: dict[str, Any],
+) -> FrameworkTeamConfig:
     """One worker per tool domain (``banking`` -> ``banking_worker``), the lead told who does what."""
     workers = [
-        TeamMember(name=f"{d}_worker", role="worker", description=f"{d} ({tool_list(tools)})", tools=list(tools),
-                   system_prompt=WORKER_PROMPT.format(name=f"{d}_worker", domain=d, tools=tool_list(tools)))
+        TeamMember(
+            name=f"{d}_worker",
+            role="worker",
+            description=f"{d} ({tool_list(tools)})",
+            tools=list(tools),
+            system_prompt=WORKER_PROMPT.format(name=f"{d}_worker", domain=d, tools=tool_list(tools)),
+        )
         for d, tools in domains.items()
     ]
     team = "\n".join(f"- {w.name}: {w.description}" for w in workers)
-    lead = TeamMember(name=lead_name, role=lead_role, description="hands out subtasks, answers the user", system_prompt=LEAD_PROMPT.format(team=team))
-    data: dict[str, Any] = {"lead": lead, "workers": workers, "lead_max_steps": max(4, budget), "sampling": Sampling(max_tokens=max_tokens)}
+    lead = TeamMember(
+        name=lead_name,
+        role=lead_role,
+        description="hands out subtasks, answers the user",
+        system_prompt=LEAD_PROMPT.format(team=team),
+    )
+    data: dict[str, Any] = {
+        "lead": lead,
+        "workers": workers,
+        "lead_max_steps": max(4, budget),
+        "sampling": Sampling(max_tokens=max_tokens),
+    }
     data.update(overrides)
     return FrameworkTeamConfig.model_validate(data)
 
 
-def team_roster(config: FrameworkTeamConfig, *, handoff_tool: str | None = None, report_tool: str | None = None, addressed_by: str | None = None,
-                hand_back: str | None = None, members: Sequence[AgentProfile] = ()) -> list[AgentProfile]:
+def team_roster(
+    config: FrameworkTeamConfig,
+    *,
+    handoff_tool: str | None = None,
+    report_tool: str | None = None,
+    addressed_by: str | None = None,
+    hand_back: str | None = None,
+    members: Sequence[AgentProfile] = (),
+) -> list[AgentProfile]:
     """The lead (opens rounds), ``members`` (agents the framework adds), and the workers.
 
     The lead's handoffs: a tool per worker, named after it or ``handoff_tool`` with ``{worker}``; or,
@@ -83,20 +119,56 @@ def team_roster(config: FrameworkTeamConfig, *, handoff_tool: str | None = None,
     if addressed_by:
         handoffs = [Handoff(tool=str(handoff_tool), to_argument=addressed_by)]
     else:
-        handoffs = [Handoff(tool=handoff_tool.format(worker=w.name), to=w.name) if handoff_tool else Handoff(tool=w.name, to=w.name) for w in config.workers]
+        handoffs = [
+            (
+                Handoff(tool=handoff_tool.format(worker=w.name), to=w.name)
+                if handoff_tool
+                else Handoff(tool=w.name, to=w.name)
+            )
+            for w in config.workers
+        ]
     if report_tool:  # the lead's final answer is a tool call too: it goes to the user
         handoffs.append(Handoff(tool=report_tool, to=USER))
-    profiles = [AgentProfile(name=lead.name, role=lead.role, description=lead.description, tools=[], reports_to="user", handoffs=handoffs, opens_rounds=True)]
+    profiles = [
+        AgentProfile(
+            name=lead.name,
+            role=lead.role,
+            description=lead.description,
+            tools=[],
+            reports_to="user",
+            handoffs=handoffs,
+            opens_rounds=True,
+        )
+    ]
     profiles += members
-    back = [Handoff(tool=report_tool, to=lead.name)] if report_tool else [Handoff(tool=hand_back.format(lead=lead.name), to=lead.name)] if hand_back else []
+    back = (
+        [Handoff(tool=report_tool, to=lead.name)]
+        if report_tool
+        else [Handoff(tool=hand_back.format(lead=lead.name), to=lead.name)]
+        if hand_back
+        else []
+    )
     for w in config.workers:
-        profiles.append(AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=lead.name, handoffs=list(back), opens_rounds=False))
+        profiles.append(
+            AgentProfile(
+                name=w.name,
+                role=w.role,
+                description=w.description,
+                tools=list(w.tools),
+                reports_to=lead.name,
+                handoffs=list(back),
+                opens_rounds=False,
+            )
+        )
     return profiles
 
 
 def need_workers(name: str, config: FrameworkTeamConfig) -> None:
     if not config.workers:
-        raise ConfigError(f"{name} has no workers; build its config for an environment (failforge.seeds.harness_for) or list them in harness.config.workers")
+        raise ConfigError(
+            f"{name} has no workers; build its config for an environment (failforge.seeds.harness_for) or list them in"
+            " harness.config.workers"
+        )
 
 
 def require_framework(harness: str, module: str, extra: str) -> None:
@@ -106,7 +178,9 @@ def require_framework(harness: str, module: str, extra: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError(f"harness {harness!r} needs {module} ({exc}); install it: pip install 'failforge[{extra}]'") from None
+        raise ConfigError(
+            f"harness {harness!r} needs {module} ({exc}); install it: pip install 'failforge[{extra}]'"
+        ) from None
 
 
 def tool_schemas(toolbox: Any, names: list[str], agent: str) -> list[dict[str, Any]]:
@@ -132,7 +206,11 @@ def call_id(agent: str, messages: list[dict[str, Any]]) -> str:
 
 
 def function_call(agent: str, messages: list[dict[str, Any]], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id(agent, messages), "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {
+        "id": call_id(agent, messages),
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 Answer = tuple[str | None, list[dict[str, Any]] | None]
@@ -190,9 +268,22 @@ class TeamPolicy:
             return self.answer(agent, messages, self.final)
         result = self.tool_result(messages)
         # the latest instruction, from the lead (a user message, or the lead's own message in a shared history)
-        instruction = next((m for m in (_INSTRUCTION.search(text_of(x.get("content"))) for x in reversed(messages) if x.get("role") in ("user", "assistant")) if m), None)
+        instruction = next(
+            (
+                m
+                for m in (
+                    _INSTRUCTION.search(text_of(x.get("content")))
+                    for x in reversed(messages)
+                    if x.get("role") in ("user", "assistant")
+                )
+                if m
+            ),
+            None,
+        )
         if instruction is None:
-            return self.answer(agent, messages, "The instruction did not say which tool and values to use, so I did nothing.")
+            return self.answer(
+                agent, messages, "The instruction did not say which tool and values to use, so I did nothing."
+            )
         if result is None:
             return self.worker_call(agent, messages, instruction.group(1), json.loads(instruction.group(2)))
         cut = result if len(result) <= 1500 else result[:1500] + " [...]"
@@ -210,6 +301,7 @@ class TeamPolicy:
     def oracle(self, name: str) -> TeamOracle:
         """The policy as a team oracle (oracle seeds through the normal record path): each agent's calls
         are answered as that agent, which the model boundary names."""
+
         def script(agent: str) -> AgentScript:
             return lambda ordinal, body, purpose: self.respond(agent, body)
 

@@ -31,7 +31,9 @@ MARK_VARIABLE = "FAILFORGE_AGENT_MARK"
 _marks: dict[int, str] = {}
 
 
-def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: Path, stderr: Path) -> subprocess.Popen[bytes]:
+def spawn(
+    command: list[str], *, env: dict[str, str], cwd: str | None, stdout: Path, stderr: Path
+) -> subprocess.Popen[bytes]:
     """Start ``command`` in a new process group with its output going to files; a missing or
     unrunnable command is an :class:`InfrastructureError` naming it."""
     # -I -S: the supervisor is stdlib only, and the agent's PYTHONPATH is not its own
@@ -40,8 +42,15 @@ def spawn(command: list[str], *, env: dict[str, str], cwd: str | None, stdout: P
     try:
         _check_runnable(command, env, cwd)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            process = subprocess.Popen(supervised, env={**env, MARK_VARIABLE: mark}, cwd=cwd, stdin=subprocess.DEVNULL,
-                                       stdout=out, stderr=err, start_new_session=True)
+            process = subprocess.Popen(
+                supervised,
+                env={**env, MARK_VARIABLE: mark},
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             _marks[process.pid] = mark
             return process
     except FileNotFoundError:

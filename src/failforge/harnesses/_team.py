@@ -61,14 +61,21 @@ def select_tools(schemas: list[dict[str, Any]], names: list[str], agent: str) ->
     by_name = {s["function"]["name"]: s for s in schemas}
     missing = [n for n in names if n not in by_name]
     if missing:
-        raise ConfigError(f"agent {agent!r} is given tool(s) {', '.join(missing)} that this environment does not have (it has: {', '.join(by_name)})")
+        raise ConfigError(
+            f"agent {agent!r} is given tool(s) {', '.join(missing)} that this environment does not have (it has:"
+            f" {', '.join(by_name)})"
+        )
     return [by_name[n] for n in names]
 
 
 def function_tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": name, "description": description, "parameters": {"type": "object", "properties": properties, "required": required}},
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
     }
 
 
@@ -95,17 +102,30 @@ class Turn:
         """The assistant message to append to the member's history."""
         entry: dict[str, Any] = {"role": "assistant", "content": self.content}
         if self.calls:
-            entry["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in self.calls]
+            entry["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.calls
+            ]
         return entry
 
 
-def ask(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, sampling: Sampling) -> Turn:
+def ask(
+    client: openai.OpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    sampling: Sampling,
+) -> Turn:
     kwargs: dict[str, Any] = sampling.extra()
     if tools:
         kwargs["tools"] = tools
     completion = client.chat.completions.create(model=model, messages=messages, **kwargs)  # type: ignore[arg-type]
     message = completion.choices[0].message
-    calls = [Call(id=c.id, name=c.function.name, arguments=c.function.arguments or "") for c in (message.tool_calls or []) if c.type == "function"]
+    calls = [
+        Call(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+        for c in message.tool_calls or []
+        if c.type == "function"
+    ]
     return Turn(content=message.content, calls=calls)
 
 
@@ -146,4 +166,15 @@ def tool_list(tools: list[str]) -> str:
     return ", ".join(tools) if tools else "none"
 
 
-__all__ = ["Call", "Sampling", "TeamMember", "ToolUser", "Turn", "ask", "function_tool", "member_client", "select_tools", "tool_list"]
+__all__ = [
+    "Call",
+    "Sampling",
+    "TeamMember",
+    "ToolUser",
+    "Turn",
+    "ask",
+    "function_tool",
+    "member_client",
+    "select_tools",
+    "tool_list",
+]

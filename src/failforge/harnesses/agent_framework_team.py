@@ -72,7 +72,11 @@ HANDOFF = "handoff_to_{agent}"
 
 class AgentFrameworkConfig(FrameworkTeamConfig):
     orchestration: Literal["magentic", "handoff"] = Field(
-        default="magentic", description="MAF's Magentic workflow (a ledger-keeping manager) or its Handoff workflow (the lead hands off to a worker, which hands back)",
+        default="magentic",
+        description=(
+            "MAF's Magentic workflow (a ledger-keeping manager) or its Handoff workflow (the lead hands off to a"
+            " worker, which hands back)"
+        ),
     )
 
 
@@ -93,7 +97,13 @@ class AgentFrameworkPolicy(MagenticOnePolicy):
         if not self.handoffs:
             return super().delegations_done(messages)
         to_workers = {HANDOFF.format(agent=w) for w in self.workers}
-        return sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if c["function"]["name"] in to_workers)
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+            if c["function"]["name"] in to_workers
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
         if not self.handoffs:
@@ -111,8 +121,17 @@ class AgentFrameworkPolicy(MagenticOnePolicy):
         last = messages[-1] if messages else {}
         if last.get("role") != "tool":
             return None
-        names = {c.get("id"): c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
-        return None if str(names.get(last.get("tool_call_id"), "")).startswith(HANDOFF.format(agent="")) else str(last.get("content") or "")
+        names = {
+            c.get("id"): c["function"]["name"]
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        }
+        return (
+            None
+            if str(names.get(last.get("tool_call_id"), "")).startswith(HANDOFF.format(agent=""))
+            else str(last.get("content") or "")
+        )
 
 
 def boundary_function_tool(tool: BoundaryTool) -> Any:
@@ -122,11 +141,22 @@ def boundary_function_tool(tool: BoundaryTool) -> Any:
     async def call(**arguments: Any) -> str:
         return await tool.acall(arguments)
 
-    return FunctionTool(name=tool.name, description=tool.description, func=call, input_model=tool.parameters, approval_mode="never_require")
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        func=call,
+        input_model=tool.parameters,
+        approval_mode="never_require",
+    )
 
 
-@harnesses.register(NAME, description="Microsoft Agent Framework: a Magentic workflow of a ledger-keeping manager and tool-using Agent workers",
-                    requires=("agent-framework-core", "agent-framework-orchestrations", "agent-framework-openai"))
+@harnesses.register(
+    NAME,
+    description=(
+        "Microsoft Agent Framework: a Magentic workflow of a ledger-keeping manager and tool-using Agent workers"
+    ),
+    requires=("agent-framework-core", "agent-framework-orchestrations", "agent-framework-openai"),
+)
 class AgentFrameworkTeam(FrameworkAdapter):
     name = NAME
     Config = AgentFrameworkConfig
@@ -136,7 +166,9 @@ class AgentFrameworkTeam(FrameworkAdapter):
     lead_name = "orchestrator"
     lead_role = "orchestrator"
     spelling = Spelling(delegation=PROGRESS_LEDGER)  # not a tool: the roster's purpose handoffs below
-    handoff_spelling: ClassVar[Spelling] = Spelling(delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}"))
+    handoff_spelling: ClassVar[Spelling] = Spelling(
+        delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}")
+    )
     config: AgentFrameworkConfig
 
     def spelled(self) -> Spelling:
@@ -160,7 +192,11 @@ class AgentFrameworkTeam(FrameworkAdapter):
         sampling = cfg.sampling
         if not hasattr(client, "async_client"):
             raise TypeError(f"{NAME} needs failforge's boundary client (a client per agent and per manager call kind)")
-        options: dict[str, Any] = {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens, "allow_multiple_tool_calls": False}
+        options: dict[str, Any] = {
+            "temperature": sampling.temperature,
+            "max_tokens": sampling.max_tokens,
+            "allow_multiple_tool_calls": False,
+        }
         if sampling.seed is not None:
             options["seed"] = sampling.seed
 
@@ -172,7 +208,10 @@ class AgentFrameworkTeam(FrameworkAdapter):
         if cfg.orchestration == "handoff":
             return await self._run_handoff(chat_client, options, instruction, tools)
         lead = cfg.lead.name
-        by_purpose = {p: Agent(chat_client(lead, p), name=lead, description=cfg.lead.description, default_options=dict(options)) for p in PURPOSES}  # type: ignore[arg-type]
+        by_purpose = {
+            p: Agent(chat_client(lead, p), name=lead, description=cfg.lead.description, default_options=dict(options))
+            for p in PURPOSES
+        }  # type: ignore[arg-type]
 
         class Manager(StandardMagenticManager):
             """MAF's standard manager, its agent switched to the one of the call each method is about to make."""
@@ -196,11 +235,23 @@ class AgentFrameworkTeam(FrameworkAdapter):
         for method, purposes in METHOD_PURPOSES.items():
             setattr(Manager, method, purposed(method, purposes))
 
-        workers = [Agent(chat_client(w.name), name=w.name, description=w.description or w.name, instructions=w.system_prompt, tools=tools[w.name],
-                         default_options=dict(options))  # type: ignore[arg-type]
-                   for w in cfg.workers]
-        workflow = MagenticBuilder(participants=workers, manager_factory=lambda: Manager(by_purpose[TASK_LEDGER], max_round_count=cfg.lead_max_steps, max_reset_count=1),
-                                   ).build()
+        workers = [
+            Agent(
+                chat_client(w.name),
+                name=w.name,
+                description=w.description or w.name,
+                instructions=w.system_prompt,
+                tools=tools[w.name],
+                default_options=dict(options),
+            )  # type: ignore[arg-type]
+            for w in cfg.workers
+        ]
+        workflow = MagenticBuilder(
+            participants=workers,
+            manager_factory=lambda: Manager(
+                by_purpose[TASK_LEDGER], max_round_count=cfg.lead_max_steps, max_reset_count=1
+            ),
+        ).build()
         if cfg.streaming:
             outputs = []
             async for event in workflow.run(instruction, stream=True):
@@ -218,17 +269,34 @@ class AgentFrameworkTeam(FrameworkAdapter):
                 texts.append(output[-1].text)
         return texts[-1].strip() if texts else None
 
-    async def _run_handoff(self, chat_client: Callable[..., Any], options: dict[str, Any], instruction: str, tools: dict[str, Any]) -> str | None:
+    async def _run_handoff(
+        self, chat_client: Callable[..., Any], options: dict[str, Any], instruction: str, tools: dict[str, Any]
+    ) -> str | None:
         """MAF's Handoff workflow: the lead starts and hands off to workers, each worker hands back to it."""
         from agent_framework import Agent, AgentResponse, AgentResponseUpdate
         from agent_framework_orchestrations import HandoffBuilder
 
         cfg = self.config
-        lead = Agent(chat_client(cfg.lead.name), name=cfg.lead.name, description=cfg.lead.description or cfg.lead.name, instructions=cfg.lead.system_prompt,
-                     default_options=dict(options), require_per_service_call_history_persistence=True)  # type: ignore[arg-type]
-        workers = [Agent(chat_client(w.name), name=w.name, description=w.description or w.name, instructions=w.system_prompt, tools=tools[w.name],
-                         default_options=dict(options), require_per_service_call_history_persistence=True)  # type: ignore[arg-type]
-                   for w in cfg.workers]
+        lead = Agent(
+            chat_client(cfg.lead.name),
+            name=cfg.lead.name,
+            description=cfg.lead.description or cfg.lead.name,
+            instructions=cfg.lead.system_prompt,
+            default_options=dict(options),
+            require_per_service_call_history_persistence=True,
+        )  # type: ignore[arg-type]
+        workers = [
+            Agent(
+                chat_client(w.name),
+                name=w.name,
+                description=w.description or w.name,
+                instructions=w.system_prompt,
+                tools=tools[w.name],
+                default_options=dict(options),
+                require_per_service_call_history_persistence=True,
+            )  # type: ignore[arg-type]
+            for w in cfg.workers
+        ]
         builder = HandoffBuilder(participants=[lead, *workers]).with_start_agent(lead).add_handoff(lead, workers)
         for worker in workers:
             builder = builder.add_handoff(worker, [lead])
@@ -244,8 +312,21 @@ class AgentFrameworkTeam(FrameworkAdapter):
             text = "".join(e.data.text for e in tail if isinstance(e.data, (AgentResponse, AgentResponseUpdate)))
             return text.strip() or None
         outputs = (await workflow.run(instruction)).get_outputs()
-        said = [o for o in outputs if isinstance(o, AgentResponse) and o.messages and o.messages[-1].author_name in (None, cfg.lead.name)]
+        said = [
+            o
+            for o in outputs
+            if isinstance(o, AgentResponse) and o.messages and o.messages[-1].author_name in (None, cfg.lead.name)
+        ]
         return said[-1].text.strip() if said else None
 
 
-__all__ = ["HANDOFF", "METHOD_PURPOSES", "NAME", "PURPOSES", "AgentFrameworkConfig", "AgentFrameworkPolicy", "AgentFrameworkTeam", "boundary_function_tool"]
+__all__ = [
+    "HANDOFF",
+    "METHOD_PURPOSES",
+    "NAME",
+    "PURPOSES",
+    "AgentFrameworkConfig",
+    "AgentFrameworkPolicy",
+    "AgentFrameworkTeam",
+    "boundary_function_tool",
+]

@@ -37,7 +37,10 @@ class AgentDojoPipelineConfig(BaseModel):
 
 
 @harnesses.register(
-    "agentdojo.pipeline", aliases=("agentdojo",), requires=("agentdojo",), environments=("agentdojo",),
+    "agentdojo.pipeline",
+    aliases=("agentdojo",),
+    requires=("agentdojo",),
+    environments=("agentdojo",),
     description="AgentDojo's own AgentPipeline with OpenAILLM",
 )
 class AgentDojoPipelineHarness(Harness):
@@ -53,7 +56,14 @@ class AgentDojoPipelineHarness(Harness):
         return single_agent_roster()
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
-        from agentdojo.agent_pipeline import AgentPipeline, InitQuery, OpenAILLM, SystemMessage, ToolsExecutionLoop, ToolsExecutor
+        from agentdojo.agent_pipeline import (
+            AgentPipeline,
+            InitQuery,
+            OpenAILLM,
+            SystemMessage,
+            ToolsExecutionLoop,
+            ToolsExecutor,
+        )
         from agentdojo.types import get_text_content_as_str
 
         if not hasattr(toolbox, "runtime") or not hasattr(toolbox, "episode"):
@@ -73,7 +83,11 @@ class AgentDojoPipelineHarness(Harness):
         except json.JSONDecodeError as exc:
             if not _raised_parsing_tool_call(exc):
                 raise
-            self.stats = {"stopped": f"the model's tool-call arguments are not JSON ({exc}); AgentDojo's OpenAILLM stops on such a reply"}
+            self.stats = {
+                "stopped": (
+                    f"the model's tool-call arguments are not JSON ({exc}); AgentDojo's OpenAILLM stops on such a reply"
+                )
+            }
             return None
         last = messages[-1] if messages else None
         if last is None or last["role"] != "assistant" or last.get("tool_calls"):

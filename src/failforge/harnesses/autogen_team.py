@@ -36,7 +36,14 @@ SELECTION = "speaker_selection"
 DONE = "TERMINATE"
 ASSIGN = "assign"
 _TEAM_SUFFIX = re.compile(r"_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "family": "unknown", "structured_output": True, "multiple_system_messages": True}
+_MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "family": "unknown",
+    "structured_output": True,
+    "multiple_system_messages": True,
+}
 
 
 def agent_of_handler(agent_type: str) -> AgentIdentity:
@@ -58,10 +65,14 @@ def boundary_workbench(tools: list[BoundaryTool]) -> Any:
         async def list_tools(self) -> list[Any]:
             return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
 
-        async def call_tool(self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None) -> Any:
+        async def call_tool(
+            self, name: str, arguments: Any = None, cancellation_token: Any = None, call_id: str | None = None
+        ) -> Any:
             tool = by_name.get(name)
             if tool is None:  # AssistantAgent only calls listed tools; as StaticWorkbench answers otherwise
-                return ToolResult(name=name, result=[TextResultContent(content=f"Tool {name} not found.")], is_error=True)
+                return ToolResult(
+                    name=name, result=[TextResultContent(content=f"Tool {name} not found.")], is_error=True
+                )
             text = await tool.acall(dict(arguments or {}), call_id)
             return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=text.startswith("Error:"))
 
@@ -96,10 +107,16 @@ class AutoGenPolicy(TeamPolicy):
         return lead
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
-        return sum(1 for m in messages if m.get("role") == "assistant" and any(c["function"]["name"] == ASSIGN for c in m.get("tool_calls") or []))
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant" and any(c["function"]["name"] == ASSIGN for c in m.get("tool_calls") or [])
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
-        return None, [function_call(self.config.lead.name, messages, ASSIGN, {"worker": worker, "instruction": instruction})]
+        return None, [
+            function_call(self.config.lead.name, messages, ASSIGN, {"worker": worker, "instruction": instruction})
+        ]
 
     def answer(self, agent: str, messages: list[dict[str, Any]], text: str) -> Answer:
         return (f"{text} {DONE}" if agent == self.config.lead.name else text), None
@@ -109,17 +126,30 @@ class AutoGenPolicy(TeamPolicy):
         return str(last.get("content") or "") if last.get("role") == "tool" else None
 
 
-@harnesses.register(NAME, description="AutoGen AgentChat: a SelectorGroupChat of a manager and tool-using workers sharing one model client",
-                    requires=("autogen-agentchat", "autogen-ext"))
+@harnesses.register(
+    NAME,
+    description="AutoGen AgentChat: a SelectorGroupChat of a manager and tool-using workers sharing one model client",
+    requires=("autogen-agentchat", "autogen-ext"),
+)
 class AutoGenTeam(FrameworkAdapter):
     name = NAME
     Policy = AutoGenPolicy
     framework = "autogen_agentchat"
     extra = "autogen"
-    spelling = Spelling(delegation=ASSIGN, addressed_by="worker")  # assign(worker, instruction); answers are text ending in TERMINATE
+    spelling = Spelling(
+        delegation=ASSIGN, addressed_by="worker"
+    )  # assign(worker, instruction); answers are text ending in TERMINATE
 
     def members(self) -> list[AgentProfile]:
-        return [AgentProfile(name=SELECTOR, role="selector", description="the group chat's speaker selection", reports_to=self.config.lead.name, opens_rounds=False)]
+        return [
+            AgentProfile(
+                name=SELECTOR,
+                role="selector",
+                description="the group chat's speaker selection",
+                reports_to=self.config.lead.name,
+                opens_rounds=False,
+            )
+        ]
 
     def agent_resolver(self) -> AgentIdentity | None:
         """Which agent's handler is running now, from AutoGen's message context (None outside a handler)."""
@@ -147,16 +177,36 @@ class AutoGenTeam(FrameworkAdapter):
         cfg = self.config
         sampling = cfg.sampling
         if not hasattr(client, "async_client"):
-            raise TypeError(f"{NAME} shares one client among its agents and needs failforge's boundary client to tell them apart")
+            raise TypeError(
+                f"{NAME} shares one client among its agents and needs failforge's boundary client to tell them apart"
+            )
         shared_http = client.async_client()._client  # unattributed: the boundary asks agent_resolver
-        options: dict[str, Any] = {"model_info": _MODEL_INFO, "http_client": shared_http}  # http_client goes through to AsyncOpenAI
+        options: dict[str, Any] = {
+            "model_info": _MODEL_INFO,
+            "http_client": shared_http,
+        }  # http_client goes through to AsyncOpenAI
         shared = OpenAIChatCompletionClient(
-            model=model, base_url=str(client.base_url), api_key="failforge", max_retries=0,
-            temperature=sampling.temperature, max_tokens=sampling.max_tokens, seed=sampling.seed, parallel_tool_calls=False, **options,
+            model=model,
+            base_url=str(client.base_url),
+            api_key="failforge",
+            max_retries=0,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            seed=sampling.seed,
+            parallel_tool_calls=False,
+            **options,
         )
         workers = [
-            AssistantAgent(w.name, model_client=shared, workbench=tools[w.name], description=w.description or w.name, system_message=w.system_prompt,
-                           reflect_on_tool_use=True, model_client_stream=cfg.streaming, max_tool_iterations=cfg.worker_max_steps)
+            AssistantAgent(
+                w.name,
+                model_client=shared,
+                workbench=tools[w.name],
+                description=w.description or w.name,
+                system_message=w.system_prompt,
+                reflect_on_tool_use=True,
+                model_client_stream=cfg.streaming,
+                max_tool_iterations=cfg.worker_max_steps,
+            )
             for w in cfg.workers
         ]
         lead = cfg.lead
@@ -164,13 +214,29 @@ class AutoGenTeam(FrameworkAdapter):
 
         def assign(worker: str, instruction: str) -> str:
             """Give one subtask to a worker of the team (it speaks next)."""
-            return f"{worker}: {instruction}" if worker in workers_by_name else f"Error: there is no worker named {worker!r}"
+            return (
+                f"{worker}: {instruction}"
+                if worker in workers_by_name
+                else f"Error: there is no worker named {worker!r}"
+            )
 
-        manager = AssistantAgent(lead.name, model_client=shared, tools=[FunctionTool(assign, description="Give one subtask to a worker of the team.", name=ASSIGN)],
-                                 description=lead.description, system_message=lead.system_prompt, model_client_stream=cfg.streaming, reflect_on_tool_use=False)
+        manager = AssistantAgent(
+            lead.name,
+            model_client=shared,
+            tools=[FunctionTool(assign, description="Give one subtask to a worker of the team.", name=ASSIGN)],
+            description=lead.description,
+            system_message=lead.system_prompt,
+            model_client_stream=cfg.streaming,
+            reflect_on_tool_use=False,
+        )
         team = SelectorGroupChat(
-            [manager, *workers], model_client=shared, termination_condition=TextMentionTermination(DONE, sources=[lead.name]) | MaxMessageTermination(4 * cfg.lead_max_steps),
-            allow_repeated_speaker=False, model_client_streaming=cfg.streaming, max_selector_attempts=1,
+            [manager, *workers],
+            model_client=shared,
+            termination_condition=TextMentionTermination(DONE, sources=[lead.name])
+            | MaxMessageTermination(4 * cfg.lead_max_steps),
+            allow_repeated_speaker=False,
+            model_client_streaming=cfg.streaming,
+            max_selector_attempts=1,
         )
         result = await team.run(task=instruction)
         await shared.close()

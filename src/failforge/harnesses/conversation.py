@@ -32,14 +32,15 @@ CUSTOMER = "customer"
 STOP_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 
 AGENT_INSTRUCTION = (
-    "You are a customer service agent that helps the user according to the <policy> provided below.\n"
-    "In each turn you can either:\n- Send a message to the user.\n- Make a tool call.\nYou cannot do both at the same time.\n\n"
-    "Try to be helpful and always follow the policy. Always make sure you generate valid JSON only."
+    "You are a customer service agent that helps the user according to the <policy> provided below.\nIn each turn you"
+    " can either:\n- Send a message to the user.\n- Make a tool call.\nYou cannot do both at the same time.\n\nTry to"
+    " be helpful and always follow the policy. Always make sure you generate valid JSON only."
 )
 USER_INSTRUCTION = (
-    "You are playing a customer contacting a customer service agent, following the <scenario> below. Write one message at a time, "
-    "as the customer would, revealing information only when it is asked for. Use your tools when the agent asks you to act on "
-    "your device. When your goal is reached write ###STOP###; if you are transferred to a human write ###TRANSFER###."
+    "You are playing a customer contacting a customer service agent, following the <scenario> below. Write one message"
+    " at a time, as the customer would, revealing information only when it is asked for. Use your tools when the agent"
+    " asks you to act on your device. When your goal is reached write ###STOP###; if you are transferred to a human"
+    " write ###TRANSFER###."
 )
 
 
@@ -47,7 +48,9 @@ class ConversationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_turns: int = Field(default=30, ge=1, description="agent/user exchanges before the run stops (tau2: max_steps)")
-    max_calls_per_turn: int = Field(default=10, ge=1, description="model calls one party may make in one turn (tool loops)")
+    max_calls_per_turn: int = Field(
+        default=10, ge=1, description="model calls one party may make in one turn (tool loops)"
+    )
     agent_instruction: str = AGENT_INSTRUCTION
     user_instruction: str = USER_INSTRUCTION
     user_model: str | None = Field(default=None, description="the customer's model (None: the run's model)")
@@ -59,8 +62,16 @@ def _stopped(text: str | None) -> bool:
 
 
 class _Party:
-    def __init__(self, name: str, client: openai.OpenAI, model: str, system: str, tools: list[dict[str, Any]], toolbox: Toolbox,
-                 sampling: Sampling) -> None:
+    def __init__(
+        self,
+        name: str,
+        client: openai.OpenAI,
+        model: str,
+        system: str,
+        tools: list[dict[str, Any]],
+        toolbox: Toolbox,
+        sampling: Sampling,
+    ) -> None:
         self.name = name
         self.client = client
         self.model = model
@@ -90,7 +101,11 @@ class _Party:
         return None
 
 
-@harnesses.register("failforge.conversation", aliases=("conversation",), description="an agent and a simulated user (tau2-bench's shape)")
+@harnesses.register(
+    "failforge.conversation",
+    aliases=("conversation",),
+    description="an agent and a simulated user (tau2-bench's shape)",
+)
 class ConversationHarness(Harness):
     name = "failforge.conversation"
     Config = ConversationConfig
@@ -102,8 +117,15 @@ class ConversationHarness(Harness):
     def roster(self) -> list[AgentProfile]:
         """The agent (its plain messages go to the customer) and the customer (role ``user``; its messages go to the agent)."""
         return [
-            AgentProfile(name=AGENT, role="agent", description="customer service agent under the domain policy", reports_to=CUSTOMER),
-            AgentProfile(name=CUSTOMER, role="user", description="the simulated user, told the task's scenario", reports_to=AGENT),
+            AgentProfile(
+                name=AGENT,
+                role="agent",
+                description="customer service agent under the domain policy",
+                reports_to=CUSTOMER,
+            ),
+            AgentProfile(
+                name=CUSTOMER, role="user", description="the simulated user, told the task's scenario", reports_to=AGENT
+            ),
         ]
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
@@ -114,11 +136,24 @@ class ConversationHarness(Harness):
         parts = conversation()
         cfg = self.config
         agent_tools = toolbox.schemas()
-        agent = _Party(AGENT, member_client(client, AGENT), model, f"<instructions>\n{cfg.agent_instruction}\n</instructions>\n<policy>\n{parts['policy']}\n</policy>",
-                       agent_tools, toolbox, cfg.sampling)
-        customer = _Party(CUSTOMER, member_client(client, CUSTOMER), cfg.user_model or model,
-                          f"{cfg.user_instruction}\n\n<scenario>\n{parts['user_scenario']}\n</scenario>", list(parts.get("user_tools") or []), toolbox,
-                          cfg.sampling)
+        agent = _Party(
+            AGENT,
+            member_client(client, AGENT),
+            model,
+            f"<instructions>\n{cfg.agent_instruction}\n</instructions>\n<policy>\n{parts['policy']}\n</policy>",
+            agent_tools,
+            toolbox,
+            cfg.sampling,
+        )
+        customer = _Party(
+            CUSTOMER,
+            member_client(client, CUSTOMER),
+            cfg.user_model or model,
+            f"{cfg.user_instruction}\n\n<scenario>\n{parts['user_scenario']}\n</scenario>",
+            list(parts.get("user_tools") or []),
+            toolbox,
+            cfg.sampling,
+        )
         greeting = str(parts.get("greeting") or "Hi! How can I help you today?")
         agent.messages.append({"role": "assistant", "content": greeting})
         customer.hear(greeting)

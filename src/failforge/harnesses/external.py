@@ -74,12 +74,23 @@ class ExternalAgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     command: list[str] = Field(min_length=1, description="the agent's argv, run once per episode")
-    framework: str = Field(default="external", description="the agent framework's distribution name (e.g. pydantic-ai-slim)")
-    framework_version: str | None = Field(default=None, description="its version, as the command's interpreter reports it")
-    roster: list[AgentProfile] = Field(default_factory=list, description="the agents; empty: an open roster (agents join as they call)")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables for the command (never secrets: they are recorded)")
+    framework: str = Field(
+        default="external", description="the agent framework's distribution name (e.g. pydantic-ai-slim)"
+    )
+    framework_version: str | None = Field(
+        default=None, description="its version, as the command's interpreter reports it"
+    )
+    roster: list[AgentProfile] = Field(
+        default_factory=list, description="the agents; empty: an open roster (agents join as they call)"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra environment variables for the command (never secrets: they are recorded)",
+    )
     cwd: str | None = Field(default=None, description="working directory of the command")
-    timeout: float = Field(default=600.0, gt=0, description="seconds one episode may take (the attempt's deadline caps it)")
+    timeout: float = Field(
+        default=600.0, gt=0, description="seconds one episode may take (the attempt's deadline caps it)"
+    )
 
     @field_validator("roster")
     @classmethod
@@ -88,7 +99,9 @@ class ExternalAgentConfig(BaseModel):
         return value
 
 
-@harnesses.register(NAME, description="the user's agent command in its own process: models on per-agent routes, tools over MCP")
+@harnesses.register(
+    NAME, description="the user's agent command in its own process: models on per-agent routes, tools over MCP"
+)
 class ExternalAgent(Harness):
     name = NAME
     Config = ExternalAgentConfig
@@ -113,13 +126,24 @@ class ExternalAgent(Harness):
         return list(self.config.roster) or None
 
     @classmethod
-    def for_command(cls, command: str | list[str], *, framework: str | None = None, roster: list[AgentProfile] | None = None, **fields: Any) -> ExternalAgent:
+    def for_command(
+        cls,
+        command: str | list[str],
+        *,
+        framework: str | None = None,
+        roster: list[AgentProfile] | None = None,
+        **fields: Any,
+    ) -> ExternalAgent:
         """The harness for ``command`` (a shell-quoted string or an argv), its framework's version read
         from the command's interpreter when the command is a Python and the version is not given."""
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         name, _, pinned = (framework or "external").partition("==")
         version = pinned or fields.pop("framework_version", None) or framework_version(argv, name)
-        return cls(ExternalAgentConfig(command=argv, framework=name, framework_version=version, roster=list(roster or []), **fields))
+        return cls(
+            ExternalAgentConfig(
+                command=argv, framework=name, framework_version=version, roster=list(roster or []), **fields
+            )
+        )
 
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
         from failforge.gateway import OwnerThread, ServedRun, shared_gateway
@@ -133,12 +157,16 @@ class ExternalAgent(Harness):
         urls = gateway.add(served)
         try:
             with tempfile.TemporaryDirectory(prefix="failforge-agent-") as scratch:
-                return self._run(served, owner, urls, model, instruction, getattr(toolbox, "deadline", None), Path(scratch))
+                return self._run(
+                    served, owner, urls, model, instruction, getattr(toolbox, "deadline", None), Path(scratch)
+                )
         finally:
             gateway.remove(served.id)
             owner.close()
 
-    def _run(self, served: Any, owner: Any, urls: Any, model: str, instruction: str, deadline: float | None, scratch: Path) -> str | None:
+    def _run(
+        self, served: Any, owner: Any, urls: Any, model: str, instruction: str, deadline: float | None, scratch: Path
+    ) -> str | None:
         cfg = self.config
         output, stdout, stderr = scratch / "final_output.txt", scratch / "stdout.log", scratch / "stderr.log"
         # failforge's own environment without the upstream's key (its variable, and any variable holding it)
@@ -173,11 +201,15 @@ class ExternalAgent(Harness):
         why = last_line(stderr)
         tail = f": {why}" if why else " (it wrote nothing to stderr)"
         if timed_out:
-            raise AttemptDeadlineExceeded(f"agent command {command!r} did not finish within {end - started:.0f} s and was stopped{tail}")
+            raise AttemptDeadlineExceeded(
+                f"agent command {command!r} did not finish within {end - started:.0f} s and was stopped{tail}"
+            )
         if process.returncode != 0:
             raise InfrastructureError(f"agent command {command!r} exited with status {process.returncode}{tail}")
         if served.model_calls == 0:
-            raise InfrastructureError(f"agent command {command!r} exited without calling the model at {urls.agent_template}{tail}")
+            raise InfrastructureError(
+                f"agent command {command!r} exited without calling the model at {urls.agent_template}{tail}"
+            )
         return output.read_text(encoding="utf-8") if output.exists() else None
 
 
@@ -186,7 +218,9 @@ def _wake_on_exit(process: subprocess.Popen[bytes], owner: Any) -> None:
     owner.wake()
 
 
-def agent_environment(urls: Any, run_id: str, instruction: str, model: str, roster: list[AgentProfile], output: Path) -> dict[str, str]:
+def agent_environment(
+    urls: Any, run_id: str, instruction: str, model: str, roster: list[AgentProfile], output: Path
+) -> dict[str, str]:
     """The variables the agent command reads (see the module docstring)."""
     return {
         "FAILFORGE_RUN_ID": run_id,
@@ -207,7 +241,10 @@ def framework_version(command: list[str], distribution: str) -> str | None:
     """``distribution``'s version as the command's own interpreter sees it (when the command is a Python), else None."""
     if distribution in ("", "external") or not Path(command[0]).name.startswith("python"):
         return None
-    probe = "import importlib.metadata as m, sys\ntry:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    pass"
+    probe = (
+        "import importlib.metadata as m, sys\ntry:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n"
+        "    pass"
+    )
     try:
         done = subprocess.run([command[0], "-c", probe, distribution], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):

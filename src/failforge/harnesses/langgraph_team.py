@@ -34,7 +34,12 @@ class LangGraphPolicy(TeamPolicy):
     transfers; the worker, which sees the shared history, acts on the latest instruction."""
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
-        return sum(1 for m in messages if m.get("role") == "assistant" and any(str(c["function"]["name"]).startswith("transfer_to_") for c in m.get("tool_calls") or []))
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            and any(str(c["function"]["name"]).startswith("transfer_to_") for c in m.get("tool_calls") or [])
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
         return instruction, [function_call(self.config.lead.name, messages, HANDOFF.format(worker=worker), {})]
@@ -46,13 +51,21 @@ class LangGraphPolicy(TeamPolicy):
         last = messages[-1] if messages else {}
         if last.get("role") != "tool":
             return None
-        names = {c.get("id"): c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+        names = {
+            c.get("id"): c["function"]["name"]
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        }
         name = str(names.get(last.get("tool_call_id"), ""))
         return None if name.startswith("transfer_") else str(last.get("content") or "")
 
 
-@harnesses.register(NAME, description="LangGraph: a langgraph-supervisor supervisor with a ReAct worker per tool domain, on langchain-openai",
-                    requires=("langgraph", "langchain-openai", "langgraph-supervisor"))
+@harnesses.register(
+    NAME,
+    description="LangGraph: a langgraph-supervisor supervisor with a ReAct worker per tool domain, on langchain-openai",
+    requires=("langgraph", "langchain-openai", "langgraph-supervisor"),
+)
 class LangGraphTeam(FrameworkAdapter):
     name = NAME
     Policy = LangGraphPolicy
@@ -68,7 +81,9 @@ class LangGraphTeam(FrameworkAdapter):
         def call(**kwargs: Any) -> str:
             return tool.call(kwargs)
 
-        return StructuredTool.from_function(func=call, name=tool.name, description=tool.description, args_schema=tool.parameters)
+        return StructuredTool.from_function(
+            func=call, name=tool.name, description=tool.description, args_schema=tool.parameters
+        )
 
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         from langchain_openai import ChatOpenAI
@@ -81,10 +96,20 @@ class LangGraphTeam(FrameworkAdapter):
         def chat(name: str, own_model: str | None) -> Any:
             sync = member_client(client, name)
             async_client = client.async_client(name) if hasattr(client, "async_client") else None
-            extra: dict[str, Any] = {"root_async_client": async_client, "async_client": async_client.chat.completions} if async_client is not None else {}
+            extra: dict[str, Any] = (
+                {"root_async_client": async_client, "async_client": async_client.chat.completions}
+                if async_client is not None
+                else {}
+            )
             return ChatOpenAI(
-                model=own_model or model, root_client=sync, client=sync.chat.completions, max_retries=0,
-                use_responses_api=False, temperature=sampling.temperature, seed=sampling.seed, stream_usage=True,
+                model=own_model or model,
+                root_client=sync,
+                client=sync.chat.completions,
+                max_retries=0,
+                use_responses_api=False,
+                temperature=sampling.temperature,
+                seed=sampling.seed,
+                stream_usage=True,
                 **{"api_key": "failforge", "max_tokens": sampling.max_tokens, **extra},
             )
 
@@ -93,11 +118,21 @@ class LangGraphTeam(FrameworkAdapter):
             bound = chat(w.name, w.model).bind_tools(tools[w.name], parallel_tool_calls=False)
             workers.append(create_react_agent(bound, tools[w.name], name=w.name, prompt=w.system_prompt))
         lead = cfg.lead
-        graph: Any = create_supervisor(workers, model=chat(lead.name, lead.model), prompt=lead.system_prompt, supervisor_name=lead.name,
-                                       parallel_tool_calls=False, output_mode="last_message").compile()
+        graph: Any = create_supervisor(
+            workers,
+            model=chat(lead.name, lead.model),
+            prompt=lead.system_prompt,
+            supervisor_name=lead.name,
+            parallel_tool_calls=False,
+            output_mode="last_message",
+        ).compile()
         inputs = {"messages": [{"role": "user", "content": instruction}]}
         limit: Any = {"recursion_limit": 4 * (cfg.lead_max_steps + cfg.worker_max_steps * len(cfg.workers)) + 10}
-        state = run_async(_arun(graph, inputs, limit, cfg.streaming)) if cfg.asynchronous else _run(graph, inputs, limit, cfg.streaming)
+        state = (
+            run_async(_arun(graph, inputs, limit, cfg.streaming))
+            if cfg.asynchronous
+            else _run(graph, inputs, limit, cfg.streaming)
+        )
         messages = (state or {}).get("messages") or []
         final = messages[-1] if messages else None
         content = getattr(final, "content", None)

@@ -53,7 +53,14 @@ PURPOSES = {
 }
 #: the dotted path of the next speaker in a progress ledger (Magentic-One's ``LedgerEntry``)
 NEXT_SPEAKER = "next_speaker.answer"
-_MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "family": "unknown", "structured_output": True, "multiple_system_messages": True}
+_MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "family": "unknown",
+    "structured_output": True,
+    "multiple_system_messages": True,
+}
 
 # How the scripted orchestrator tells Magentic-One's prompts apart (the model's side reads its prompt; the
 # purpose at the boundary comes from the framework side, above).
@@ -77,13 +84,18 @@ def ledger(*, satisfied: bool, speaker: str, instruction: str, reason: str) -> s
     """A progress ledger as Magentic-One's ``LedgerEntry`` schema spells it (valid JSON, every key), on one
     line and short, so a reader that cuts a step at a few hundred characters (the conformance judge's
     prompt) still sees the instruction it hands on."""
-    return dump_ledger({
-        "is_request_satisfied": {"reason": reason, "answer": satisfied},
-        "is_in_loop": {"reason": "No call repeated.", "answer": False},
-        "is_progress_being_made": {"reason": "Each report had its result.", "answer": True},
-        "next_speaker": {"reason": "Owns the next tool." if not satisfied else "Nobody.", "answer": speaker},
-        "instruction_or_question": {"reason": "Next call of the plan." if not satisfied else "Done.", "answer": instruction},
-    })
+    return dump_ledger(
+        {
+            "is_request_satisfied": {"reason": reason, "answer": satisfied},
+            "is_in_loop": {"reason": "No call repeated.", "answer": False},
+            "is_progress_being_made": {"reason": "Each report had its result.", "answer": True},
+            "next_speaker": {"reason": "Owns the next tool." if not satisfied else "Nobody.", "answer": speaker},
+            "instruction_or_question": {
+                "reason": "Next call of the plan." if not satisfied else "Done.",
+                "answer": instruction,
+            },
+        }
+    )
 
 
 def dump_ledger(entry: dict[str, Any]) -> str:
@@ -94,10 +106,25 @@ def dump_ledger(entry: dict[str, Any]) -> str:
 def magentic_roster(cfg: Any) -> list[AgentProfile]:
     """A Magentic team's roster (AutoGen's MagenticOneGroupChat and Agent Framework's Magentic workflow): the
     orchestrator, whose progress ledger addresses the next speaker and whose final answer the user, then the workers."""
-    lead = AgentProfile(name=cfg.lead.name, role=cfg.lead.role, description=cfg.lead.description, reports_to=USER, opens_rounds=True,
-                        handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)])
-    workers = [AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.lead.name, opens_rounds=False)
-               for w in cfg.workers]
+    lead = AgentProfile(
+        name=cfg.lead.name,
+        role=cfg.lead.role,
+        description=cfg.lead.description,
+        reports_to=USER,
+        opens_rounds=True,
+        handoffs=[Handoff(purpose=PROGRESS_LEDGER, to_argument=NEXT_SPEAKER), Handoff(purpose=FINAL_ANSWER, to=USER)],
+    )
+    workers = [
+        AgentProfile(
+            name=w.name,
+            role=w.role,
+            description=w.description,
+            tools=list(w.tools),
+            reports_to=cfg.lead.name,
+            opens_rounds=False,
+        )
+        for w in cfg.workers
+    ]
     return [lead, *workers]
 
 
@@ -122,11 +149,16 @@ class MagenticOnePolicy(TeamPolicy):
         if k < len(self.steps):
             worker, tool, args = self.steps[k]
             return self.delegate(messages, worker, INSTRUCTION.format(tool=tool, arguments=json.dumps(args)))
-        return ledger(satisfied=True, speaker=self.config.lead.name, instruction="", reason="Every call was made."), None
+        return (
+            ledger(satisfied=True, speaker=self.config.lead.name, instruction="", reason="Every call was made."),
+            None,
+        )
 
     def facts(self) -> str:
-        return ("1. GIVEN OR VERIFIED FACTS\n    - The request itself.\n2. FACTS TO LOOK UP\n    - What the team's tools return.\n"
-                "3. FACTS TO DERIVE\n    - None.\n4. EDUCATED GUESSES\n    - None.")
+        return (
+            "1. GIVEN OR VERIFIED FACTS\n    - The request itself.\n2. FACTS TO LOOK UP\n    - What the team's tools"
+            " return.\n3. FACTS TO DERIVE\n    - None.\n4. EDUCATED GUESSES\n    - None."
+        )
 
     def plan(self) -> str:
         return "\n".join(f"- {worker}: use {tool}." for worker, tool, _ in self.steps) or "- Answer directly."
@@ -135,12 +167,22 @@ class MagenticOnePolicy(TeamPolicy):
         """Premature termination as Magentic-One spells it: a progress ledger saying the request is satisfied."""
         if agent in self.workers or prompt_kind(list(body.get("messages") or [])) != PROGRESS_LEDGER:
             return super().stop_early(agent, body)
-        return ledger(satisfied=True, speaker=self.config.lead.name, instruction="", reason="All done: the task is complete."), None
+        return (
+            ledger(
+                satisfied=True, speaker=self.config.lead.name, instruction="", reason="All done: the task is complete."
+            ),
+            None,
+        )
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
         """The orchestrator's instructions so far: its own messages that are an instruction (the task ledger is not)."""
-        return sum(1 for m in messages if m.get("role") == "assistant" and text_of(m.get("content")).startswith("Call ")
-                   and text_of(m.get("content")).endswith(" and report what it returns."))
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            and text_of(m.get("content")).startswith("Call ")
+            and text_of(m.get("content")).endswith(" and report what it returns.")
+        )
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
         return ledger(satisfied=False, speaker=worker, instruction=instruction, reason="Calls remain."), None
@@ -153,8 +195,11 @@ class MagenticOnePolicy(TeamPolicy):
         return str(last.get("content") or "") if last.get("role") == "tool" else None
 
 
-@harnesses.register(NAME, description="AutoGen AgentChat's MagenticOneGroupChat: a ledger-keeping orchestrator and tool-using workers",
-                    requires=("autogen-agentchat", "autogen-ext"))
+@harnesses.register(
+    NAME,
+    description="AutoGen AgentChat's MagenticOneGroupChat: a ledger-keeping orchestrator and tool-using workers",
+    requires=("autogen-agentchat", "autogen-ext"),
+)
 class MagenticOneTeam(FrameworkAdapter):
     name = NAME
     Policy = MagenticOnePolicy
@@ -183,13 +228,27 @@ class MagenticOneTeam(FrameworkAdapter):
         cfg = self.config
         sampling = cfg.sampling
         if not hasattr(client, "async_client"):
-            raise TypeError(f"{NAME} needs failforge's boundary client (a client per agent and per orchestrator call kind)")
+            raise TypeError(
+                f"{NAME} needs failforge's boundary client (a client per agent and per orchestrator call kind)"
+            )
 
         def model_client(agent: str, purpose: str | None = None) -> Any:
             http = client.async_client(agent, purpose)._client  # the identity rides on the transport
-            options: dict[str, Any] = {"model_info": _MODEL_INFO, "http_client": http}  # http_client goes through to AsyncOpenAI
-            return OpenAIChatCompletionClient(model=model, base_url=str(client.base_url), api_key="failforge", max_retries=0, temperature=sampling.temperature,
-                                              max_tokens=sampling.max_tokens, seed=sampling.seed, parallel_tool_calls=False, **options)
+            options: dict[str, Any] = {
+                "model_info": _MODEL_INFO,
+                "http_client": http,
+            }  # http_client goes through to AsyncOpenAI
+            return OpenAIChatCompletionClient(
+                model=model,
+                base_url=str(client.base_url),
+                api_key="failforge",
+                max_retries=0,
+                temperature=sampling.temperature,
+                max_tokens=sampling.max_tokens,
+                seed=sampling.seed,
+                parallel_tool_calls=False,
+                **options,
+            )
 
         lead = cfg.lead.name
         by_purpose = {purpose: model_client(lead, purpose) for purpose in PURPOSES.values()}
@@ -221,16 +280,43 @@ class MagenticOneTeam(FrameworkAdapter):
                 return factory
 
         workers = [
-            AssistantAgent(w.name, model_client=model_client(w.name), workbench=tools[w.name], description=w.description or w.name, system_message=w.system_prompt,
-                           reflect_on_tool_use=True, model_client_stream=cfg.streaming, max_tool_iterations=cfg.worker_max_steps)
+            AssistantAgent(
+                w.name,
+                model_client=model_client(w.name),
+                workbench=tools[w.name],
+                description=w.description or w.name,
+                system_message=w.system_prompt,
+                reflect_on_tool_use=True,
+                model_client_stream=cfg.streaming,
+                max_tool_iterations=cfg.worker_max_steps,
+            )
             for w in cfg.workers
         ]
         team = Team(list[Any](workers), model_client=by_purpose[TASK_LEDGER], max_turns=cfg.lead_max_steps)
         result = await team.run(task=instruction)
         for made in [*by_purpose.values(), *(w._model_client for w in workers)]:
             await made.close()
-        final = next((m for m in reversed(result.messages) if isinstance(m, TextMessage) and m.source not in {w.name for w in cfg.workers}), None)
+        final = next(
+            (
+                m
+                for m in reversed(result.messages)
+                if isinstance(m, TextMessage) and m.source not in {w.name for w in cfg.workers}
+            ),
+            None,
+        )
         return None if final is None else str(final.content).strip()
 
 
-__all__ = ["FINAL_ANSWER", "NAME", "PLAN", "PROGRESS_LEDGER", "PURPOSES", "TASK_LEDGER", "MagenticOnePolicy", "MagenticOneTeam", "dump_ledger", "ledger", "prompt_kind"]
+__all__ = [
+    "FINAL_ANSWER",
+    "NAME",
+    "PLAN",
+    "PROGRESS_LEDGER",
+    "PURPOSES",
+    "TASK_LEDGER",
+    "MagenticOnePolicy",
+    "MagenticOneTeam",
+    "dump_ledger",
+    "ledger",
+    "prompt_kind",
+]

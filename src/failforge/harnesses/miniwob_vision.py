@@ -27,10 +27,10 @@ from failforge.roster import AgentProfile, single_agent_roster
 
 PAGE_HEADER = "\n\nPage:\n"
 VISION_SYSTEM_PROMPT = (
-    "You operate a web page shown to you as a screenshot (pixel (0, 0) is its top-left corner) to complete the user's task. "
-    "Act with the tools, one call at a time: click(x, y) clicks at a pixel, type(text) types into the focused element, "
-    "key(key) presses a key, scroll(x, y, dx, dy) scrolls, answer(text) reports an answer. After each action you get a new "
-    "screenshot. When the task is done, reply with a short final message and no tool call."
+    "You operate a web page shown to you as a screenshot (pixel (0, 0) is its top-left corner) to complete the user's"
+    " task. Act with the tools, one call at a time: click(x, y) clicks at a pixel, type(text) types into the focused"
+    " element, key(key) presses a key, scroll(x, y, dx, dy) scrolls, answer(text) reports an answer. After each action"
+    " you get a new screenshot. When the task is done, reply with a short final message and no tool call."
 )
 
 
@@ -43,7 +43,12 @@ class VisionAgentConfig(BaseModel):
     seed: int | None = 0
 
 
-@harnesses.register("failforge.miniwob_vision", aliases=("vision",), environments=("miniwob",), description="screenshots to the model, coordinate actions (MiniWoB++)")
+@harnesses.register(
+    "failforge.miniwob_vision",
+    aliases=("vision",),
+    environments=("miniwob",),
+    description="screenshots to the model, coordinate actions (MiniWoB++)",
+)
 class VisionAgent(Harness):
     name = "failforge.miniwob_vision"
     Config = VisionAgentConfig
@@ -60,7 +65,10 @@ class VisionAgent(Harness):
         if cfg.observation == "dom":
             return {"role": "user", "content": f"{lead}{PAGE_HEADER}{text}"}
         if not hasattr(toolbox, "screenshot_png"):
-            raise ConfigError("the vision harness needs an environment that shows screenshots (MiniWoB++ with action_space='coordinate')")
+            raise ConfigError(
+                "the vision harness needs an environment that shows screenshots (MiniWoB++ with"
+                " action_space='coordinate')"
+            )
         _, png = toolbox.screenshot_png()
         words = f"{lead}{PAGE_HEADER}{text}" if cfg.observation == "image+dom" else lead
         return {"role": "user", "content": [{"type": "text", "text": words}, image_part(png)]}
@@ -68,7 +76,10 @@ class VisionAgent(Harness):
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Toolbox) -> str | None:
         cfg = self.config
         utterance, _, page = instruction.partition(PAGE_HEADER)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": cfg.system_prompt}, self._observation(toolbox, page, utterance)]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": cfg.system_prompt},
+            self._observation(toolbox, page, utterance),
+        ]
         extra: dict[str, Any] = {}
         if cfg.max_tokens is not None:
             extra["max_tokens"] = cfg.max_tokens
@@ -76,12 +87,21 @@ class VisionAgent(Harness):
             extra["seed"] = cfg.seed
         tools = toolbox.schemas()
         for _ in range(cfg.max_model_calls):
-            completion = client.chat.completions.create(model=model, messages=messages, tools=tools, temperature=cfg.temperature, **extra)  # type: ignore[arg-type]
+            completion = client.chat.completions.create(
+                model=model, messages=messages, tools=tools, temperature=cfg.temperature, **extra
+            )  # type: ignore[arg-type]
             message = completion.choices[0].message
-            calls = [c for c in (message.tool_calls or []) if c.type == "function"]
+            calls = [c for c in message.tool_calls or [] if c.type == "function"]
             entry: dict[str, Any] = {"role": "assistant", "content": message.content}
             if calls:
-                entry["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in calls
+                ]
             messages.append(entry)
             if not calls:
                 return message.content
@@ -112,7 +132,10 @@ def _drop_old_images(messages: list[dict[str, Any]]) -> None:
     for i, message in enumerate(messages):
         content = message.get("content")
         if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
-            messages[i] = {**message, "content": [p for p in content if not (isinstance(p, dict) and p.get("type") == "image_url")]}
+            messages[i] = {
+                **message,
+                "content": [p for p in content if not (isinstance(p, dict) and p.get("type") == "image_url")],
+            }
 
 
 __all__ = ["VISION_SYSTEM_PROMPT", "VisionAgent", "VisionAgentConfig"]

@@ -39,7 +39,9 @@ class MultiTurnConfig(BaseModel):
     seed: int | None = 0
 
 
-@harnesses.register("failforge.multi_turn", description="failforge's function-calling loop over a multi-turn conversation")
+@harnesses.register(
+    "failforge.multi_turn", description="failforge's function-calling loop over a multi-turn conversation"
+)
 class MultiTurnAgent(Harness):
     name = "failforge.multi_turn"
     Config = MultiTurnConfig
@@ -56,8 +58,14 @@ class MultiTurnAgent(Harness):
         """Every turn to its answer; the last turn's answer is returned, None when a turn hit the limit."""
         next_turn = getattr(toolbox, "next_turn", None)
         if not callable(next_turn):
-            raise ConfigError("harness failforge.multi_turn needs an environment with user turns (its toolbox has no next_turn); use failforge.tool_calling")
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.config.system_prompt}, {"role": "user", "content": instruction}]
+            raise ConfigError(
+                "harness failforge.multi_turn needs an environment with user turns (its toolbox has no next_turn); use"
+                " failforge.tool_calling"
+            )
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.config.system_prompt},
+            {"role": "user", "content": instruction},
+        ]
         while True:
             answer = self._turn(client, model, messages, toolbox)
             if answer is None:
@@ -69,6 +77,15 @@ class MultiTurnAgent(Harness):
 
     def _turn(self, client: openai.OpenAI, model: str, messages: list[dict[str, Any]], toolbox: Toolbox) -> str | None:
         cfg = self.config
-        answered, content = call_until_answer(client, model, messages, toolbox, max_model_calls=cfg.max_model_calls_per_turn,
-                                              temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed, reread_tools=True)
+        answered, content = call_until_answer(
+            client,
+            model,
+            messages,
+            toolbox,
+            max_model_calls=cfg.max_model_calls_per_turn,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            seed=cfg.seed,
+            reread_tools=True,
+        )
         return (content or "") if answered else None

@@ -34,7 +34,11 @@ HANDOFF = "transfer_to_{agent}"
 
 class OpenAIAgentsConfig(FrameworkTeamConfig):
     delegation: Literal["agents_as_tools", "handoffs"] = Field(
-        default="agents_as_tools", description="workers as the manager's tools, or handoffs (the manager transfers the conversation; a worker transfers it back)",
+        default="agents_as_tools",
+        description=(
+            "workers as the manager's tools, or handoffs (the manager transfers the conversation; a worker transfers it"
+            " back)"
+        ),
     )
 
 
@@ -50,7 +54,11 @@ class OpenAIAgentsPolicy(TeamPolicy):
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
         if self.handoffs:
-            return sum(1 for m in messages if m.get("role") == "assistant" and any(self._transfer_to_worker(c) for c in m.get("tool_calls") or []))
+            return sum(
+                1
+                for m in messages
+                if m.get("role") == "assistant" and any(self._transfer_to_worker(c) for c in m.get("tool_calls") or [])
+            )
         return sum(1 for m in messages if m.get("role") == "tool")
 
     def _transfer_to_worker(self, call: dict[str, Any]) -> bool:
@@ -70,11 +78,24 @@ class OpenAIAgentsPolicy(TeamPolicy):
         last = messages[-1] if messages else {}
         if last.get("role") != "tool":
             return None
-        names = {c.get("id"): c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
-        return None if str(names.get(last.get("tool_call_id"), "")).startswith("transfer_to_") else str(last.get("content") or "")
+        names = {
+            c.get("id"): c["function"]["name"]
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        }
+        return (
+            None
+            if str(names.get(last.get("tool_call_id"), "")).startswith("transfer_to_")
+            else str(last.get("content") or "")
+        )
 
 
-@harnesses.register(NAME, description="OpenAI Agents SDK: a manager with worker agents as tools, over chat completions", requires=("openai-agents",))
+@harnesses.register(
+    NAME,
+    description="OpenAI Agents SDK: a manager with worker agents as tools, over chat completions",
+    requires=("openai-agents",),
+)
 class OpenAIAgentsTeam(FrameworkAdapter):
     name = NAME
     Config = OpenAIAgentsConfig
@@ -82,7 +103,9 @@ class OpenAIAgentsTeam(FrameworkAdapter):
     framework = "agents"
     extra = "openai-agents"
     spelling = Spelling(delegation="{worker}")  # agents as tools: a worker is a tool named after it
-    handoffs_spelling: ClassVar[Spelling] = Spelling(delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}"))
+    handoffs_spelling: ClassVar[Spelling] = Spelling(
+        delegation=HANDOFF.format(agent="{worker}"), hand_back=HANDOFF.format(agent="{lead}")
+    )
     config: OpenAIAgentsConfig
 
     def spelled(self) -> Spelling:
@@ -94,7 +117,13 @@ class OpenAIAgentsTeam(FrameworkAdapter):
         async def invoke(_: Any, arguments: str) -> str:
             return await tool.acall(arguments)  # the SDK's JSON text, verbatim
 
-        return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.parameters, on_invoke_tool=invoke, strict_json_schema=False)
+        return FunctionTool(
+            name=tool.name,
+            description=tool.description,
+            params_json_schema=tool.parameters,
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
 
     def run_team(self, client: openai.OpenAI, model: str, instruction: str, tools: dict[str, Any]) -> str | None:
         return run_async(self._run_team(client, model, instruction, tools))
@@ -106,7 +135,10 @@ class OpenAIAgentsTeam(FrameworkAdapter):
         cfg = self.config
         sampling = cfg.sampling
         settings = ModelSettings(
-            temperature=sampling.temperature, max_tokens=sampling.max_tokens, parallel_tool_calls=False, include_usage=cfg.streaming or None,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            parallel_tool_calls=False,
+            include_usage=cfg.streaming or None,
             extra_body={"seed": sampling.seed} if sampling.seed is not None else None,
         )
 
@@ -116,18 +148,43 @@ class OpenAIAgentsTeam(FrameworkAdapter):
 
         run_config = RunConfig(tracing_disabled=True, workflow_name=NAME, nest_handoff_history=False)
         lead = cfg.lead
-        workers = [Agent(name=w.name, instructions=w.system_prompt, model=chat_model(w.name, w.model), model_settings=settings, tools=tools[w.name])
-                   for w in cfg.workers]
+        workers = [
+            Agent(
+                name=w.name,
+                instructions=w.system_prompt,
+                model=chat_model(w.name, w.model),
+                model_settings=settings,
+                tools=tools[w.name],
+            )
+            for w in cfg.workers
+        ]
         if cfg.delegation == "handoffs":
-            manager = Agent(name=lead.name, instructions=lead.system_prompt, model=chat_model(lead.name, lead.model), model_settings=settings, handoffs=list(workers))
+            manager = Agent(
+                name=lead.name,
+                instructions=lead.system_prompt,
+                model=chat_model(lead.name, lead.model),
+                model_settings=settings,
+                handoffs=list(workers),
+            )
             for worker in workers:
                 worker.handoffs = [manager]
         else:
             worker_tools: list[Any] = [
-                worker.as_tool(tool_name=worker.name, tool_description=w.description or w.name, max_turns=cfg.worker_max_steps, run_config=run_config)
+                worker.as_tool(
+                    tool_name=worker.name,
+                    tool_description=w.description or w.name,
+                    max_turns=cfg.worker_max_steps,
+                    run_config=run_config,
+                )
                 for worker, w in zip(workers, cfg.workers, strict=True)
             ]
-            manager = Agent(name=lead.name, instructions=lead.system_prompt, model=chat_model(lead.name, lead.model), model_settings=settings, tools=worker_tools)
+            manager = Agent(
+                name=lead.name,
+                instructions=lead.system_prompt,
+                model=chat_model(lead.name, lead.model),
+                model_settings=settings,
+                tools=worker_tools,
+            )
         if cfg.streaming:
             streamed = Runner.run_streamed(manager, instruction, max_turns=cfg.lead_max_steps, run_config=run_config)
             async for _ in streamed.stream_events():
@@ -143,7 +200,9 @@ def _async_twin(client: openai.OpenAI, agent: str) -> openai.AsyncOpenAI:
     """Outside failforge's boundary (a plain endpoint): an async client to the same place, naming the agent by header."""
     from failforge.llm import AGENT_HEADER
 
-    return openai.AsyncOpenAI(base_url=str(client.base_url), api_key=client.api_key, max_retries=0, default_headers={AGENT_HEADER: agent})
+    return openai.AsyncOpenAI(
+        base_url=str(client.base_url), api_key=client.api_key, max_retries=0, default_headers={AGENT_HEADER: agent}
+    )
 
 
 __all__ = ["HANDOFF", "NAME", "OpenAIAgentsConfig", "OpenAIAgentsPolicy", "OpenAIAgentsTeam"]

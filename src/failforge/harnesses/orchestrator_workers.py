@@ -42,7 +42,9 @@ ORCHESTRATOR_PROMPT = (
     "precise instruction with every value it needs. Read each report before the next step. When the task "
     "is done, reply to the user with the final answer, stating the result, and do not call a tool."
 )
-PLAN_REQUEST = "Before delegating, write a short numbered plan: which worker does what, in order. Do not call tools yet."
+PLAN_REQUEST = (
+    "Before delegating, write a short numbered plan: which worker does what, in order. Do not call tools yet."
+)
 START_REQUEST = "Now carry out the plan, one delegation at a time."
 WORKER_PROMPT = (
     "You are {name}, a worker in a team led by an orchestrator. You handle {domain} with these tools: {tools}. "
@@ -55,10 +57,14 @@ class OrchestratorWorkersConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     orchestrator: TeamMember = Field(
-        default_factory=lambda: TeamMember(name="orchestrator", role="orchestrator", system_prompt=ORCHESTRATOR_PROMPT.format(team="(no workers)"))
+        default_factory=lambda: TeamMember(
+            name="orchestrator", role="orchestrator", system_prompt=ORCHESTRATOR_PROMPT.format(team="(no workers)")
+        )
     )
     workers: list[TeamMember] = Field(default_factory=list)
-    plan: bool = Field(default=True, description="the orchestrator writes a plan first (a model call with purpose 'plan')")
+    plan: bool = Field(
+        default=True, description="the orchestrator writes a plan first (a model call with purpose 'plan')"
+    )
     max_rounds: int = Field(default=12, ge=1, description="orchestrator turns (delegations plus the final answer)")
     worker_max_calls: int = Field(default=4, ge=1, description="model calls a worker may make on one delegation")
     sampling: Sampling = Field(default_factory=Sampling)
@@ -76,7 +82,9 @@ def delegate_schema(workers: list[str]) -> dict[str, Any]:
     )
 
 
-@harnesses.register(NAME, description="an orchestrator delegating one subtask at a time to tool-using workers (Magentic-One style)")
+@harnesses.register(
+    NAME, description="an orchestrator delegating one subtask at a time to tool-using workers (Magentic-One style)"
+)
 class OrchestratorWorkers(Harness):
     name = NAME
     Config = OrchestratorWorkersConfig
@@ -91,28 +99,55 @@ class OrchestratorWorkers(Harness):
     def roster(self) -> list[AgentProfile]:
         cfg = self.config
         lead = AgentProfile(
-            name=cfg.orchestrator.name, role=cfg.orchestrator.role, description=cfg.orchestrator.description or "plans, delegates, answers the user",
-            tools=[], reports_to="user", handoffs=[Handoff(tool=DELEGATE, to_argument="worker")], opens_rounds=True,
+            name=cfg.orchestrator.name,
+            role=cfg.orchestrator.role,
+            description=cfg.orchestrator.description or "plans, delegates, answers the user",
+            tools=[],
+            reports_to="user",
+            handoffs=[Handoff(tool=DELEGATE, to_argument="worker")],
+            opens_rounds=True,
         )
         workers = [
-            AgentProfile(name=w.name, role=w.role, description=w.description, tools=list(w.tools), reports_to=cfg.orchestrator.name, opens_rounds=False)
+            AgentProfile(
+                name=w.name,
+                role=w.role,
+                description=w.description,
+                tools=list(w.tools),
+                reports_to=cfg.orchestrator.name,
+                opens_rounds=False,
+            )
             for w in cfg.workers
         ]
         return [lead, *workers]
 
     @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> OrchestratorWorkers:
+    def for_environment(
+        cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any
+    ) -> OrchestratorWorkers:
         """One worker per tool domain (``email`` -> ``email_worker``), the orchestrator told who does what."""
         workers = [
             TeamMember(
-                name=f"{domain}_worker", role="worker", description=f"{domain} ({tool_list(tools)})", tools=list(tools),
+                name=f"{domain}_worker",
+                role="worker",
+                description=f"{domain} ({tool_list(tools)})",
+                tools=list(tools),
                 system_prompt=WORKER_PROMPT.format(name=f"{domain}_worker", domain=domain, tools=tool_list(tools)),
             )
             for domain, tools in domains.items()
         ]
         team = "\n".join(f"- {w.name}: {w.description}" for w in workers)
-        orchestrator = TeamMember(name="orchestrator", role="orchestrator", description="plans, delegates, answers the user", system_prompt=ORCHESTRATOR_PROMPT.format(team=team))
-        data: dict[str, Any] = {"orchestrator": orchestrator, "workers": workers, "max_rounds": max(4, budget), "sampling": Sampling(max_tokens=max_tokens)}
+        orchestrator = TeamMember(
+            name="orchestrator",
+            role="orchestrator",
+            description="plans, delegates, answers the user",
+            system_prompt=ORCHESTRATOR_PROMPT.format(team=team),
+        )
+        data: dict[str, Any] = {
+            "orchestrator": orchestrator,
+            "workers": workers,
+            "max_rounds": max(4, budget),
+            "sampling": Sampling(max_tokens=max_tokens),
+        }
         data.update(overrides)
         return cls(OrchestratorWorkersConfig.model_validate(data))
 
@@ -121,14 +156,23 @@ class OrchestratorWorkers(Harness):
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
         cfg = self.config
         if not cfg.workers:
-            raise ConfigError(f"{NAME} has no workers; build its config for an environment (failforge.seeds.harness_for) or list them in harness.config.workers")
+            raise ConfigError(
+                f"{NAME} has no workers; build its config for an environment (failforge.seeds.harness_for) or list them"
+                " in harness.config.workers"
+            )
         lead = cfg.orchestrator
         lead_model = lead.model or model
         workers = {
-            w.name: ToolUser(member=w, client=member_client(client, w.name), model=model, toolbox=toolbox, sampling=cfg.sampling) for w in cfg.workers
+            w.name: ToolUser(
+                member=w, client=member_client(client, w.name), model=model, toolbox=toolbox, sampling=cfg.sampling
+            )
+            for w in cfg.workers
         }
         turns = member_client(client, lead.name)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": lead.system_prompt}, {"role": "user", "content": f"Task: {instruction}"}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": lead.system_prompt},
+            {"role": "user", "content": f"Task: {instruction}"},
+        ]
         if cfg.plan:
             messages.append({"role": "user", "content": PLAN_REQUEST})
             plan = ask(member_client(client, lead.name, PLAN_PURPOSE), lead_model, messages, None, cfg.sampling)
@@ -141,7 +185,13 @@ class OrchestratorWorkers(Harness):
             if not turn.calls:
                 return turn.content
             for call in turn.calls:
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": self._delegate(call.name, call.parsed(), workers)})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": self._delegate(call.name, call.parsed(), workers),
+                    }
+                )
         return None
 
     def _delegate(self, tool: str, args: dict[str, Any] | None, workers: dict[str, ToolUser]) -> str:
@@ -159,20 +209,31 @@ class OrchestratorWorkers(Harness):
 
     # --- oracle seeds ---------------------------------------------------------------------------
 
-    def scripted_oracle(self, calls: list[tuple[str, dict[str, Any]]], final: str, *, report_limit: int = 1500) -> TeamOracle:
+    def scripted_oracle(
+        self, calls: list[tuple[str, dict[str, Any]]], final: str, *, report_limit: int = 1500
+    ) -> TeamOracle:
         """The team played from a known call sequence: the orchestrator plans, delegates each call to the
         worker that owns its tool, and answers ``final``; each worker makes its call and reports the result."""
         cfg = self.config
         owner = {tool: w.name for w in cfg.workers for tool in w.tools}
         missing = sorted({tool for tool, _ in calls if tool not in owner})
         if missing:
-            raise ConfigError(f"no worker of {NAME} owns tool(s) {', '.join(missing)}; workers: {', '.join(f'{w.name} ({tool_list(w.tools)})' for w in cfg.workers)}")
+            raise ConfigError(
+                f"no worker of {NAME} owns tool(s) {', '.join(missing)}; workers:"
+                f" {', '.join(f'{w.name} ({tool_list(w.tools)})' for w in cfg.workers)}"
+            )
         steps = [(owner[tool], tool, args) for tool, args in calls]
         lead = cfg.orchestrator.name
-        plan = "Plan:\n" + ("\n".join(f"{i}. {w}: {tool}" for i, (w, tool, _) in enumerate(steps, start=1)) or "1. Answer directly.") + f"\n{len(steps) + 1}. Answer the user."
+        plan = (
+            "Plan:\n"
+            + ("\n".join(f"{i}. {w}: {tool}" for i, (w, tool, _) in enumerate(steps, start=1)) or "1. Answer directly.")
+            + f"\n{len(steps) + 1}. Answer the user."
+        )
         offset = 1 if cfg.plan else 0
 
-        def orchestrator(ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+        def orchestrator(
+            ordinal: int, body: dict[str, Any], purpose: str | None
+        ) -> tuple[str | None, list[dict[str, Any]] | None]:
             if purpose == PLAN_PURPOSE:
                 return plan, None
             k = ordinal - offset
@@ -185,7 +246,9 @@ class OrchestratorWorkers(Harness):
         def worker_script(name: str) -> Any:
             own = [(tool, args) for w, tool, args in steps if w == name]
 
-            def script(ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+            def script(
+                ordinal: int, body: dict[str, Any], purpose: str | None
+            ) -> tuple[str | None, list[dict[str, Any]] | None]:
                 tool, args = own[min(ordinal // 2, len(own) - 1)]
                 if ordinal % 2 == 0:
                     return None, [oracle_tool_call(name, ordinal, tool, args)]
@@ -193,17 +256,30 @@ class OrchestratorWorkers(Harness):
 
             return script
 
-        scripts = {lead: orchestrator, **{w.name: worker_script(w.name) for w in cfg.workers if any(s[0] == w.name for s in steps)}}
+        scripts = {
+            lead: orchestrator,
+            **{w.name: worker_script(w.name) for w in cfg.workers if any(s[0] == w.name for s in steps)},
+        }
         return TeamOracle(scripts, name=f"{NAME}.oracle")
 
 
 def report_of(tool: str, body: dict[str, Any], limit: int) -> str:
     """A scripted worker's report: the tool it called and what the tool returned (cut at ``limit``)."""
     messages = body.get("messages") or []
-    result = next((str(m.get("content") or "") for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "tool"), "")
+    result = next(
+        (str(m.get("content") or "") for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "tool"), ""
+    )
     if len(result) > limit:
         result = result[:limit] + " [...]"
     return f"{tool} returned: {result}"
 
 
-__all__ = ["DELEGATE", "INSTRUCTION", "NAME", "OrchestratorWorkers", "OrchestratorWorkersConfig", "PLAN_PURPOSE", "report_of"]
+__all__ = [
+    "DELEGATE",
+    "INSTRUCTION",
+    "NAME",
+    "OrchestratorWorkers",
+    "OrchestratorWorkersConfig",
+    "PLAN_PURPOSE",
+    "report_of",
+]

@@ -49,9 +49,17 @@ MAX_VERIFIER_TURNS = 3
 class PlanExecuteVerifyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    planner: TeamMember = Field(default_factory=lambda: TeamMember(name="planner", role="planner", system_prompt=PLANNER_PROMPT.format(tools="(none)")))
-    executor: TeamMember = Field(default_factory=lambda: TeamMember(name="executor", role="executor", system_prompt=EXECUTOR_PROMPT))
-    verifier: TeamMember = Field(default_factory=lambda: TeamMember(name="verifier", role="verifier", system_prompt=VERIFIER_PROMPT))
+    planner: TeamMember = Field(
+        default_factory=lambda: TeamMember(
+            name="planner", role="planner", system_prompt=PLANNER_PROMPT.format(tools="(none)")
+        )
+    )
+    executor: TeamMember = Field(
+        default_factory=lambda: TeamMember(name="executor", role="executor", system_prompt=EXECUTOR_PROMPT)
+    )
+    verifier: TeamMember = Field(
+        default_factory=lambda: TeamMember(name="verifier", role="verifier", system_prompt=VERIFIER_PROMPT)
+    )
     executor_max_calls: int = Field(default=12, ge=1, description="model calls the executor may make per pass")
     max_send_backs: int = Field(default=1, ge=0)
     sampling: Sampling = Field(default_factory=Sampling)
@@ -66,7 +74,9 @@ def send_back_schema() -> dict[str, Any]:
     )
 
 
-@harnesses.register(NAME, description="a planner, an executor with the tools, and a verifier that accepts or sends back once")
+@harnesses.register(
+    NAME, description="a planner, an executor with the tools, and a verifier that accepts or sends back once"
+)
 class PlanExecuteVerify(Harness):
     name = NAME
     Config = PlanExecuteVerifyConfig
@@ -80,18 +90,45 @@ class PlanExecuteVerify(Harness):
         p, e, v = self.config.planner, self.config.executor, self.config.verifier
         return [
             AgentProfile(name=p.name, role=p.role, description=p.description or "writes the plan", reports_to=e.name),
-            AgentProfile(name=e.name, role=e.role, description=e.description or "carries out the plan", tools=list(e.tools), reports_to=v.name),
-            AgentProfile(name=v.name, role=v.role, description=v.description or "accepts or sends back", reports_to="user", handoffs=[Handoff(tool=SEND_BACK, to=e.name)]),
+            AgentProfile(
+                name=e.name,
+                role=e.role,
+                description=e.description or "carries out the plan",
+                tools=list(e.tools),
+                reports_to=v.name,
+            ),
+            AgentProfile(
+                name=v.name,
+                role=v.role,
+                description=v.description or "accepts or sends back",
+                reports_to="user",
+                handoffs=[Handoff(tool=SEND_BACK, to=e.name)],
+            ),
         ]
 
     @classmethod
-    def for_environment(cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any) -> PlanExecuteVerify:
+    def for_environment(
+        cls, domains: dict[str, list[str]], *, budget: int = 12, max_tokens: int | None = 256, **overrides: Any
+    ) -> PlanExecuteVerify:
         """The executor gets every tool of the environment; the planner is told what they are."""
         tools = [tool for group in domains.values() for tool in group]
         data: dict[str, Any] = {
-            "planner": TeamMember(name="planner", role="planner", description="writes the plan", system_prompt=PLANNER_PROMPT.format(tools=tool_list(tools))),
-            "executor": TeamMember(name="executor", role="executor", description="carries out the plan", tools=tools, system_prompt=EXECUTOR_PROMPT),
-            "verifier": TeamMember(name="verifier", role="verifier", description="accepts or sends back", system_prompt=VERIFIER_PROMPT),
+            "planner": TeamMember(
+                name="planner",
+                role="planner",
+                description="writes the plan",
+                system_prompt=PLANNER_PROMPT.format(tools=tool_list(tools)),
+            ),
+            "executor": TeamMember(
+                name="executor",
+                role="executor",
+                description="carries out the plan",
+                tools=tools,
+                system_prompt=EXECUTOR_PROMPT,
+            ),
+            "verifier": TeamMember(
+                name="verifier", role="verifier", description="accepts or sends back", system_prompt=VERIFIER_PROMPT
+            ),
             "executor_max_calls": max(4, budget),
             "sampling": Sampling(max_tokens=max_tokens),
         }
@@ -101,14 +138,32 @@ class PlanExecuteVerify(Harness):
     def run(self, client: openai.OpenAI, model: str, instruction: str, toolbox: Any) -> str | None:
         cfg = self.config
         planner, verifier = cfg.planner, cfg.verifier
-        plan_messages = [{"role": "system", "content": planner.system_prompt}, {"role": "user", "content": f"Task: {instruction}"}]
-        plan = ask(member_client(client, planner.name), planner.model or model, plan_messages, None, cfg.sampling).content or ""
-        executor = ToolUser(member=cfg.executor, client=member_client(client, cfg.executor.name), model=model, toolbox=toolbox, sampling=cfg.sampling)
+        plan_messages = [
+            {"role": "system", "content": planner.system_prompt},
+            {"role": "user", "content": f"Task: {instruction}"},
+        ]
+        plan = (
+            ask(member_client(client, planner.name), planner.model or model, plan_messages, None, cfg.sampling).content
+            or ""
+        )
+        executor = ToolUser(
+            member=cfg.executor,
+            client=member_client(client, cfg.executor.name),
+            model=model,
+            toolbox=toolbox,
+            sampling=cfg.sampling,
+        )
         report = executor.work(f"Task: {instruction}\n\nPlan from the planner:\n{plan}", cfg.executor_max_calls)
         checking = member_client(client, verifier.name)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": verifier.system_prompt},
-            {"role": "user", "content": f"Task: {instruction}\n\nPlan:\n{plan}\n\nExecutor's report:\n{_report(report, cfg.executor_max_calls)}"},
+            {
+                "role": "user",
+                "content": (
+                    f"Task: {instruction}\n\nPlan:\n{plan}\n\nExecutor's"
+                    f" report:\n{_report(report, cfg.executor_max_calls)}"
+                ),
+            },
         ]
         sent_back = 0
         for _ in range(MAX_VERIFIER_TURNS):
@@ -120,10 +175,15 @@ class PlanExecuteVerify(Harness):
             for call in turn.calls:
                 args = call.parsed()
                 if call.name != SEND_BACK or tools is None or args is None:
-                    result = f"Error: only {SEND_BACK}(feedback) is available, and only {cfg.max_send_backs} time(s); otherwise answer the user"
+                    result = (
+                        f"Error: only {SEND_BACK}(feedback) is available, and only {cfg.max_send_backs} time(s);"
+                        " otherwise answer the user"
+                    )
                 else:
                     sent_back += 1
-                    revised = executor.work(f"The verifier sent your work back: {args.get('feedback', '')}", cfg.executor_max_calls)
+                    revised = executor.work(
+                        f"The verifier sent your work back: {args.get('feedback', '')}", cfg.executor_max_calls
+                    )
                     result = f"Revised report from {cfg.executor.name}:\n{_report(revised, cfg.executor_max_calls)}"
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         return None
@@ -132,23 +192,34 @@ class PlanExecuteVerify(Harness):
         """The team played from a known call sequence: the plan lists the calls, the executor makes them and
         reports ``final`` as the result, the verifier accepts by answering ``final``."""
         cfg = self.config
-        steps = [PLAN_STEP.format(n=n, tool=tool, arguments=json.dumps(args)) for n, (tool, args) in enumerate(calls, start=1)]
+        steps = [
+            PLAN_STEP.format(n=n, tool=tool, arguments=json.dumps(args))
+            for n, (tool, args) in enumerate(calls, start=1)
+        ]
         plan = "Plan:\n" + "\n".join([*steps, f"{len(steps) + 1}. Report the result."])
         executor_name = cfg.executor.name
 
-        def planner(ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+        def planner(
+            ordinal: int, body: dict[str, Any], purpose: str | None
+        ) -> tuple[str | None, list[dict[str, Any]] | None]:
             return plan, None
 
-        def executor(ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+        def executor(
+            ordinal: int, body: dict[str, Any], purpose: str | None
+        ) -> tuple[str | None, list[dict[str, Any]] | None]:
             if ordinal < len(calls):
                 tool, args = calls[ordinal]
                 return None, [oracle_tool_call(executor_name, ordinal, tool, args)]
             return REPORT_RESULT.format(result=final), None
 
-        def verifier(ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+        def verifier(
+            ordinal: int, body: dict[str, Any], purpose: str | None
+        ) -> tuple[str | None, list[dict[str, Any]] | None]:
             return final, None
 
-        return TeamOracle({cfg.planner.name: planner, executor_name: executor, cfg.verifier.name: verifier}, name=f"{NAME}.oracle")
+        return TeamOracle(
+            {cfg.planner.name: planner, executor_name: executor, cfg.verifier.name: verifier}, name=f"{NAME}.oracle"
+        )
 
 
 def _report(report: str | None, limit: int) -> str:

@@ -41,8 +41,10 @@ class CodeAgentConfig(BaseModel):
     additional_authorized_imports: list[str] = Field(default_factory=lambda: list(DEFAULT_IMPORTS))
     flatten_messages: bool = Field(
         default=False,
-        description="smolagents' flatten_messages_as_text: message contents as plain strings, not lists of parts "
-        "(llama.cpp's server, the embedded model, refuses a system message given as parts with HTTP 500)",
+        description=(
+            "smolagents' flatten_messages_as_text: message contents as plain strings, not lists of parts "
+            "(llama.cpp's server, the embedded model, refuses a system message given as parts with HTTP 500)"
+        ),
     )
 
 
@@ -111,7 +113,9 @@ class SmolagentsCodeAgent(Harness):
             kwargs["temperature"] = cfg.temperature
         agent = CodeAgent(
             tools=[],
-            model=OpenAIModel(model, client=client, retry=False, flatten_messages_as_text=cfg.flatten_messages, **kwargs),
+            model=OpenAIModel(
+                model, client=client, retry=False, flatten_messages_as_text=cfg.flatten_messages, **kwargs
+            ),
             executor=_executor_class()(toolbox),
             additional_authorized_imports=list(cfg.additional_authorized_imports),
             max_steps=cfg.max_steps,

@@ -63,11 +63,15 @@ class SmolagentsPolicy(TeamPolicy):
         last = messages[-1] if messages else {}
         text = text_of(last.get("content"))
         if last.get("role") in ("user", "tool") and text.startswith("Observation:"):
-            return text[len("Observation:"):].strip()
+            return text[len("Observation:") :].strip()
         return None
 
 
-@harnesses.register(NAME, description="smolagents: a ToolCallingAgent manager with a managed ToolCallingAgent per tool domain", requires=("smolagents",))
+@harnesses.register(
+    NAME,
+    description="smolagents: a ToolCallingAgent manager with a managed ToolCallingAgent per tool domain",
+    requires=("smolagents",),
+)
 class SmolagentsTeam(FrameworkAdapter):
     name = NAME
     Policy = SmolagentsPolicy
@@ -86,7 +90,9 @@ class SmolagentsTeam(FrameworkAdapter):
             skip_forward_signature_validation = True
 
             def forward(self, **kwargs: Any) -> str:
-                return tool.call({k: v for k, v in kwargs.items() if v is not None})  # smolagents passes absent nullable inputs as None
+                return tool.call(
+                    {k: v for k, v in kwargs.items() if v is not None}
+                )  # smolagents passes absent nullable inputs as None
 
         return SmolagentsBoundaryTool()
 
@@ -101,16 +107,29 @@ class SmolagentsTeam(FrameworkAdapter):
 
         workers = [
             ToolCallingAgent(
-                tools=tools[w.name], model=model_for(w.name, w.model), name=w.name,
-                description=w.description or w.name, instructions=w.system_prompt, max_steps=cfg.worker_max_steps, max_tool_threads=1,
-                stream_outputs=cfg.streaming, verbosity_level=-1,
+                tools=tools[w.name],
+                model=model_for(w.name, w.model),
+                name=w.name,
+                description=w.description or w.name,
+                instructions=w.system_prompt,
+                max_steps=cfg.worker_max_steps,
+                max_tool_threads=1,
+                stream_outputs=cfg.streaming,
+                verbosity_level=-1,
             )
             for w in cfg.workers
         ]
         lead = cfg.lead
         manager = ToolCallingAgent(
-            tools=[], model=model_for(lead.name, lead.model), managed_agents=workers, name=lead.name, instructions=lead.system_prompt,
-            max_steps=cfg.lead_max_steps, max_tool_threads=1, stream_outputs=cfg.streaming, verbosity_level=-1,
+            tools=[],
+            model=model_for(lead.name, lead.model),
+            managed_agents=workers,
+            name=lead.name,
+            instructions=lead.system_prompt,
+            max_steps=cfg.lead_max_steps,
+            max_tool_threads=1,
+            stream_outputs=cfg.streaming,
+            verbosity_level=-1,
         )
         result = manager.run(instruction)
         return None if result is None else str(result)

@@ -52,13 +52,31 @@ class ToolCallingAgent(Harness):
             {"role": "system", "content": cfg.system_prompt},
             {"role": "user", "content": instruction},
         ]
-        answered, content = call_until_answer(client, model, messages, toolbox, max_model_calls=cfg.max_model_calls, temperature=cfg.temperature,
-                                              max_tokens=cfg.max_tokens, seed=cfg.seed)
+        answered, content = call_until_answer(
+            client,
+            model,
+            messages,
+            toolbox,
+            max_model_calls=cfg.max_model_calls,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            seed=cfg.seed,
+        )
         return content if answered else None
 
 
-def call_until_answer(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], toolbox: Toolbox, *, max_model_calls: int,
-                      temperature: float, max_tokens: int | None, seed: int | None, reread_tools: bool = False) -> tuple[bool, str | None]:
+def call_until_answer(
+    client: openai.OpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    toolbox: Toolbox,
+    *,
+    max_model_calls: int,
+    temperature: float,
+    max_tokens: int | None,
+    seed: int | None,
+    reread_tools: bool = False,
+) -> tuple[bool, str | None]:
     """Call the model on ``messages`` (extended in place) until it answers without tool calls: (True, its text),
     or (False, None) after ``max_model_calls``. Each tool call goes through ``toolbox`` and its result back as a
     ``tool`` message. ``reread_tools``: ask the toolbox for its schemas before every call (an environment that
@@ -73,14 +91,24 @@ def call_until_answer(client: openai.OpenAI, model: str, messages: list[dict[str
         if reread_tools or tools is None:
             tools = toolbox.schemas()
         completion = client.chat.completions.create(
-            model=model, messages=messages, tools=tools, temperature=temperature, **extra  # type: ignore[arg-type]
+            model=model,
+            messages=messages,
+            tools=tools,
+            temperature=temperature,
+            **extra,  # type: ignore[arg-type]
         )
         message = completion.choices[0].message
-        calls = [c for c in (message.tool_calls or []) if c.type == "function"]  # custom (non-function) tools are never offered
+        calls = [
+            c for c in message.tool_calls or [] if c.type == "function"
+        ]  # custom (non-function) tools are never offered
         entry: dict[str, Any] = {"role": "assistant", "content": message.content}
         if calls:
             entry["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
                 for c in calls
             ]
         messages.append(entry)

@@ -10,14 +10,51 @@ Stage 2 (the decisive agent's own request plus the note) and the branch itself a
 """
 
 from failforge.injection._action import ActionKind, OriginalArmKind, original_arm, with_agent_command
-from failforge.injection._injector import GUIDE_SYSTEM, NOT_FEASIBLE, GuideResult, guide_request, render_step, write_steering_note
+from failforge.injection._injector import (
+    GUIDE_SYSTEM,
+    NOT_FEASIBLE,
+    GuideResult,
+    guide_request,
+    render_step,
+    write_steering_note,
+)
 from failforge.injection._planner import AttemptSpec, candidate_points, plan_attempts, step_context
-from failforge.injection._rules import GUIDE_KINDS, RULE_MODES, RULES_GUIDE, RULES_VERSION, guide_kind_for, rules_note, wrong_value
+from failforge.injection._rules import (
+    GUIDE_KINDS,
+    RULE_MODES,
+    RULES_GUIDE,
+    RULES_VERSION,
+    guide_kind_for,
+    rules_note,
+    wrong_value,
+)
 from failforge.replay import NOTE_PREFIX, Branch, StageTwo, branch, steer_request
 
 __all__ = [
-    "GUIDE_KINDS", "GUIDE_SYSTEM", "NOT_FEASIBLE", "NOTE_PREFIX", "RULES_GUIDE", "RULES_VERSION", "RULE_MODES",
-    "ActionKind", "AttemptSpec", "Branch", "GuideResult", "OriginalArmKind", "StageTwo",
-    "branch", "candidate_points", "guide_kind_for", "guide_request", "original_arm", "plan_attempts", "render_step", "rules_note",
-    "steer_request", "step_context", "with_agent_command", "write_steering_note", "wrong_value",
+    "GUIDE_KINDS",
+    "GUIDE_SYSTEM",
+    "NOT_FEASIBLE",
+    "NOTE_PREFIX",
+    "RULES_GUIDE",
+    "RULES_VERSION",
+    "RULE_MODES",
+    "ActionKind",
+    "AttemptSpec",
+    "Branch",
+    "GuideResult",
+    "OriginalArmKind",
+    "StageTwo",
+    "branch",
+    "candidate_points",
+    "guide_kind_for",
+    "guide_request",
+    "original_arm",
+    "plan_attempts",
+    "render_step",
+    "rules_note",
+    "steer_request",
+    "step_context",
+    "with_agent_command",
+    "write_steering_note",
+    "wrong_value",
 ]

@@ -49,7 +49,11 @@ def with_agent_command(seed: Trajectory, command: list[str] | None) -> Trajector
     """An external-harness seed run with another agent command (the campaign's ``agent_cmd``); other seeds unchanged."""
     if not command or seed.harness.name != "external":
         return seed
-    return seed.model_copy(update={"harness": seed.harness.model_copy(update={"config": {**seed.harness.config, "command": list(command)}})})
+    return seed.model_copy(
+        update={
+            "harness": seed.harness.model_copy(update={"config": {**seed.harness.config, "command": list(command)}})
+        }
+    )
 
 
 def original_arm(seed: Trajectory, spec: AttemptSpec, ctx: JobContext) -> OriginalArm:
@@ -60,7 +64,9 @@ def original_arm(seed: Trajectory, spec: AttemptSpec, ctx: JobContext) -> Origin
     return run_original_arm(seed, ArmSpec(seed_id=seed.id, step=spec.step, key=key), ctx.models, ctx.config)
 
 
-@gold_kinds.register("action", description="an agent's step steered into one error mode of the taxonomy, on its own model")
+@gold_kinds.register(
+    "action", description="an agent's step steered into one error mode of the taxonomy, on its own model"
+)
 class ActionKind(GoldKind):
     name = "action"
     spec = AttemptSpec
@@ -69,19 +75,35 @@ class ActionKind(GoldKind):
         p = config.plan
         if p.injections is not None and p.injections.only:
             return Planned()
-        return Planned(jobs=[
-            (seed, spec) for seed in seeds
-            for spec in plan_attempts(seed, modes=p.modes, steps_per_seed=p.steps_per_seed, modes_per_step=p.modes_per_step, samples=p.samples,
-                                      rng_seed=p.rng_seed, step_policy=p.step_policy)
-        ])
+        return Planned(
+            jobs=[
+                (seed, spec)
+                for seed in seeds
+                for spec in plan_attempts(
+                    seed,
+                    modes=p.modes,
+                    steps_per_seed=p.steps_per_seed,
+                    modes_per_step=p.modes_per_step,
+                    samples=p.samples,
+                    rng_seed=p.rng_seed,
+                    step_policy=p.step_policy,
+                )
+            ]
+        )
 
     def base(self, seed: Trajectory, spec: Any, ctx: JobContext) -> dict[str, Any]:
         mode = get_mode(spec.mode)
         kind = guide_kind_for(ctx.config.guide_kind, mode.code, seed, spec.step)
         guide_name = f"{RULES_GUIDE}-v{RULES_VERSION}" if kind == "rules" else ctx.models.guide_spec.name
         provenance = {**ctx.provenance, "guide_kind": kind, "guide_name": guide_name}
-        return {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": mode.code, "sample": spec.sample,
-                "provenance": provenance}
+        return {
+            "attempt_id": spec.attempt_id,
+            "seed_id": seed.id,
+            "step": spec.step,
+            "mode": mode.code,
+            "sample": spec.sample,
+            "provenance": provenance,
+        }
 
     def branch(self, seed: Trajectory, spec: Any, ctx: JobContext) -> Candidate | AttemptResult:
         seed = with_agent_command(seed, ctx.config.agent_cmd)
@@ -100,15 +122,28 @@ class ActionKind(GoldKind):
         if provenance["guide_kind"] == "rules":
             guide = rules_note(seed, spec.step, mode, rng_seed=config.plan.rng_seed, sample=spec.sample)
         else:
-            request = guide_request(seed, spec.step, mode, model=models.guide_spec.name, temperature=config.guide_temperature,
-                                    seed_value=config.plan.rng_seed * 1000 + spec.sample)
+            request = guide_request(
+                seed,
+                spec.step,
+                mode,
+                model=models.guide_spec.name,
+                temperature=config.guide_temperature,
+                seed_value=config.plan.rng_seed * 1000 + spec.sample,
+            )
             guide = write_steering_note(models.guide(deadline=ctx.deadline), request, mode)
         if not guide.feasible or guide.note is None:
             return rejected(base, "guide", [guide.reason], note=guide.raw or None)
         ctx.stage, ctx.note = "replay", guide.note
-        result = branch(seed, spec.step, note=guide.note, agent=models.agent(deadline=ctx.deadline), agent_model=models.agent_spec,
-                        branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}", pin_tool=guide.pin_tool if config.pin_tool else None,
-                        deadline=ctx.deadline)
+        result = branch(
+            seed,
+            spec.step,
+            note=guide.note,
+            agent=models.agent(deadline=ctx.deadline),
+            agent_model=models.agent_spec,
+            branch_id=f"gold-{canonical_hash(spec.attempt_id)[:12]}",
+            pin_tool=guide.pin_tool if config.pin_tool else None,
+            deadline=ctx.deadline,
+        )
         trajectory = result.trajectory
         trajectory.provenance.update(provenance)
         trajectory.provenance["attempt_id"] = spec.attempt_id
@@ -116,8 +151,13 @@ class ActionKind(GoldKind):
             trajectory.adjudication = adjudicate(trajectory)
         if arm is None:
             trajectory.provenance["decisiveness"] = dict(NOT_CHECKED)
-        facts = {"mode": mode, "guide": guide, "original_arm": arm, "injected_response": result.stage_two.response,
-                 "agent_request": result.stage_two.sent}
+        facts = {
+            "mode": mode,
+            "guide": guide,
+            "original_arm": arm,
+            "injected_response": result.stage_two.response,
+            "agent_request": result.stage_two.sent,
+        }
         return Candidate(trajectory=trajectory, step=spec.step, facts=facts, note=guide.note)
 
     def filters(self, config: CampaignConfig) -> list[str]:
@@ -125,11 +165,22 @@ class ActionKind(GoldKind):
 
     def filter_context(self, seed: Trajectory, spec: Any, candidate: Candidate, ctx: JobContext) -> FilterContext:
         guide: GuideResult = candidate.facts["guide"]
-        return FilterContext(seed=with_agent_command(seed, ctx.config.agent_cmd), branch=candidate.trajectory, step=spec.step,
-                             mode=candidate.facts["mode"], note=guide.note or "", guide_request=guide.request,
-                             keep_unverified=ctx.config.filters.conformance.keep_unverified, spec=spec, job=ctx, facts=candidate.facts)
+        return FilterContext(
+            seed=with_agent_command(seed, ctx.config.agent_cmd),
+            branch=candidate.trajectory,
+            step=spec.step,
+            mode=candidate.facts["mode"],
+            note=guide.note or "",
+            guide_request=guide.request,
+            keep_unverified=ctx.config.filters.conformance.keep_unverified,
+            spec=spec,
+            job=ctx,
+            facts=candidate.facts,
+        )
 
-    def label(self, seed: Trajectory, spec: Any, candidate: Candidate, verdicts: list[FilterVerdict], ctx: JobContext) -> GoldLabel:
+    def label(
+        self, seed: Trajectory, spec: Any, candidate: Candidate, verdicts: list[FilterVerdict], ctx: JobContext
+    ) -> GoldLabel:
         seed = with_agent_command(seed, ctx.config.agent_cmd)
         trajectory, mode, guide = candidate.trajectory, candidate.facts["mode"], candidate.facts["guide"]
         original = seed.steps[spec.step]
@@ -156,7 +207,9 @@ class ActionKind(GoldKind):
         )
 
 
-@gold_kinds.register("original-arm", description="the action kind's original arm: the seed's own step continued live, once per (seed, t)")
+@gold_kinds.register(
+    "original-arm", description="the action kind's original arm: the seed's own step continued live, once per (seed, t)"
+)
 class OriginalArmKind(GoldKind):
     """Not a change: the decisiveness check's shared pre-run, planned by the driver and run through the same executors."""
 
@@ -169,7 +222,9 @@ class OriginalArmKind(GoldKind):
     def filters(self, config: CampaignConfig) -> list[str]:
         return []
 
-    def label(self, seed: Trajectory, spec: Any, candidate: Candidate, verdicts: list[FilterVerdict], ctx: JobContext) -> str:
+    def label(
+        self, seed: Trajectory, spec: Any, candidate: Candidate, verdicts: list[FilterVerdict], ctx: JobContext
+    ) -> str:
         return "an original arm makes no candidate"
 
 

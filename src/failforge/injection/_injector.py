@@ -36,6 +36,7 @@ GUIDE_SYSTEM = (
 tool and values into its note (and the agent into its step), which makes a record about the prompt, not
 about the task. The note-leak filter also rejects any wording or value of this prompt found in a branch."""
 
+
 class GuideNote(BaseModel):
     """The guide's answer as a schema: the one sentence (or NOT FEASIBLE)."""
 
@@ -43,23 +44,28 @@ class GuideNote(BaseModel):
     note: str = Field(max_length=240)
 
 
-
-
 def render_step(step: Step, limit: int = 400) -> str:
     """One line per step in the guide's prompt (the mode judge's renderer, cut at ``limit`` characters)."""
     return judged_step(step, limit)
 
 
-def guide_request(seed: Trajectory, t: int, mode: ErrorMode, *, model: str, temperature: float, max_tokens: int = 160, seed_value: int | None = None) -> dict[str, Any]:
+def guide_request(
+    seed: Trajectory,
+    t: int,
+    mode: ErrorMode,
+    *,
+    model: str,
+    temperature: float,
+    max_tokens: int = 160,
+    seed_value: int | None = None,
+) -> dict[str, Any]:
     # A team's steps are messages between agents: render sender -> recipient, and say who is acting at t
     # (a single-agent prompt is unchanged: its roster context is empty).
     team = roster_context(seed, t)
     render = render_message if team else render_step
     prefix = "\n".join(render(s, 300) for s in seed.steps[:t][-12:])
     user = (
-        f"Task: {seed.task.instruction}\n\n"
-        + (f"{team}\n\n" if team else "")
-        + f"Steps so far:\n{prefix}\n\n"
+        f"Task: {seed.task.instruction}\n\n" + (f"{team}\n\n" if team else "") + f"Steps so far:\n{prefix}\n\n"
         f"Next step in the successful run:\n{render(seed.steps[t])}\n\n"
         f"Error mode {mode.code} ({mode.name}): {mode.definition}\n"
         f"How to craft it: {mode.guide_hint}\n\n"
@@ -107,7 +113,12 @@ def write_steering_note(guide: Responder, request: dict[str, Any], mode: ErrorMo
     if not note:
         return GuideResult(None, False, request, raw, "guide model wrote only a preamble, no usable note")
     if mode is not None:
-        problem = note_problem(note, request, instructions=GUIDE_SYSTEM, mode_text=f"{mode.code} {mode.name} {mode.definition} {mode.guide_hint}")
+        problem = note_problem(
+            note,
+            request,
+            instructions=GUIDE_SYSTEM,
+            mode_text=f"{mode.code} {mode.name} {mode.definition} {mode.guide_hint}",
+        )
         if problem is not None:
             return GuideResult(None, False, request, raw, problem)
     return GuideResult(note, True, request, raw)

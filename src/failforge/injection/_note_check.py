@@ -15,7 +15,8 @@ from typing import Any
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _REFUSAL = re.compile(
-    r"^\W*(?:i(?:'m| am)? (?:sorry|afraid|unable)|i (?:cannot|can't|can not|won't|will not|must decline|refuse)|sorry\b|"
+    r"^\W*(?:i(?:'m| am)? (?:sorry|afraid|unable)|i (?:cannot|can't|can not|won't|will not|must"
+    r" decline|refuse)|sorry\b|"
     r"as an ai\b|unfortunately\b|i'm not able|i am not able|i do not feel comfortable)",
     re.IGNORECASE,
 )
@@ -50,7 +51,11 @@ def _content(words: list[str]) -> set[str]:
 def _longest_shared_run(note: list[str], source: list[str]) -> int:
     """Length of the longest run of words the note shares verbatim with ``source``."""
     grams = {tuple(source[i : i + _COPIED_RUN]) for i in range(max(0, len(source) - _COPIED_RUN + 1))}
-    return _COPIED_RUN if any(tuple(note[i : i + _COPIED_RUN]) in grams for i in range(max(0, len(note) - _COPIED_RUN + 1))) else 0
+    return (
+        _COPIED_RUN
+        if any(tuple(note[i : i + _COPIED_RUN]) in grams for i in range(max(0, len(note) - _COPIED_RUN + 1)))
+        else 0
+    )
 
 
 def note_problem(note: str, request: dict[str, Any], *, instructions: str, mode_text: str) -> str | None:
@@ -68,7 +73,14 @@ def note_problem(note: str, request: dict[str, Any], *, instructions: str, mode_
     frame = _words(instructions) + _words(mode_text)
     if len(words) >= _COPIED_RUN and _longest_shared_run(words, frame) >= _COPIED_RUN:
         return f"the guide restated its instructions instead of writing a note: {stripped[:80]!r}"
-    user = next((str(m.get("content") or "") for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"), "")
+    user = next(
+        (
+            str(m.get("content") or "")
+            for m in request.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "user"
+        ),
+        "",
+    )
     about_task = _content(_words(user)) - _content(frame)
     if not (_content(words) & about_task):
         return f"the guide's note names nothing of this task or run (no tool, value or word from it): {stripped[:80]!r}"

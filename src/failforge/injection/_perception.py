@@ -24,9 +24,36 @@ from failforge.judgement import clicked_box
 from failforge.trajectory import Trajectory
 
 _CONFUSABLE: tuple[tuple[str, str], ...] = (
-    ("rn", "m"), ("m", "rn"), ("l", "I"), ("I", "l"), ("O", "0"), ("0", "O"), ("1", "l"), ("5", "S"), ("S", "5"), ("e", "c"),
-    ("c", "e"), ("a", "o"), ("o", "a"), ("u", "v"), ("v", "u"), ("n", "h"), ("h", "n"), ("i", "j"), ("B", "8"), ("8", "B"),
-    ("g", "q"), ("q", "g"), ("d", "cl"), ("w", "vv"), ("E", "F"), ("F", "E"), ("P", "R"), ("R", "P"), ("C", "G"), ("G", "C"),
+    ("rn", "m"),
+    ("m", "rn"),
+    ("l", "I"),
+    ("I", "l"),
+    ("O", "0"),
+    ("0", "O"),
+    ("1", "l"),
+    ("5", "S"),
+    ("S", "5"),
+    ("e", "c"),
+    ("c", "e"),
+    ("a", "o"),
+    ("o", "a"),
+    ("u", "v"),
+    ("v", "u"),
+    ("n", "h"),
+    ("h", "n"),
+    ("i", "j"),
+    ("B", "8"),
+    ("8", "B"),
+    ("g", "q"),
+    ("q", "g"),
+    ("d", "cl"),
+    ("w", "vv"),
+    ("E", "F"),
+    ("F", "E"),
+    ("P", "R"),
+    ("R", "P"),
+    ("C", "G"),
+    ("G", "C"),
 )
 
 
@@ -71,15 +98,30 @@ def p2_note(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str
         x, y = other.box.centre
         what = f"the {other.kind} labelled '{other.label}'" if other.label else f"the {other.kind}"
         note = f"Click at ({x}, {y}), where {what} is drawn on the screen."
-        return note, {"point": [x, y], "original_point": [args["x"], args["y"]], "target": target, "target_box": [left, top, width, height],
-                      "chosen": {"kind": other.kind, "label": other.label, "box": [other.box.x, other.box.y, other.box.w, other.box.h]}}
+        return note, {
+            "point": [x, y],
+            "original_point": [args["x"], args["y"]],
+            "target": target,
+            "target_box": [left, top, width, height],
+            "chosen": {
+                "kind": other.kind,
+                "label": other.label,
+                "box": [other.box.x, other.box.y, other.box.w, other.box.h],
+            },
+        }
     x, y = min(left + width + 6, 159), top + height // 2
     if not outside(x, y):
         x, y = left + width // 2, min(top + height + 6, 209)
     if not outside(x, y):
         return "the target fills the task area: there is no point beside it"
     note = f"Click at ({x}, {y}), just beside the control."
-    return note, {"point": [x, y], "original_point": [args["x"], args["y"]], "target": target, "target_box": [left, top, width, height], "chosen": None}
+    return note, {
+        "point": [x, y],
+        "original_point": [args["x"], args["y"]],
+        "target": target,
+        "target_box": [left, top, width, height],
+        "chosen": None,
+    }
 
 
 def misreadings(value: str) -> list[str]:
@@ -88,7 +130,7 @@ def misreadings(value: str) -> list[str]:
     for i in range(len(value)):
         for old, new in _CONFUSABLE:
             if value.startswith(old, i):
-                out.append(value[:i] + new + value[i + len(old):])
+                out.append(value[:i] + new + value[i + len(old) :])
     return list(dict.fromkeys(v for v in out if v != value))
 
 

@@ -42,11 +42,14 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
     prior = sum(1 for s in seed.steps[: step.index] if s.kind == "agent")
     request = step.model_call.request if step.model_call else {}
     has_image = any(
-        isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"])
+        isinstance(m.get("content"), list)
+        and any(isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"])
         for m in request.get("messages", [])
         if isinstance(m, dict)
     )
-    code = is_code_step(seed, step.index)  # a code block run in the interpreter is the step's action (judgement/_code.py)
+    code = is_code_step(
+        seed, step.index
+    )  # a code block run in the interpreter is the step's action (judgement/_code.py)
     return StepContext(
         has_tool_call=bool(step.tool_calls) or code,
         tools_available=bool(request.get("tools")) or code,
@@ -54,7 +57,8 @@ def step_context(seed: Trajectory, step: Step) -> StepContext:
         n_agents=len(seed.agents),
         # Final = the author's last word. A message mid-conversation (to the user, to another agent) after
         # which its author speaks again is a turn's end, not its final answer: stopping there (A.5) is early.
-        is_final=step.is_final() and not any(s.kind == "agent" and s.agent == step.agent for s in seed.steps[step.index + 1:]),
+        is_final=step.is_final()
+        and not any(s.kind == "agent" and s.agent == step.agent for s in seed.steps[step.index + 1 :]),
         prior_agent_steps=prior,
         withheld=withheld_at(seed, step.index),  # a turn to ask at (BFCL miss_param / miss_func)
         **team_context(seed, step),
@@ -70,7 +74,9 @@ def team_context(seed: Trajectory, step: Step) -> dict[str, Any]:
     agents = set(seed.agents)
     addresses_agent = step.recipient in agents and step.recipient != step.agent
     latest_to_author = next((s for s in reversed(seed.steps[: step.index]) if s.recipient == step.agent), None)
-    acts_on_peer = latest_to_author is not None and latest_to_author.agent in agents and latest_to_author.agent != step.agent
+    acts_on_peer = (
+        latest_to_author is not None and latest_to_author.agent in agents and latest_to_author.agent != step.agent
+    )
     return {
         "role": role,
         "addresses_agent": addresses_agent,
@@ -99,7 +105,9 @@ def plan_attempts(
     ``step_policy``: which steps may be decisive (``injection/_step_policy.py``; None: the environment's default)."""
     rng = random.Random(f"{rng_seed}:{seed.id}")
     points_allowed = allowed_points(seed, candidate_points(seed), step_policy)
-    usable_at = {t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in points_allowed}
+    usable_at = {
+        t: [m.code for m in applicable_modes(step_context(seed, seed.steps[t]), modes)] for t in points_allowed
+    }
     points = [t for t, usable in usable_at.items() if usable]  # only steps where some requested mode applies
     rng.shuffle(points)
     points.sort(key=lambda t: withheld_at(seed, t) is None)  # a turn to ask at first: what a miss_* task is for

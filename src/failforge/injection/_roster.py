@@ -24,7 +24,11 @@ def roster_context(seed: Trajectory, t: int, *, tools_limit: int = 12) -> str:
     lines = ["The team:"]
     for p in seed.roster:
         tools = p.tools[:tools_limit] + (["..."] if len(p.tools) > tools_limit else [])
-        lines.append(f"- {p.name} ({p.role})" + (f": {p.description}" if p.description else "") + (f"; tools: {', '.join(tools)}" if tools else ""))
+        lines.append(
+            f"- {p.name} ({p.role})"
+            + (f": {p.description}" if p.description else "")
+            + (f"; tools: {', '.join(tools)}" if tools else "")
+        )
     step = seed.steps[t]
     profile = seed.profile(step.agent)
     acting = f"Acting at step {t}: {step.agent} ({profile.role if profile else 'agent'})"

@@ -56,8 +56,18 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url", re.compile(r"\b(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?:/[^\s'\",]*)?", re.I)),
 )
 _NAME = re.compile(r"\b[A-Z][a-zA-Z'&-]+(?: [A-Z][a-zA-Z'&-]+){0,3}\b")
-_VERB_SWAPS = (("get_", "fetch_"), ("search_", "find_"), ("read_", "open_"), ("list_", "get_all_"), ("send_", "transfer_"),
-               ("create_", "add_"), ("update_", "edit_"), ("delete_", "remove_"), ("check_", "verify_"), ("reserve_", "book_"))
+_VERB_SWAPS = (
+    ("get_", "fetch_"),
+    ("search_", "find_"),
+    ("read_", "open_"),
+    ("list_", "get_all_"),
+    ("send_", "transfer_"),
+    ("create_", "add_"),
+    ("update_", "edit_"),
+    ("delete_", "remove_"),
+    ("check_", "verify_"),
+    ("reserve_", "book_"),
+)
 
 
 def _shape(value: str) -> str | None:
@@ -138,13 +148,19 @@ def wrong_value(value: Any, context: str, rng: random.Random) -> tuple[Any, str]
             if shifted:
                 return shifted, "the neighbouring day"
     names = sorted({m.group(0) for m in _NAME.finditer(context)} - {value})
-    same_size = [n for n in names if abs(len(n.split()) - len(value.split())) <= 1 and n.lower() != value.lower() and len(n) > 2]
+    same_size = [
+        n for n in names if abs(len(n.split()) - len(value.split())) <= 1 and n.lower() != value.lower() and len(n) > 2
+    ]
     if shape is None and value[:1].isupper() and same_size:
         return _pick(rng, same_size), "another name from the agent's context"
     parts = value.split()
     if len(parts) > 1 and shape is None:
         return " ".join(parts[:-1]), "the value with its last word dropped"
-    swaps = [i for i in range(1, len(value) - 1) if value[i].isalpha() and value[i + 1].isalpha() and value[i] != value[i + 1]]
+    swaps = [
+        i
+        for i in range(1, len(value) - 1)
+        if value[i].isalpha() and value[i + 1].isalpha() and value[i] != value[i + 1]
+    ]
     if swaps:
         i = _pick(rng, swaps)
         return value[:i] + value[i + 1] + value[i] + value[i + 2 :], "the value with two letters swapped"
@@ -194,11 +210,21 @@ def _argument_order(args: dict[str, Any], rng: random.Random) -> list[str]:
 
 
 def _a2(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
-    own = environments.get(seed.environment.name)().wrong_argument(seed, t, rng) if seed.environment.name in environments else None
+    own = (
+        environments.get(seed.environment.name)().wrong_argument(seed, t, rng)
+        if seed.environment.name in environments
+        else None
+    )
     if isinstance(own, str):
         return own
     if own is not None:  # the environment's own A.2 (a text game: another thing of the same kind)
-        return f"Call {own['tool']} now with {own['argument']} = {show(own['value'])}, keeping its other arguments as you would.", own
+        return (
+            (
+                f"Call {own['tool']} now with {own['argument']} = {show(own['value'])}, keeping its other arguments as"
+                " you would."
+            ),
+            own,
+        )
     found = _first_call_with_args(seed.steps[t])
     if found is None:
         return "a_t makes no tool call with arguments, so there is no argument to get wrong"
@@ -301,9 +327,18 @@ def _r1(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
             continue
         value, source = made
         new = {**args, key: value}
-        note = f"Call {call.name} now with {_arguments_text(new)}; take {key} = {show(value)} as meant instead of asking the user."
-        return note, {"tool": call.name, "argument": key, "original": args[key], "value": value, "source": source,
-                      "missing_detail_given_at": opener.index}
+        note = (
+            f"Call {call.name} now with {_arguments_text(new)}; take {key} = {show(value)} as meant instead of asking"
+            " the user."
+        )
+        return note, {
+            "tool": call.name,
+            "argument": key,
+            "original": args[key],
+            "value": value,
+            "source": source,
+            "missing_detail_given_at": opener.index,
+        }
     return "no call of the next turn passes a single value (a name or a number) that a guess can stand in for"
 
 
@@ -324,19 +359,25 @@ def _a5(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
     if not original.tool_calls:
         # A message mid-conversation (its author speaks again later): ending the conversation here is early
         # when the run still had calls to make, by anyone (a customer who hangs up before the agent's write).
-        speaks_again = any(s.kind == "agent" and s.agent == original.agent for s in seed.steps[t + 1:])
+        speaks_again = any(s.kind == "agent" and s.agent == original.agent for s in seed.steps[t + 1 :])
         if not speaks_again:
             return "a_t is already the final answer, so answering now is not early"
         if not remaining:
             return "the run made no tool call from step t on, so ending the conversation here leaves nothing undone"
-        note = ("End the conversation now with your closing message, as if everything needed were already done; "
-                "do not ask for or wait for anything more.")
+        note = (
+            "End the conversation now with your closing message, as if everything needed were already done; "
+            "do not ask for or wait for anything more."
+        )
         return note, {"ends_conversation": True, "remaining_calls": remaining}
     tool = original.tool_calls[0].name
     handoffs = [name for name in offered_tools(seed, t) if HUMAN_HANDOFF.search(name)]
-    if handoffs and not HUMAN_HANDOFF.search(tool) and rng.random() < 0.5:  # where a human can take over: a premature transfer
-        note = (f"Transfer the user to a human agent now: call {handoffs[0]} with a one-line summary of the request, "
-                f"instead of calling {tool} or doing anything more yourself.")
+    if (
+        handoffs and not HUMAN_HANDOFF.search(tool) and rng.random() < 0.5
+    ):  # where a human can take over: a premature transfer
+        note = (
+            f"Transfer the user to a human agent now: call {handoffs[0]} with a one-line summary of the request, "
+            f"instead of calling {tool} or doing anything more yourself."
+        )
         return note, {"skipped_tool": tool, "transfers_with": handoffs[0], "remaining_calls": remaining}
     note = f"Give the user your final answer now from what you already know, without calling {tool} or any other tool."
     return note, {"skipped_tool": tool, "remaining_calls": remaining}
@@ -345,7 +386,10 @@ def _a5(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, An
 def _a6(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
     now = {(c.name, json.dumps(c.parsed_arguments(), sort_keys=True)) for c in seed.steps[t].tool_calls}
     earlier = [
-        (s.index, c) for s in reversed(seed.steps[1:t]) if s.kind == "agent" for c in s.tool_calls
+        (s.index, c)
+        for s in reversed(seed.steps[1:t])
+        if s.kind == "agent"
+        for c in s.tool_calls
         if (c.name, json.dumps(c.parsed_arguments(), sort_keys=True)) not in now and c.parsed_arguments() is not None
     ]
     if not earlier:
@@ -406,7 +450,10 @@ def _r1_at(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str,
         return _r1(seed, t, rng)
     if is_user_step(seed, t):
         return USER_RULES["R.1"](seed, t, rng)
-    return "R.1 is written by rule only at a turn that lacks a detail the user gives later (a missed clarification) or at a simulated user's message (a value it states wrongly)"
+    return (
+        "R.1 is written by rule only at a turn that lacks a detail the user gives later (a missed clarification) or at"
+        " a simulated user's message (a value it states wrongly)"
+    )
 
 
 _RULES = {"A.2": _a2, "A.3": _a3, "A.4": _a4, "A.5": _a5, "A.6": _a6, "R.3": _r3, "R.1": _r1_at, **PERCEPTION_RULES}
@@ -426,11 +473,23 @@ def rules_note(seed: Trajectory, t: int, mode: ErrorMode, *, rng_seed: int = 0, 
     The returned ``request`` is the rule's derivation (what it changed and where the value came
     from); it is kept on the record as the guide request, with ``guide = "rules"``.
     """
-    derivation: dict[str, Any] = {"guide": "rules", "name": RULES_GUIDE, "version": RULES_VERSION, "mode": mode.code, "seed_id": seed.id, "step": t, "sample": sample}
-    coded = code_rule(seed, t, mode.code, random.Random(f"{rng_seed}:{seed.id}:{t}:{mode.code}:{sample}"))  # injection/_code_rules.py
+    derivation: dict[str, Any] = {
+        "guide": "rules",
+        "name": RULES_GUIDE,
+        "version": RULES_VERSION,
+        "mode": mode.code,
+        "seed_id": seed.id,
+        "step": t,
+        "sample": sample,
+    }
+    coded = code_rule(
+        seed, t, mode.code, random.Random(f"{rng_seed}:{seed.id}:{t}:{mode.code}:{sample}")
+    )  # injection/_code_rules.py
     rule = _RULES.get(mode.code) if coded is None else (lambda *_: coded)
     if rule is None:
-        reason = f"the rule-based guide has no rule for {mode.code} (a semantic mode); use guide_kind = 'model' or 'auto'"
+        reason = (
+            f"the rule-based guide has no rule for {mode.code} (a semantic mode); use guide_kind = 'model' or 'auto'"
+        )
         return GuideResult(None, False, derivation, "", reason, kind="rules")
     rng = random.Random(f"{rng_seed}:{seed.id}:{t}:{mode.code}:{sample}")
     made = rule(seed, t, rng)

@@ -25,7 +25,7 @@ def mistyped(value: str, context: str, rng: random.Random) -> str | None:
     digits = [i for i, ch in enumerate(value) if ch.isdigit()]
     for i in rng.sample(digits, len(digits)):
         for d in rng.sample("0123456789", 10):
-            candidate = value[:i] + d + value[i + 1:]
+            candidate = value[:i] + d + value[i + 1 :]
             if d != value[i] and candidate not in context:
                 return candidate
     return None
@@ -33,7 +33,9 @@ def mistyped(value: str, context: str, rng: random.Random) -> str | None:
 
 def r1_user(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str, Any]] | str:
     if not is_user_step(seed, t):
-        return "R.1 by rule is a user's mistake (a value stated wrongly); this is not a user's step (use the model guide)"
+        return (
+            "R.1 by rule is a user's mistake (a value stated wrongly); this is not a user's step (use the model guide)"
+        )
     step = seed.steps[t]
     if step.tool_calls or not (step.content or "").strip():
         return "the user's step a_t is not a message, so it states no value"
@@ -44,7 +46,10 @@ def r1_user(seed: Trajectory, t: int, rng: random.Random) -> tuple[str, dict[str
     wrong = mistyped(original, context_text(seed, t), rng)
     if wrong is None:
         return f"no mistyped form of {original} differs from every value in the user's context"
-    note = f"In this message, write {wrong} where you would write {original}, as if you remembered it that way; change nothing else."
+    note = (
+        f"In this message, write {wrong} where you would write {original}, as if you remembered it that way; change"
+        " nothing else."
+    )
     return note, {"user_value": original, "value": wrong, "used_by": "a later tool call of the seed"}
 
 

@@ -13,9 +13,27 @@ Nothing here knows what a job is: a caller says how to run one, its key, and wha
 
 from failforge.jobs._ledger import Ledger, attempt_ids_in, drop_superseded_failures, repair_jsonl
 from failforge.jobs._lock import FolderLock
-from failforge.jobs._workers import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray, stop_workers
+from failforge.jobs._workers import (
+    drive,
+    drive_processes,
+    init_worker,
+    leave_if_stopping,
+    process_pool,
+    start_ray,
+    stop_workers,
+)
 
 __all__ = [
-    "FolderLock", "Ledger", "attempt_ids_in", "drive", "drive_processes", "drop_superseded_failures", "init_worker", "leave_if_stopping",
-    "process_pool", "repair_jsonl", "start_ray", "stop_workers",
+    "FolderLock",
+    "Ledger",
+    "attempt_ids_in",
+    "drive",
+    "drive_processes",
+    "drop_superseded_failures",
+    "init_worker",
+    "leave_if_stopping",
+    "process_pool",
+    "repair_jsonl",
+    "start_ray",
+    "stop_workers",
 ]

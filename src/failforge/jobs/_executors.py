@@ -45,7 +45,9 @@ OnStart = Callable[[str], None]
 ShouldStop = Callable[[], bool]
 
 
-def job_in_pools(seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]) -> JobResult:
+def job_in_pools(
+    seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any]
+) -> JobResult:
     """:func:`failforge.gold.run_job` with this worker's warm environments sized as the campaign file says."""
     with sandbox_pool(config.pools.sandboxes):
         return run_job(seed, spec, models, config, provenance)
@@ -61,9 +63,17 @@ def _crashed(spec: Any, seed: Trajectory, exc: BaseException, provenance: dict[s
     return AttemptResult(
         "failed",
         Rejection(
-            attempt_id=spec.attempt_id, seed_id=seed.id, step=spec.step, mode=spec.mode, sample=spec.sample,
-            status="failed", stage="continuation", reasons=[f"{type(exc).__name__}: {exc}"],
-            error=error_info(exc), error_kind=error_kind(exc), provenance=provenance,
+            attempt_id=spec.attempt_id,
+            seed_id=seed.id,
+            step=spec.step,
+            mode=spec.mode,
+            sample=spec.sample,
+            status="failed",
+            stage="continuation",
+            reasons=[f"{type(exc).__name__}: {exc}"],
+            error=error_info(exc),
+            error_kind=error_kind(exc),
+            provenance=provenance,
         ),
     )
 
@@ -77,7 +87,15 @@ def _drive(
     should_stop: ShouldStop,
 ) -> Iterator[JobResult]:
     """:func:`failforge.jobs.drive` for campaign jobs (a job whose worker failed is :func:`_crashed`)."""
-    return drive(work, submit, concurrency, _job_id, on_start, should_stop, lambda item, exc: _crashed(item[1], item[0], exc, provenance))
+    return drive(
+        work,
+        submit,
+        concurrency,
+        _job_id,
+        on_start,
+        should_stop,
+        lambda item, exc: _crashed(item[1], item[0], exc, provenance),
+    )
 
 
 def _job_id(item: Work) -> str:
@@ -86,12 +104,24 @@ def _job_id(item: Work) -> str:
 
 @executors.register("local", description="a bounded thread pool in this process")
 def run_local(
-    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+    work: Sequence[Work],
+    resolved: ResolvedModels,
+    config: CampaignConfig,
+    provenance: dict[str, Any],
+    on_start: OnStart,
+    should_stop: ShouldStop,
 ) -> Iterator[JobResult]:
     models = Models(resolved)
     pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="failforge-attempt")
     try:
-        yield from _drive(work, lambda item: pool.submit(job_in_pools, item[0], item[1], models, config, provenance), config.concurrency, provenance, on_start, should_stop)
+        yield from _drive(
+            work,
+            lambda item: pool.submit(job_in_pools, item[0], item[1], models, config, provenance),
+            config.concurrency,
+            provenance,
+            on_start,
+            should_stop,
+        )
     finally:
         # On a normal end nothing is running; when the driver stops early (Ctrl-C, the circuit breaker)
         # the attempts in flight are abandoned, not waited for: the driver has put them back in the queue.
@@ -123,14 +153,27 @@ def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenanc
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
     try:
         # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
-        return job_in_pools(_seed(seed_json), parse_job(spec_json), _WORKER_MODELS, CampaignConfig.model_validate_json(config_json), provenance)
+        return job_in_pools(
+            _seed(seed_json),
+            parse_job(spec_json),
+            _WORKER_MODELS,
+            CampaignConfig.model_validate_json(config_json),
+            provenance,
+        )
     finally:
         leave_if_stopping()  # told to stop during the attempt: leave now that it has unwound (its environments closed)
 
 
-@executors.register("process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)")
+@executors.register(
+    "process", description="a pool of worker processes, for CPU-bound environments (no GIL between attempts)"
+)
 def run_processes(
-    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+    work: Sequence[Work],
+    resolved: ResolvedModels,
+    config: CampaignConfig,
+    provenance: dict[str, Any],
+    on_start: OnStart,
+    should_stop: ShouldStop,
 ) -> Iterator[JobResult]:
     """The same attempt function in ``concurrency`` worker processes (forkserver: forking a threaded
     driver is unsafe). Workers inherit the environment, PYTHONHASHSEED included; only the driver writes."""
@@ -144,26 +187,45 @@ def run_processes(
         return pool.submit(_process_attempt, seed_json[seed.id], spec.model_dump_json(), config_json, provenance)
 
     yield from drive_processes(
-        work, lambda: process_pool(config.concurrency, _process_init, (resolved.model_dump_json(), os.getpid())), submit_to,
-        config.concurrency, _job_id, on_start, should_stop, lambda item, exc: _crashed(item[1], item[0], exc, provenance),
+        work,
+        lambda: process_pool(config.concurrency, _process_init, (resolved.model_dump_json(), os.getpid())),
+        submit_to,
+        config.concurrency,
+        _job_id,
+        on_start,
+        should_stop,
+        lambda item, exc: _crashed(item[1], item[0], exc, provenance),
     )
 
 
-def _ray_attempt(seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]) -> tuple[str, str]:
+def _ray_attempt(
+    seed_json: str, spec_json: str, resolved_json: str, config_json: str, provenance: dict[str, Any]
+) -> tuple[str, str]:
     """Body of the Ray task: rebuild everything from plain JSON, run, return JSON."""
     models = Models(ResolvedModels.model_validate_json(resolved_json))
     try:
         result = job_in_pools(
-            Trajectory.model_validate_json(seed_json), parse_job(spec_json), models, CampaignConfig.model_validate_json(config_json), provenance
+            Trajectory.model_validate_json(seed_json),
+            parse_job(spec_json),
+            models,
+            CampaignConfig.model_validate_json(config_json),
+            provenance,
         )
     finally:
         models.close()
     return result.status, result.record.model_dump_json()  # the status says which record: gold, rejected, failed or arm
 
 
-@executors.register("ray", requires=("ray",), description="Ray tasks (a local Ray instance, or ray_address for a cluster)")
+@executors.register(
+    "ray", requires=("ray",), description="Ray tasks (a local Ray instance, or ray_address for a cluster)"
+)
 def run_ray(
-    work: Sequence[Work], resolved: ResolvedModels, config: CampaignConfig, provenance: dict[str, Any], on_start: OnStart, should_stop: ShouldStop
+    work: Sequence[Work],
+    resolved: ResolvedModels,
+    config: CampaignConfig,
+    provenance: dict[str, Any],
+    on_start: OnStart,
+    should_stop: ShouldStop,
 ) -> Iterator[JobResult]:
     ray, started_here = start_ray(config.ray_address, config.concurrency)
     remote = ray.remote(num_cpus=1, max_retries=0)(_ray_attempt)
@@ -183,7 +245,9 @@ def run_ray(
                 if seed.id not in seed_refs:
                     seed_refs[seed.id] = ray.put(seed.model_dump_json())
                 on_start(spec.attempt_id)
-                running[remote.remote(seed_refs[seed.id], spec.model_dump_json(), resolved_json, config_json, provenance)] = item
+                running[
+                    remote.remote(seed_refs[seed.id], spec.model_dump_json(), resolved_json, config_json, provenance)
+                ] = item
 
         top_up()
         while running:
@@ -195,11 +259,17 @@ def run_ray(
                     if status == "arm":
                         yield ArmResult(OriginalArm.model_validate_json(payload))
                     else:
-                        yield AttemptResult(status, Trajectory.model_validate_json(payload) if status == "gold" else Rejection.model_validate_json(payload))
+                        yield AttemptResult(
+                            status,
+                            (
+                                Trajectory.model_validate_json(payload)
+                                if status == "gold"
+                                else Rejection.model_validate_json(payload)
+                            ),
+                        )
                 except Exception as exc:
                     yield _crashed(spec, seed, exc, provenance)
             top_up()
     finally:
         if started_here:
             ray.shutdown()
-

@@ -108,7 +108,11 @@ def drop_superseded_failures(output: Path, drop: set[str]) -> int:
     lines = path.read_bytes().splitlines(keepends=True)
     attempts = [_attempt_of(line) for line in lines]
     last = {attempt: i for i, attempt in enumerate(attempts) if attempt is not None}
-    keep = [line for i, (line, attempt) in enumerate(zip(lines, attempts, strict=True)) if attempt is None or (attempt not in drop and last[attempt] == i)]
+    keep = [
+        line
+        for i, (line, attempt) in enumerate(zip(lines, attempts, strict=True))
+        if attempt is None or (attempt not in drop and last[attempt] == i)
+    ]
     if len(keep) == len(lines):
         return 0
     tmp = path.with_name(f".{path.name}.rewrite")
@@ -132,7 +136,9 @@ def attempt_ids_in(path: Path) -> list[str]:
     for item in read_jsonl(path):  # a line it cannot read names no attempt: that attempt runs again
         if isinstance(item, tuple):
             record, provenance = item[1], item[1].get("provenance")
-            attempt = record.get("attempt_id") or (provenance.get("attempt_id") if isinstance(provenance, dict) else None)
+            attempt = record.get("attempt_id") or (
+                provenance.get("attempt_id") if isinstance(provenance, dict) else None
+            )
             if isinstance(attempt, str) and attempt:
                 ids.append(attempt)
     return ids
@@ -154,7 +160,8 @@ class Ledger:
                     self.db.execute(f"ALTER TABLE attempts ADD COLUMN {column} {decl}")
         except sqlite3.DatabaseError as exc:
             raise ConfigError(
-                f"{path} is not a failforge ledger ({exc}); move it away to start this campaign afresh (the JSONL results beside it are kept)"
+                f"{path} is not a failforge ledger ({exc}); move it away to start this campaign afresh (the JSONL"
+                " results beside it are kept)"
             ) from exc
 
     def close(self) -> None:
@@ -173,7 +180,8 @@ class Ledger:
     def plan(self, attempts: Iterable[tuple[str, str, int, str, int]]) -> None:
         with self.db:
             self.db.executemany(
-                "INSERT OR IGNORE INTO attempts(attempt_id, seed_id, step, mode, sample, state, updated_at) VALUES (?,?,?,?,?,'planned',?)",
+                "INSERT OR IGNORE INTO attempts(attempt_id, seed_id, step, mode, sample, state, updated_at) VALUES"
+                " (?,?,?,?,?,'planned',?)",
                 [(*a, _now()) for a in attempts],
             )
 
@@ -186,7 +194,14 @@ class Ledger:
         only given up after ``max_interruptions``, as a failure of kind ``interrupted`` that
         ``--retry-failed`` can still retry.
         """
-        stats = {"settled_from_files": 0, "requeued": 0, "lost_results": 0, "given_up": 0, "torn_bytes": 0, "superseded_failed_lines": 0}
+        stats = {
+            "settled_from_files": 0,
+            "requeued": 0,
+            "lost_results": 0,
+            "given_up": 0,
+            "torn_bytes": 0,
+            "superseded_failed_lines": 0,
+        }
         in_files: dict[str, str] = {}
         failed_lines: dict[str, int] = {}
         for name, state in FILE_STATE.items():
@@ -202,23 +217,41 @@ class Ledger:
                 if state == "running" and file_state == "failed" and failed_lines.get(attempt, 0) < tries:
                     file_state = None  # the failed line is an earlier try's; this try was cut off
                 if file_state and state != file_state and state != "planned":
-                    self.db.execute("UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt))
+                    self.db.execute(
+                        "UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt)
+                    )
                     stats["settled_from_files"] += 1
                 elif file_state and state == "planned" and file_state != "failed":
-                    self.db.execute("UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt))
+                    self.db.execute(
+                        "UPDATE attempts SET state=?, updated_at=? WHERE attempt_id=?", (file_state, _now(), attempt)
+                    )
                     stats["settled_from_files"] += 1
                 elif not file_state and state in ("done", "rejected", "failed"):
-                    self.db.execute("UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt))
+                    self.db.execute(
+                        "UPDATE attempts SET state='planned', updated_at=? WHERE attempt_id=?", (_now(), attempt)
+                    )
                     stats["lost_results"] += 1
                 elif state == "running" and file_state is None:
                     if interruptions + 1 >= max_interruptions:
                         self.db.execute(
-                            "UPDATE attempts SET state='failed', error=?, error_kind='interrupted', interruptions=interruptions+1, updated_at=? WHERE attempt_id=?",
-                            (f"the run was cut off {interruptions + 1} times while this attempt was running; given up (--retry-failed retries it)", _now(), attempt),
+                            "UPDATE attempts SET state='failed', error=?, error_kind='interrupted',"
+                            " interruptions=interruptions+1, updated_at=? WHERE attempt_id=?",
+                            (
+                                (
+                                    f"the run was cut off {interruptions + 1} times while this attempt was running;"
+                                    " given up (--retry-failed retries it)"
+                                ),
+                                _now(),
+                                attempt,
+                            ),
                         )
                         stats["given_up"] += 1
                     else:
-                        self.db.execute("UPDATE attempts SET state='planned', interruptions=interruptions+1, updated_at=? WHERE attempt_id=?", (_now(), attempt))
+                        self.db.execute(
+                            "UPDATE attempts SET state='planned', interruptions=interruptions+1, updated_at=? WHERE"
+                            " attempt_id=?",
+                            (_now(), attempt),
+                        )
                         stats["requeued"] += 1
         # A folder written before failed lines were superseded on a retry may hold an attempt twice (an
         # earlier failed line beside its gold line, or one failed line per try): keep its current one.
@@ -239,36 +272,57 @@ class Ledger:
             rows = self.db.execute("SELECT attempt_id FROM attempts WHERE state='failed'").fetchall()
         else:
             kinds = ",".join(f"'{k}'" for k in sorted(RETRYABLE_KINDS))
-            rows = self.db.execute(f"SELECT attempt_id FROM attempts WHERE state='failed' AND error_kind IN ({kinds}) AND tries < ?", (max_tries,)).fetchall()
+            rows = self.db.execute(
+                f"SELECT attempt_id FROM attempts WHERE state='failed' AND error_kind IN ({kinds}) AND tries < ?",
+                (max_tries,),
+            ).fetchall()
         ids = [row[0] for row in rows]
         if not ids:
             return 0
         drop_superseded_failures(self.path.parent, set(ids))
         reset = ", interruptions=0" if everything else ""
         with self.db:
-            self.db.executemany(f"UPDATE attempts SET state='planned'{reset}, updated_at=? WHERE attempt_id=? AND state='failed'", [(_now(), a) for a in ids])
+            self.db.executemany(
+                f"UPDATE attempts SET state='planned'{reset}, updated_at=? WHERE attempt_id=? AND state='failed'",
+                [(_now(), a) for a in ids],
+            )
         return len(ids)
 
     def release_running(self) -> int:
         """A clean interruption (Ctrl-C, SIGTERM): attempts in flight go back to the queue and the try
         does not count against them."""
         with self.db:
-            cur = self.db.execute("UPDATE attempts SET state='planned', tries=MAX(tries-1, 0), updated_at=? WHERE state='running'", (_now(),))
+            cur = self.db.execute(
+                "UPDATE attempts SET state='planned', tries=MAX(tries-1, 0), updated_at=? WHERE state='running'",
+                (_now(),),
+            )
         return cur.rowcount
 
     def pending(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT attempt_id FROM attempts WHERE state='planned' ORDER BY interruptions, rowid")]
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT attempt_id FROM attempts WHERE state='planned' ORDER BY interruptions, rowid"
+            )
+        ]
 
     def given_up(self) -> list[tuple[str, str]]:
-        return list(self.db.execute("SELECT attempt_id, error FROM attempts WHERE state='failed' AND error_kind='interrupted'"))
+        return list(
+            self.db.execute("SELECT attempt_id, error FROM attempts WHERE state='failed' AND error_kind='interrupted'")
+        )
 
     def mark_running(self, attempt_id: str) -> None:
-        self.db.execute("UPDATE attempts SET state='running', tries=tries+1, updated_at=? WHERE attempt_id=?", (_now(), attempt_id))
+        self.db.execute(
+            "UPDATE attempts SET state='running', tries=tries+1, updated_at=? WHERE attempt_id=?", (_now(), attempt_id)
+        )
 
     def finish(self, attempt_id: str, state: str, error: str | None = None, kind: str | None = None) -> None:
         if state not in STATES[2:]:
             raise ValueError(state)
-        self.db.execute("UPDATE attempts SET state=?, error=?, error_kind=?, updated_at=? WHERE attempt_id=?", (state, error, kind, _now(), attempt_id))
+        self.db.execute(
+            "UPDATE attempts SET state=?, error=?, error_kind=?, updated_at=? WHERE attempt_id=?",
+            (state, error, kind, _now(), attempt_id),
+        )
 
     def counts(self) -> dict[str, int]:
         out = {state: 0 for state in STATES}

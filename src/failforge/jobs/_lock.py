@@ -35,7 +35,9 @@ class FolderLock:
                 "wait for it to finish (it resumes from the same ledger) or choose another --output"
             ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} since {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}\n".encode(), 0)
+        os.pwrite(
+            fd, f"pid {os.getpid()} since {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}\n".encode(), 0
+        )
         self._fd = fd
         return self
 

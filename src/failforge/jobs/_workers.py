@@ -123,7 +123,12 @@ def process_pool(workers: int, initializer: Callable[..., None], initargs: tuple
     environment, PYTHONHASHSEED included; ``initializer`` must call :func:`init_worker` with the driver's pid."""
     import multiprocessing
 
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"), initializer=initializer, initargs=initargs)
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=initializer,
+        initargs=initargs,
+    )
 
 
 def init_worker(driver_pid: int | None) -> None:
@@ -244,7 +249,10 @@ def start_ray(address: str | None, concurrency: int) -> tuple[Any, bool]:
         env_vars = {k: os.environ[k] for k in ("PYTHONHASHSEED",) if k in os.environ}
         cpus: dict[str, Any] = {} if address else {"num_cpus": max(concurrency, os.cpu_count() or 1)}
         ray.init(
-            address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
             runtime_env={"env_vars": env_vars} if env_vars else None,
             **cpus,
         )

@@ -111,8 +111,11 @@ def check_a2(seed: Trajectory, injected: Step, t: int) -> Outcome:
             if new is None or old is None:
                 continue
             changed = _changed_arguments(old, new)
-            own = environments.get(seed.environment.name)().changed_argument(seed, t, old, new) \
-                if changed and seed.environment.name in environments else None
+            own = (
+                environments.get(seed.environment.name)().changed_argument(seed, t, old, new)
+                if changed and seed.environment.name in environments
+                else None
+            )
             if own is not None:  # the environment's own A.2 (a text game: a wrong object, not any changed text)
                 return own
             if changed:
@@ -166,7 +169,11 @@ def _schema_violations(call: ToolCall, schema: dict[str, Any]) -> list[str]:
     out = [f"required argument {name!r} is missing" for name in schema.get("required", []) if name not in args]
     if isinstance(props, dict):
         out += [f"argument {name!r} is not in the tool's schema" for name in args if name not in props]
-        out += [f"argument {name!r} has the wrong type ({type(value).__name__})" for name, value in args.items() if name in props and not _fits(value, props[name])]
+        out += [
+            f"argument {name!r} has the wrong type ({type(value).__name__})"
+            for name, value in args.items()
+            if name in props and not _fits(value, props[name])
+        ]
     return out
 
 
@@ -201,12 +208,33 @@ HUMAN_HANDOFF = re.compile(r"(?:transfer|hand_?off|escalate)_to_human", re.I)
 def check_a5(seed: Trajectory, injected: Step, t: int) -> Outcome:
     handoffs = [c.name for c in injected.tool_calls if HUMAN_HANDOFF.search(c.name)]
     if handoffs and len(handoffs) == len(injected.tool_calls):  # a premature transfer to a human: the task is given up
-        remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls if not HUMAN_HANDOFF.search(c.name)]
+        remaining = [
+            c.name
+            for s in seed.steps[t:]
+            if s.kind == "agent"
+            for c in s.tool_calls
+            if not HUMAN_HANDOFF.search(c.name)
+        ]
         if not remaining:
-            return False, f"ã_t calls {handoffs[0]}, but the seed made no other tool call from step t on: nothing is left undone"
-        return True, f"ã_t hands the conversation to a human ({handoffs[0]}) while the seed still made {len(remaining)} tool call(s) from step {t} on ({', '.join(remaining[:3])})"
+            return (
+                False,
+                f"ã_t calls {handoffs[0]}, but the seed made no other tool call from step t on: nothing is left undone",
+            )
+        return (
+            True,
+            (
+                f"ã_t hands the conversation to a human ({handoffs[0]}) while the seed still made {len(remaining)} tool"
+                f" call(s) from step {t} on ({', '.join(remaining[:3])})"
+            ),
+        )
     if injected.tool_calls:
-        return False, f"ã_t still calls {injected.tool_calls[0].name}; A.5 needs a final answer (or a transfer to a human) with no further call"
+        return (
+            False,
+            (
+                f"ã_t still calls {injected.tool_calls[0].name}; A.5 needs a final answer (or a transfer to a human)"
+                " with no further call"
+            ),
+        )
     if not (injected.content or "").strip():
         return False, "ã_t is empty, not a final answer"
     remaining = [c.name for s in seed.steps[t:] if s.kind == "agent" for c in s.tool_calls]
@@ -214,8 +242,20 @@ def check_a5(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, "the seed made no tool call from step t on, so answering now leaves nothing undone"
     share, foreign = grounded(injected.content or "", seed, t)
     if off_topic(share, foreign):
-        return False, f"ã_t stops, but its text is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
-    return True, f"ã_t answers and stops while the seed still made {len(remaining)} tool call(s) from step {t} on ({', '.join(remaining[:3])})"
+        return (
+            False,
+            (
+                f"ã_t stops, but its text is not an answer to this task ({share:.0%} of its words come from the agent's"
+                f" context; e.g. {', '.join(foreign[:4])})"
+            ),
+        )
+    return (
+        True,
+        (
+            f"ã_t answers and stops while the seed still made {len(remaining)} tool call(s) from step {t} on"
+            f" ({', '.join(remaining[:3])})"
+        ),
+    )
 
 
 def check_a6(seed: Trajectory, injected: Step, t: int) -> Outcome:
@@ -260,13 +300,31 @@ def check_r3(seed: Trajectory, injected: Step, t: int) -> Outcome:
     slips = [(x, y) for x in sorted(dropped) for y in sorted(added) if _near(float(x), float(y))]
     if not slips:
         if dropped and added:
-            return False, f"ã_t's answer has other numbers ({', '.join(sorted(added))}) but none is a slip of a_t's ({', '.join(sorted(dropped))}): not within a factor of ten"
+            return (
+                False,
+                (
+                    f"ã_t's answer has other numbers ({', '.join(sorted(added))}) but none is a slip of a_t's"
+                    f" ({', '.join(sorted(dropped))}): not within a factor of ten"
+                ),
+            )
         return False, "ã_t's answer does not replace any number of a_t's answer with another"
     if len(dropped) > max(1, len(given) // 2):
-        return False, f"ã_t's answer loses most of a_t's numbers ({', '.join(sorted(dropped))}): another answer, not one number slipped"
+        return (
+            False,
+            (
+                f"ã_t's answer loses most of a_t's numbers ({', '.join(sorted(dropped))}): another answer, not one"
+                " number slipped"
+            ),
+        )
     share, foreign = grounded(injected.content or "", seed, t)
     if off_topic(share, foreign):
-        return False, f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the agent's context; e.g. {', '.join(foreign[:4])})"
+        return (
+            False,
+            (
+                f"ã_t has another number but is not an answer to this task ({share:.0%} of its words come from the"
+                f" agent's context; e.g. {', '.join(foreign[:4])})"
+            ),
+        )
     x, y = slips[0]
     return True, f"ã_t's answer gives {y} where a_t gave {x}"
 
@@ -292,8 +350,13 @@ def check_r1_clarification(seed: Trajectory, injected: Step, t: int) -> Outcome:
         args = call.parsed_arguments() or {}
         made_up = [key for key in unsaid_arguments(args, given) if (call.name, key) in details]
         if call.name in offered_tools(seed, t) and made_up:
-            return True, (f"ã_t calls {call.name} with {made_up[0]} = {_short(args[made_up[0]])}, the detail this turn withholds, "
-                          f"a value the user gave in none of the {len(given)} turn(s) so far")
+            return (
+                True,
+                (
+                    f"ã_t calls {call.name} with {made_up[0]} = {_short(args[made_up[0]])}, the detail this turn"
+                    f" withholds, a value the user gave in none of the {len(given)} turn(s) so far"
+                ),
+            )
     if not injected.tool_calls:
         return False, "ã_t calls no tool; R.1 at a turn lacking a detail needs a call with a value the user never gave"
     wanted = ", ".join(sorted(f"{name}.{key}" for name, key in details))
@@ -301,7 +364,9 @@ def check_r1_clarification(seed: Trajectory, injected: Step, t: int) -> Outcome:
 
 
 #: Semantic modes a rule decides at a turn that withholds something (:mod:`failforge.clarification`).
-CLARIFICATION_CHECKS: dict[str, tuple[str, Callable[[Trajectory, Step, int], Outcome]]] = {"R.1": ("parameter", check_r1_clarification)}
+CLARIFICATION_CHECKS: dict[str, tuple[str, Callable[[Trajectory, Step, int], Outcome]]] = {
+    "R.1": ("parameter", check_r1_clarification)
+}
 
 
 STRUCTURAL_CHECKS: dict[str, Callable[[Trajectory, Step, int], Outcome]] = {
@@ -323,8 +388,17 @@ def on_task(seed: Trajectory, injected: Step, t: int) -> Outcome:
     context = " ".join([seed.task.instruction] + [step_text(s) for s in seed.steps[1:t]])
     shared = content_lemmas(step_text(injected)) & content_lemmas(context)
     if shared:
-        return True, f"ã_t shares {len(shared)} word(s) or value(s) with the task and the prefix (e.g. {sorted(shared)[0]!r})"
-    return False, "ã_t shares no word, value or tool with the task and what the agent saw before t: it is not a mistake at this task"
+        return (
+            True,
+            f"ã_t shares {len(shared)} word(s) or value(s) with the task and the prefix (e.g. {sorted(shared)[0]!r})",
+        )
+    return (
+        False,
+        (
+            "ã_t shares no word, value or tool with the task and what the agent saw before t: it is not a mistake at"
+            " this task"
+        ),
+    )
 
 
 def check_structural(seed: Trajectory, injected: Step, t: int, mode: str) -> ConformanceVerdict:
@@ -337,7 +411,9 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
     """Structural modes: decided. Semantic modes: False when off-task, else unverified (judge needed)."""
     if mode in PERCEPTION_CHECKS:  # P.1 / P.2 on a screenshot agent's step: decided where the DOM gives the truth
         decided, why = PERCEPTION_CHECKS[mode](seed, injected, t)
-        return ConformanceVerdict(mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why)
+        return ConformanceVerdict(
+            mode=mode, exhibited=decided, method="deterministic" if decided is not None else "unverified", reason=why
+        )
     coded = check_code_step(seed, injected, t, mode)  # a code action (DA-Bench's interpreter): judgement/_code.py
     if coded is not None:
         return ConformanceVerdict(mode=mode, exhibited=coded[0], method="deterministic", reason=coded[1])
@@ -353,4 +429,9 @@ def deterministic_verdict(seed: Trajectory, injected: Step, t: int, mode: str) -
     engaged, why = on_task(seed, injected, t)
     if not engaged:
         return ConformanceVerdict(mode=mode, exhibited=False, method="deterministic", reason=why)
-    return ConformanceVerdict(mode=mode, exhibited=None, method="unverified", reason=f"{mode} is a semantic mode: no rule can confirm it ({why})")
+    return ConformanceVerdict(
+        mode=mode,
+        exhibited=None,
+        method="unverified",
+        reason=f"{mode} is a semantic mode: no rule can confirm it ({why})",
+    )

@@ -77,8 +77,10 @@ def check_code_r3(original: str, injected: str, seed: Trajectory) -> Outcome:
         if len(changed) > 1:
             return (
                 False,
-                f"{len(changed)} numbers of a_t's code changed ({', '.join(x for x, _ in changed)}): "
-                "not one rounded early",
+                (
+                    f"{len(changed)} numbers of a_t's code changed ({', '.join(x for x, _ in changed)}): "
+                    "not one rounded early"
+                ),
             )
     kept_before, kept_after = ROUND.findall(original), ROUND.findall(injected)
     if len(kept_before) == len(kept_after) and any(
@@ -103,8 +105,10 @@ def check_code_r2(original: str, injected: str, seed: Trajectory) -> Outcome:
         which = next(f"{x} -> {y}" for x, y in zip(before, after, strict=True) if x != y)
         return (
             True,
-            f"the statistic's degrees of freedom change ({which}): "
-            "a population statistic where a sample one was computed, or back",
+            (
+                f"the statistic's degrees of freedom change ({which}): "
+                "a population statistic where a sample one was computed, or back"
+            ),
         )
     return False, "ã_t computes the same standard deviations and variances as a_t"
 

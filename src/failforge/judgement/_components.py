@@ -19,8 +19,14 @@ from pydantic import BaseModel, ConfigDict
 from failforge.trajectory import Step, Trajectory
 
 ComponentType = Literal[
-    "system_instruction", "user_instruction", "agent_message", "tool_call", "tool_observation",
-    "injected_content", "memory", "handoff",
+    "system_instruction",
+    "user_instruction",
+    "agent_message",
+    "tool_call",
+    "tool_observation",
+    "injected_content",
+    "memory",
+    "handoff",
 ]
 
 
@@ -54,5 +60,7 @@ def component_type(step: Step, trajectory: Trajectory) -> ComponentType:
 
 def components_of(trajectory: Trajectory) -> list[Component]:
     """Every step of ``trajectory`` as a component, in step order."""
-    return [Component(id=component_id(s.index), type=component_type(s, trajectory), step=s.index, agent=s.agent)
-            for s in trajectory.steps]
+    return [
+        Component(id=component_id(s.index), type=component_type(s, trajectory), step=s.index, agent=s.agent)
+        for s in trajectory.steps
+    ]

@@ -54,11 +54,16 @@ def _prompt() -> dict[str, str]:
 
 def decision_request(trajectory: Trajectory, step: Step, *, model: str, max_tokens: int = 120) -> dict[str, Any]:
     """The judge's chat request for agent step ``step``: the task, up to 12 earlier steps, the step itself."""
-    before = "\n".join(render_step(s, 300) for s in trajectory.steps[1: step.index][-12:]) or "(nothing yet)"
+    before = "\n".join(render_step(s, 300) for s in trajectory.steps[1 : step.index][-12:]) or "(nothing yet)"
     prompt = _prompt()
     user = prompt["user"].format(task=trajectory.task.instruction.strip(), before=before, step=render_step(step, 1500))
-    return {"model": model, "messages": [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}],
-            "temperature": 0.0, "max_tokens": max_tokens, "seed": 0}
+    return {
+        "model": model,
+        "messages": [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}],
+        "temperature": 0.0,
+        "max_tokens": max_tokens,
+        "seed": 0,
+    }
 
 
 class DecisionAnswer(BaseModel):
@@ -75,8 +80,12 @@ def parse_decision(raw: str) -> tuple[State | None, str]:
     found = list(_STATE.finditer(raw))
     match = found[-1] if found else None
     state: State | None = match.group(1).lower() if match else None  # type: ignore[assignment]
-    quote = _EVIDENCE.search(raw[match.start():] if match else raw)
-    evidence = quote.group(1).strip().splitlines()[0].strip().strip('"“”\'').strip() if quote and quote.group(1).strip() else ""
+    quote = _EVIDENCE.search(raw[match.start() :] if match else raw)
+    evidence = (
+        quote.group(1).strip().splitlines()[0].strip().strip("\"“”'").strip()
+        if quote and quote.group(1).strip()
+        else ""
+    )
     return state, evidence[:500]
 
 
@@ -97,24 +106,37 @@ def judged_decision(step: Step, call: ModelCallRef) -> Decision:
     raw = _content(call)
     state, evidence = parse_decision(raw)
     model = str(call.request.get("model", ""))
-    judgement = DecisionJudgement(model=model, state=state, evidence=evidence, raw=raw[:2000], call=call.model_dump(mode="json"))
+    judgement = DecisionJudgement(
+        model=model, state=state, evidence=evidence, raw=raw[:2000], call=call.model_dump(mode="json")
+    )
 
     def made(state: State, rule: str, evidence: str | None = None) -> Decision:
-        return Decision(step=step.index, component=component_id(step.index), agent=step.agent, state=state, rule=rule,
-                        method="judge" if evidence else "rule", evidence=evidence, judge=judgement)
+        return Decision(
+            step=step.index,
+            component=component_id(step.index),
+            agent=step.agent,
+            state=state,
+            rule=rule,
+            method="judge" if evidence else "rule",
+            evidence=evidence,
+            judge=judgement,
+        )
 
     if state is None:
         return made("undecided", f"judge {model} named none of the six states: {raw[:120]!r}")
     if not evidence or _norm(evidence) not in _norm(step.content or ""):
         return made("undecided", f"judge {model} said {state}, but its evidence {evidence[:120]!r} is not in the step")
     if len(_norm(evidence)) < MIN_QUOTE_CHARS:
-        return made("undecided", f"judge {model} said {state}, but its evidence {evidence[:120]!r} is shorter than {MIN_QUOTE_CHARS} characters")
+        return made(
+            "undecided",
+            f"judge {model} said {state}, but its evidence {evidence[:120]!r} is shorter than {MIN_QUOTE_CHARS}"
+            " characters",
+        )
     return made(state, f"judge {model}: {state}", evidence)
 
 
 #: The provenance key holding a record's recorded judgements (step index as a string -> DecisionJudgement dump).
 PROVENANCE_KEY = "decision_judgements"
-
 
 
 def judgeable(decision: Decision, *, final: bool = False) -> bool:
@@ -125,12 +147,18 @@ def judgeable(decision: Decision, *, final: bool = False) -> bool:
 def _replay(trajectory: Trajectory, step: Step, kept: DecisionJudgement) -> Decision:
     """The recorded judgement served again; a changed step or prompt is a ``PromptDrift`` naming the record and the step."""
     call = ModelCallRef.model_validate(kept.call)
-    request = decision_request(trajectory, step, model=str(call.request.get("model", "")), max_tokens=int(call.request.get("max_tokens", 120)))
+    request = decision_request(
+        trajectory, step, model=str(call.request.get("model", "")), max_tokens=int(call.request.get("max_tokens", 120))
+    )
     try:
         return judged_decision(step, replayed_call(call, request))
     except PromptDrift as exc:
-        raise PromptDrift("its recorded decision judgement no longer matches the request (the step, the steps before it or the judge prompt "
-                          "changed since it was judged); judge the original record again", trajectory_id=trajectory.id, step=step.index) from exc
+        raise PromptDrift(
+            "its recorded decision judgement no longer matches the request (the step, the steps before it or the judge"
+            " prompt changed since it was judged); judge the original record again",
+            trajectory_id=trajectory.id,
+            step=step.index,
+        ) from exc
 
 
 def _kept_or_judged(rules: Decision, judged: Decision) -> Decision:
@@ -141,8 +169,15 @@ def _kept_or_judged(rules: Decision, judged: Decision) -> Decision:
     return judged
 
 
-def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *, model: str = "",
-                      recorded: Mapping[int, DecisionJudgement] | None = None, record_id: str = "", final: bool = False) -> list[Decision]:
+def decide_with_judge(
+    trajectory: Trajectory,
+    judge: Responder | None = None,
+    *,
+    model: str = "",
+    recorded: Mapping[int, DecisionJudgement] | None = None,
+    record_id: str = "",
+    final: bool = False,
+) -> list[Decision]:
     """Every agent step's decision: the rules, then for each ``undecided`` step (and with ``final`` the last
     agent step the rules call ``stop`` only by the fallback row) the recorded judgement of that step if
     ``recorded`` has one (replayed, hash-checked against today's request: ``PromptDrift`` if it changed),
@@ -159,7 +194,15 @@ def decide_with_judge(trajectory: Trajectory, judge: Responder | None = None, *,
                 decision = _kept_or_judged(decision, _replay(trajectory, step, kept))
             elif judge is not None:
                 request = with_structured(decision_request(trajectory, step, model=model), DecisionAnswer, judge)
-                decision = _kept_or_judged(decision, judged_decision(step, recorded_call(judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}")))
+                decision = _kept_or_judged(
+                    decision,
+                    judged_decision(
+                        step,
+                        recorded_call(
+                            judge, request, run_id=f"decision-judge:{record_id or trajectory.id}:{step.index}"
+                        ),
+                    ),
+                )
         out.append(decision)
     return out
 
@@ -202,7 +245,9 @@ def recorded_decisions(trajectory: Trajectory) -> list[Decision]:
     return [recorded_decision(trajectory, step, stored) for step in trajectory.steps if step.kind == "agent"]
 
 
-def recorded_decision(trajectory: Trajectory, step: Step, stored: Mapping[int, DecisionJudgement] | None = None) -> Decision:
+def recorded_decision(
+    trajectory: Trajectory, step: Step, stored: Mapping[int, DecisionJudgement] | None = None
+) -> Decision:
     """One agent step's decision as :func:`recorded_decisions` gives it (``stored``: the record's judgements,
     read from it when not given), for a reader that needs one step (the adjudication's last step)."""
     decision = decide_step(step, trajectory)
@@ -212,9 +257,13 @@ def recorded_decision(trajectory: Trajectory, step: Step, stored: Mapping[int, D
     try:
         return _kept_or_judged(decision, _replay(trajectory, step, kept))
     except PromptDrift as exc:
-        return decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"})
+        return decision.model_copy(
+            update={"rule": f"{decision.rule} (recorded judgement not served: {str(exc)[:160]})"}
+        )
     except ValueError as exc:  # a stored call that does not read as one (pydantic's ValidationError)
-        return decision.model_copy(update={"rule": f"{decision.rule} (recorded judgement unreadable: {str(exc).splitlines()[0][:120]})"})
+        return decision.model_copy(
+            update={"rule": f"{decision.rule} (recorded judgement unreadable: {str(exc).splitlines()[0][:120]})"}
+        )
 
 
 class Counting:
@@ -223,7 +272,10 @@ class Counting:
     def __init__(self, inner: Responder) -> None:
         self.inner = inner
         self.name = inner.name
-        self.base_url, self.model = getattr(inner, "base_url", None), getattr(inner, "model", None)  # probed as the endpoint it is
+        self.base_url, self.model = (
+            getattr(inner, "base_url", None),
+            getattr(inner, "model", None),
+        )  # probed as the endpoint it is
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -231,10 +283,14 @@ class Counting:
         return self.inner(body)
 
 
-def decide_record(trajectory: Trajectory, judge: Responder | None, *, model: str, final: bool = True) -> tuple[Trajectory, list[Decision]]:
+def decide_record(
+    trajectory: Trajectory, judge: Responder | None, *, model: str, final: bool = True
+) -> tuple[Trajectory, list[Decision]]:
     """One record judged (``failforge decide``): the judgements already stored on it replayed (``PromptDrift``
     when its step changed), the other judgeable steps asked of ``judge`` live, all of them stored back on a copy."""
-    decided = decide_with_judge(trajectory, judge, model=model, recorded=stored_judgements(trajectory), record_id=trajectory.id, final=final)
+    decided = decide_with_judge(
+        trajectory, judge, model=model, recorded=stored_judgements(trajectory), record_id=trajectory.id, final=final
+    )
     return with_judgements(trajectory, decided), decided
 
 
@@ -243,5 +299,20 @@ def decision_label(decision: Decision) -> str:
     return f"{decision.step} {decision.state}" + (" (judge)" if decision.method == "judge" else "")
 
 
-__all__ = ["PROVENANCE_KEY", "STATES", "Counting", "decide_record", "decide_with_judge", "decision_request", "judgeable", "decision_label", "judged_decision", "parse_decision",
-           "recorded_decision", "recorded_decisions", "recordings", "stored_judgements", "with_judgements"]
+__all__ = [
+    "PROVENANCE_KEY",
+    "STATES",
+    "Counting",
+    "decide_record",
+    "decide_with_judge",
+    "decision_request",
+    "judgeable",
+    "decision_label",
+    "judged_decision",
+    "parse_decision",
+    "recorded_decision",
+    "recorded_decisions",
+    "recordings",
+    "stored_judgements",
+    "with_judgements",
+]

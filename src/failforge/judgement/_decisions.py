@@ -42,13 +42,27 @@ from failforge.trajectory import Step, Trajectory
 
 State = Literal["act", "ask", "refuse", "stop", "confirm", "recover", "undecided"]
 ErrorSource = Literal["planning", "grounding", "replanning", "control", "context", "environment"]
-Impact = Literal["retry-recoverable", "cost-recoverable", "partially irreversible", "fully irreversible", "safety-relevant"]
+Impact = Literal[
+    "retry-recoverable", "cost-recoverable", "partially irreversible", "fully irreversible", "safety-relevant"
+]
 
-_REFUSAL = re.compile(r"\b(i\s*(?:can(?:'|no)?t|cannot|won'?t|will not|am unable to|'m unable to|am not able to|'m not able to|must decline|refuse)"
-                      r"|i'?m sorry,? but|not able to help|unable to comply|can(?:'|no)?t help with|can(?:'|no)?t assist)", re.IGNORECASE)
-_CONFIRM = re.compile(r"\b(shall i|should i (?:go ahead|proceed|continue)|do you want me to|would you like me to|please confirm|can you confirm|"
-                      r"confirm (?:that|whether|before)|is it ok(?:ay)? (?:if|to)|may i proceed|before i (?:proceed|continue|send|delete|pay|write))", re.IGNORECASE)
-_ASK = re.compile(r"(\?\s*$|\b(could you|can you|would you|please (?:provide|tell|specify|share|clarify))\b)", re.IGNORECASE | re.MULTILINE)
+_REFUSAL = re.compile(
+    r"\b(i\s*(?:can(?:'|no)?t|cannot|won'?t|will not|am unable to|'m unable to|am not able to|'m not able to|must"
+    r" decline|refuse)"
+    r"|i'?m sorry,? but|not able to help|unable to comply|can(?:'|no)?t help with|can(?:'|no)?t assist)",
+    re.IGNORECASE,
+)
+_CONFIRM = re.compile(
+    r"\b(shall i|should i (?:go ahead|proceed|continue)|do you want me to|would you like me to|please confirm|can you"
+    r" confirm|"
+    r"confirm (?:that|whether|before)|is it ok(?:ay)? (?:if|to)|may i proceed|before i"
+    r" (?:proceed|continue|send|delete|pay|write))",
+    re.IGNORECASE,
+)
+_ASK = re.compile(
+    r"(\?\s*$|\b(could you|can you|would you|please (?:provide|tell|specify|share|clarify))\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _ERROR = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
@@ -77,7 +91,9 @@ class Decision(BaseModel):
     rule: str
     method: Literal["rule", "judge"] = "rule"
     evidence: str | None = Field(default=None, description="a judge's verbatim quote from the step (method judge)")
-    judge: DecisionJudgement | None = Field(default=None, description="the recorded judge call, also when its answer was not accepted")
+    judge: DecisionJudgement | None = Field(
+        default=None, description="the recorded judge call, also when its answer was not accepted"
+    )
 
 
 #: The rule of the fallback ``stop`` (a final answer of no other form): the one decided state the recorded
@@ -101,7 +117,12 @@ def decide_step(step: Step, trajectory: Trajectory) -> Decision:
     text = (step.content or "").strip()
     if step.tool_calls:
         previous = [s for s in trajectory.steps[: step.index] if s.kind == "tool"]
-        own = {c.id for s in trajectory.steps[: step.index] if s.kind == "agent" and s.agent == step.agent for c in s.tool_calls}
+        own = {
+            c.id
+            for s in trajectory.steps[: step.index]
+            if s.kind == "agent" and s.agent == step.agent
+            for c in s.tool_calls
+        }
         mine = [s for s in previous if s.tool_call_id in own] or previous
         if mine and is_error(mine[-1]):
             return made("recover", f"tool call after the error observation at step {mine[-1].index}")
@@ -125,12 +146,24 @@ def decisions(trajectory: Trajectory) -> list[Decision]:
 
 #: Primary error source of an injected mode (AgentAtlas's six sources), by failforge mode code.
 SOURCE_BY_MODE: dict[str, ErrorSource] = {
-    "P.1": "grounding", "P.2": "grounding",
-    "R.1": "grounding", "R.2": "planning", "R.3": "planning", "R.4": "planning",
-    "PL.1": "planning", "PL.3": "replanning",
-    "A.2": "control", "A.3": "control", "A.4": "control", "A.5": "control", "A.6": "control",
-    "V.1": "context", "V.2": "replanning",
-    "C.1": "planning", "C.2": "context", "C.3": "grounding",
+    "P.1": "grounding",
+    "P.2": "grounding",
+    "R.1": "grounding",
+    "R.2": "planning",
+    "R.3": "planning",
+    "R.4": "planning",
+    "PL.1": "planning",
+    "PL.3": "replanning",
+    "A.2": "control",
+    "A.3": "control",
+    "A.4": "control",
+    "A.5": "control",
+    "A.6": "control",
+    "V.1": "context",
+    "V.2": "replanning",
+    "C.1": "planning",
+    "C.2": "context",
+    "C.3": "grounding",
 }
 
 
@@ -182,7 +215,10 @@ def impact(outcome: str | None, behaviour: str = "failure", writes_after: bool =
     return None
 
 
-_WRITE = re.compile(r"^(send|create|delete|update|write|append|pay|transfer|post|schedule|cancel|reserve|book|add|remove|set|move|share|invite|edit)", re.IGNORECASE)
+_WRITE = re.compile(
+    r"^(send|create|delete|update|write|append|pay|transfer|post|schedule|cancel|reserve|book|add|remove|set|move|share|invite|edit)",
+    re.IGNORECASE,
+)
 
 
 def writes_after(trajectory: Trajectory, step: int) -> bool:
@@ -222,7 +258,7 @@ def decisive(trajectory: Trajectory) -> DecisiveLabel | None:
         return None
     step = trajectory.steps[label.decisive_step]
     if step.kind != "agent":
-        later = next((s for s in trajectory.steps[label.decisive_step:] if s.kind == "agent"), None)
+        later = next((s for s in trajectory.steps[label.decisive_step :] if s.kind == "agent"), None)
         if later is None:
             return None
         step = later
@@ -237,7 +273,9 @@ def source_and_impact(trajectory: Trajectory) -> tuple[ErrorSource | None, Impac
     if label is None:
         return None, None
     outcome = trajectory.adjudication.outcome if trajectory.adjudication else None
-    return error_source(label.mode_code, label.changed), impact(outcome, label.behaviour, writes_after(trajectory, label.decisive_step))
+    return error_source(label.mode_code, label.changed), impact(
+        outcome, label.behaviour, writes_after(trajectory, label.decisive_step)
+    )
 
 
 def with_source_and_impact(trajectory: Trajectory) -> Trajectory:
@@ -247,4 +285,6 @@ def with_source_and_impact(trajectory: Trajectory) -> Trajectory:
     if trajectory.label is None:
         return trajectory
     source, effect = source_and_impact(trajectory)
-    return trajectory.model_copy(update={"label": trajectory.label.model_copy(update={"error_source": source, "impact": effect})})
+    return trajectory.model_copy(
+        update={"label": trajectory.label.model_copy(update={"error_source": source, "impact": effect})}
+    )

@@ -16,7 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.judgement._verdict import ConformanceVerdict, JudgeRecord
-from failforge.llm import AgentIdentity, Responder, agent_step_from_response, as_fields, asked_as_recorded, with_structured
+from failforge.llm import (
+    AgentIdentity,
+    Responder,
+    agent_step_from_response,
+    as_fields,
+    asked_as_recorded,
+    with_structured,
+)
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
 from failforge.runlog import addressed
@@ -30,6 +37,7 @@ JUDGE_SYSTEM = (
     "An action that is off-topic, empty or nonsensical does not show a specific error mode. Answer with two "
     "lines: 'EXHIBITED: yes' or 'EXHIBITED: no', then 'RATIONALE:' and one or two sentences."
 )
+
 
 class JudgeAnswer(BaseModel):
     """The judge's two lines as a schema (asked with the endpoint's structured-output mechanism)."""
@@ -54,12 +62,21 @@ def render_step(step: Step, limit: int = 600) -> str:
         return f"[{step.index}] user: {cut(step.content)}"
     if step.kind == "agent":
         calls = "; ".join(f"{c.name}({c.arguments})" for c in step.tool_calls)
-        parts = [p for p in (f"says: {cut(step.content)}" if (step.content or "").strip() else "", f"calls {calls}" if calls else "") if p]
+        parts = [
+            p
+            for p in (
+                f"says: {cut(step.content)}" if (step.content or "").strip() else "",
+                f"calls {calls}" if calls else "",
+            )
+            if p
+        ]
         return f"[{step.index}] {step.agent} " + (" and ".join(parts) or "says nothing")
     return f"[{step.index}] tool {step.tool_name} returned: {cut(step.error or step.content)}"
 
 
-def judge_request(seed: Trajectory, injected: Step, t: int, mode: ErrorMode, *, model: str, max_tokens: int = 200) -> dict[str, Any]:
+def judge_request(
+    seed: Trajectory, injected: Step, t: int, mode: ErrorMode, *, model: str, max_tokens: int = 200
+) -> dict[str, Any]:
     prefix = "\n".join(render_step(s, 300) for s in seed.steps[1:t][-12:]) or "(nothing yet)"
     user = (
         f"Task: {seed.task.instruction.strip()}\n\n"
@@ -88,7 +105,7 @@ def parse_judgement(raw: str) -> tuple[bool | None, str]:
     else:
         first = re.match(r"\W*(yes|no)\b", text, re.I)
         exhibited = None if first is None else first.group(1).lower() == "yes"
-    rationale = _RATIONALE.search(text[match.start():] if match else text)
+    rationale = _RATIONALE.search(text[match.start() :] if match else text)
     return exhibited, (rationale.group(1).strip() if rationale else text)[:1000]
 
 
@@ -99,7 +116,13 @@ def _content(response: dict[str, Any]) -> str:
 def _record(request: dict[str, Any], call: ModelCallRef) -> JudgeRecord:
     raw = _content(call.response)
     exhibited, rationale = parse_judgement(raw)
-    return JudgeRecord(model=str(request.get("model", "")), exhibited=exhibited, rationale=rationale, raw=raw[:2000], call=call.model_dump(mode="json"))
+    return JudgeRecord(
+        model=str(request.get("model", "")),
+        exhibited=exhibited,
+        rationale=rationale,
+        raw=raw[:2000],
+        call=call.model_dump(mode="json"),
+    )
 
 
 JUDGE = AgentIdentity("judge", None, "explicit")
@@ -119,7 +142,9 @@ def replayed_call(call: ModelCallRef | dict[str, Any], request: dict[str, Any] |
     """A recorded judge call served again with no model (zero tokens); ``request`` (default: the recorded
     one) is hash-checked against the recording, so a judge prompt that changed raises ``PromptDrift``."""
     call = ModelCallRef.model_validate(call)
-    recorded = addressed([agent_step_from_response(0, "judge", call.response, call, "recorded")])  # as the boundary writes it
+    recorded = addressed(
+        [agent_step_from_response(0, "judge", call.response, call, "recorded")]
+    )  # as the boundary writes it
     session = Session(Plan.replay(1), run_id="judge:replay", expected=recorded, roster=[AgentProfile(name="judge")])
     session.models.complete(call.request if request is None else asked_as_recorded(request, call.request), JUDGE)
     served = session.steps[0].model_call
@@ -143,6 +168,18 @@ def replay_judge(record: JudgeRecord, request: dict[str, Any] | None = None) -> 
 
 def judged_verdict(record: JudgeRecord, mode: str) -> ConformanceVerdict:
     if record.exhibited is None:
-        return ConformanceVerdict(mode=mode, exhibited=None, method="unverified", reason=f"the judge ({record.model}) gave no yes/no answer: {record.raw[:120]!r}", judge=record)
+        return ConformanceVerdict(
+            mode=mode,
+            exhibited=None,
+            method="unverified",
+            reason=f"the judge ({record.model}) gave no yes/no answer: {record.raw[:120]!r}",
+            judge=record,
+        )
     says = "shows" if record.exhibited else "does not show"
-    return ConformanceVerdict(mode=mode, exhibited=record.exhibited, method="judge", reason=f"judge {record.model}: ã_t {says} {mode}: {record.rationale[:300]}", judge=record)
+    return ConformanceVerdict(
+        mode=mode,
+        exhibited=record.exhibited,
+        method="judge",
+        reason=f"judge {record.model}: ã_t {says} {mode}: {record.rationale[:300]}",
+        judge=record,
+    )

@@ -19,12 +19,14 @@ import re
 from failforge.trajectory import Step, Trajectory
 
 Outcome = tuple[bool | None, str]  # None: no rule decides; the judge path
-_HIT = re.compile(r"^clicked at \((\d+), (\d+)\) on \[([^\]]*)\] (\S+) (\".*?\") box=\((\d+), (\d+), (\d+), (\d+)\)", re.M)
+_HIT = re.compile(
+    r"^clicked at \((\d+), (\d+)\) on \[([^\]]*)\] (\S+) (\".*?\") box=\((\d+), (\d+), (\d+), (\d+)\)", re.M
+)
 
 
 def clicked_box(seed: Trajectory, t: int) -> tuple[tuple[int, int, int, int], str] | None:
     """The box (left, top, width, height) and description of the element the seed's click at t landed on."""
-    for step in seed.steps[t + 1:]:
+    for step in seed.steps[t + 1 :]:
         if step.kind != "tool":
             break
         found = _HIT.search(step.content or "")
@@ -59,12 +61,24 @@ def check_p2(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, "ã_t is no coordinate click; P.2 needs a click that lands off its target"
     hit = clicked_box(seed, t)
     if hit is None:
-        return False, "the seed's observation after a_t names no clicked element box (not a coordinate-action MiniWoB++ seed)"
+        return (
+            False,
+            "the seed's observation after a_t names no clicked element box (not a coordinate-action MiniWoB++ seed)",
+        )
     (left, top, width, height), what = hit
     x, y = point
     if left <= x < left + width and top <= y < top + height:
-        return False, f"ã_t clicks ({x}, {y}), inside the box of the target {what} at ({left}, {top}, {width}, {height})"
-    return True, f"ã_t clicks ({x}, {y}), outside the box ({left}, {top}, {width}, {height}) of the target {what} the seed clicked"
+        return (
+            False,
+            f"ã_t clicks ({x}, {y}), inside the box of the target {what} at ({left}, {top}, {width}, {height})",
+        )
+    return (
+        True,
+        (
+            f"ã_t clicks ({x}, {y}), outside the box ({left}, {top}, {width}, {height}) of the target {what} the seed"
+            " clicked"
+        ),
+    )
 
 
 def check_p1(seed: Trajectory, injected: Step, t: int) -> Outcome:
@@ -83,7 +97,10 @@ def check_p1(seed: Trajectory, injected: Step, t: int) -> Outcome:
         return False, f"ã_t types {typed!r}, which the page also renders: another value, not a misreading"
     ratio = difflib.SequenceMatcher(None, typed.lower(), wanted.lower()).ratio()
     if abs(len(typed) - len(wanted)) > 2 or ratio < 0.5:
-        return False, f"ã_t types {typed!r}, too unlike the rendered {wanted!r} (similarity {ratio:.2f}) to be a misreading"
+        return (
+            False,
+            f"ã_t types {typed!r}, too unlike the rendered {wanted!r} (similarity {ratio:.2f}) to be a misreading",
+        )
     return True, f"ã_t types {typed!r} where the page renders {wanted!r} (similarity {ratio:.2f}): a misread value"
 
 

@@ -19,13 +19,37 @@ from dataclasses import dataclass, field
 from failforge.trajectory import Step, Trajectory
 
 FEATURES: tuple[str, ...] = (
-    "log_chars", "has_text", "n_tool_calls", "log_arg_chars", "n_arg_keys", "digit_ratio", "upper_ratio",
-    "mean_word_len", "type_token_ratio", "log_sentences", "newlines", "first_person", "second_person",
-    "apology_or_hedge", "questions", "third_person_agent",
+    "log_chars",
+    "has_text",
+    "n_tool_calls",
+    "log_arg_chars",
+    "n_arg_keys",
+    "digit_ratio",
+    "upper_ratio",
+    "mean_word_len",
+    "type_token_ratio",
+    "log_sentences",
+    "newlines",
+    "first_person",
+    "second_person",
+    "apology_or_hedge",
+    "questions",
+    "third_person_agent",
 )
 
 _WORD = re.compile(r"[A-Za-z']+")
-_HEDGE = {"sorry", "apologize", "apologise", "unfortunately", "however", "cannot", "can't", "unable", "perhaps", "maybe"}
+_HEDGE = {
+    "sorry",
+    "apologize",
+    "apologise",
+    "unfortunately",
+    "however",
+    "cannot",
+    "can't",
+    "unable",
+    "perhaps",
+    "maybe",
+}
 MIN_PER_CLASS = 5
 
 
@@ -77,8 +101,15 @@ class RealismResult:
         return f"AUC {self.auc:.2f} over {seen}, {self.folds}-fold cross-validation grouped by seed"
 
     def to_dict(self) -> dict[str, object]:
-        return {"auc": self.auc, "n_injected": self.n_injected, "n_natural": self.n_natural, "n_groups": self.n_groups,
-                "folds": self.folds, "note": self.note, "weights": self.weights}
+        return {
+            "auc": self.auc,
+            "n_injected": self.n_injected,
+            "n_natural": self.n_natural,
+            "n_groups": self.n_groups,
+            "folds": self.folds,
+            "note": self.note,
+            "weights": self.weights,
+        }
 
 
 def realism_examples(pairs: Iterable[tuple[str, int, Step, Step]]) -> tuple[list[list[float]], list[int], list[str]]:
@@ -147,7 +178,9 @@ def fold_assignment(groups: Sequence[str], k: int) -> list[int]:
     return [fold_of[g] for g in groups]
 
 
-def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, folds: int = 5, l2: float = 1.0) -> RealismResult:
+def realism_probe(
+    xs: list[list[float]], ys: list[int], groups: list[str], *, folds: int = 5, l2: float = 1.0
+) -> RealismResult:
     """Cross-validated AUC of a logistic regression telling injected (1) from natural (0) steps."""
     n_inj, n_nat = sum(ys), len(ys) - sum(ys)
     distinct = sorted(set(groups))
@@ -155,7 +188,14 @@ def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, fo
     if n_inj < MIN_PER_CLASS or n_nat < MIN_PER_CLASS:
         return RealismResult(None, n_inj, n_nat, len(distinct), 0, f"fewer than {MIN_PER_CLASS} examples in a class")
     if k < 2:
-        return RealismResult(None, n_inj, n_nat, len(distinct), 0, "all examples come from one seed; no grouped cross-validation possible")
+        return RealismResult(
+            None,
+            n_inj,
+            n_nat,
+            len(distinct),
+            0,
+            "all examples come from one seed; no grouped cross-validation possible",
+        )
     try:
         import numpy as np
     except ImportError:  # pragma: no cover - numpy comes with the local model and AgentDojo extras
@@ -168,7 +208,9 @@ def realism_probe(xs: list[list[float]], ys: list[int], groups: list[str], *, fo
         test = assignment == fold
         train = ~test
         if len(set(y[train].tolist())) < 2:
-            return RealismResult(None, n_inj, n_nat, len(distinct), k, f"a training fold has only one class (fold {fold})")
+            return RealismResult(
+                None, n_inj, n_nat, len(distinct), k, f"a training fold has only one class (fold {fold})"
+            )
         xtr, xte = _standardise(x[train], x[test])
         w = _fit(xtr, y[train], l2)
         scores[test] = np.hstack([xte, np.ones((xte.shape[0], 1))]) @ w

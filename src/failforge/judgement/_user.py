@@ -26,20 +26,25 @@ def is_user_step(seed: Trajectory, t: int) -> bool:
 
 
 def _argument_text(step: Step) -> str:
-    return " ".join(json.dumps(c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments) for c in step.tool_calls)
+    return " ".join(
+        json.dumps(c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments) for c in step.tool_calls
+    )
 
 
 def used_values(seed: Trajectory, t: int) -> list[str]:
     """The value tokens of step t's message that a later tool call of the run took as an argument."""
-    later = " ".join(_argument_text(s) for s in seed.steps[t + 1:] if s.kind == "agent")
+    later = " ".join(_argument_text(s) for s in seed.steps[t + 1 :] if s.kind == "agent")
     tokens = dict.fromkeys(m.group(0) for m in VALUE_TOKEN.finditer(seed.steps[t].content or ""))
     return [tok for tok in tokens if len(tok) >= _MIN_LENGTH and re.search(rf"(?<![\w#]){re.escape(tok)}(?!\w)", later)]
 
 
 def context_text(seed: Trajectory, t: int) -> str:
     """What the user had before step t: its instructions (the task) and the conversation so far."""
-    return "\n".join([seed.task.instruction] + [s.content or "" for s in seed.steps[1:t]] + [_argument_text(s) for s in seed.steps[1:t]])
-
+    return "\n".join(
+        [seed.task.instruction]
+        + [s.content or "" for s in seed.steps[1:t]]
+        + [_argument_text(s) for s in seed.steps[1:t]]
+    )
 
 
 def check_user_value(seed: Trajectory, injected: Step, t: int) -> tuple[bool | None, str]:
@@ -52,7 +57,9 @@ def check_user_value(seed: Trajectory, injected: Step, t: int) -> tuple[bool | N
         return None, "the user's step a_t states no value the run used: R.1 is judged"
     said = injected.content or ""
     context = context_text(seed, t) + "\n" + (seed.steps[t].content or "")
-    added = [m.group(0) for m in VALUE_TOKEN.finditer(said) if len(m.group(0)) >= _MIN_LENGTH and m.group(0) not in context]
+    added = [
+        m.group(0) for m in VALUE_TOKEN.finditer(said) if len(m.group(0)) >= _MIN_LENGTH and m.group(0) not in context
+    ]
     dropped = [v for v in values if not re.search(rf"(?<![\w#]){re.escape(v)}(?!\w)", said)]
     if injected.tool_calls and not said.strip():
         return False, "the user's ã_t makes a tool call and states nothing"
@@ -60,7 +67,13 @@ def check_user_value(seed: Trajectory, injected: Step, t: int) -> tuple[bool | N
     if slips:
         return True, f"the user states {slips[0][0]} where its instructions and the conversation give {slips[0][1]}"
     if not added:
-        return False, f"the user's ã_t states no value that its instructions and the conversation do not hold ({', '.join(values)} as given)"
+        return (
+            False,
+            (
+                "the user's ã_t states no value that its instructions and the conversation do not hold"
+                f" ({', '.join(values)} as given)"
+            ),
+        )
     if dropped:  # a new value and a missing one, but not the one misstated (another date, an id left out): judged
         return None, f"the user's ã_t leaves out {dropped[0]} and states {added[0]}, which is not it misstated: judged"
     return None, f"the user's ã_t adds {added[0]} but still states {', '.join(values)}: judged"

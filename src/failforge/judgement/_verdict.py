@@ -16,7 +16,9 @@ class JudgeRecord(BaseModel):
     exhibited: bool | None = Field(description="None when the judge's answer could not be read as yes or no")
     rationale: str
     raw: str
-    call: dict[str, Any] = Field(description="the model call as the boundary recorded it (request, request hash, response)")
+    call: dict[str, Any] = Field(
+        description="the model call as the boundary recorded it (request, request hash, response)"
+    )
 
 
 class ConformanceVerdict(BaseModel):

@@ -165,6 +165,8 @@ def shown(text: str, content: str | None) -> bool:
     breaks) or as a Python repr (newlines as \\n), so both sides are normalised the same way."""
 
     def norm(value: str) -> str:
-        return " ".join(re.sub(r"\\\n\s*", "", value).replace("\\ ", " ").replace("\\n", " ").replace("''", "'").split())
+        return " ".join(
+            re.sub(r"\\\n\s*", "", value).replace("\\ ", " ").replace("\\n", " ").replace("''", "'").split()
+        )
 
     return bool(text.strip()) and norm(text) in norm(content or "")

@@ -1,7 +1,14 @@
 """The model boundary: OpenAI-compatible clients, the recording/replaying transport, the local model."""
 
 from failforge.llm._boundary import Injector, ModelBoundary, Reply, UnsupportedAPI, agent_step_from_response
-from failforge.llm._client import BOUNDARY_BASE_URL, AsyncBoundaryClient, BoundaryClient, ModelEndpoint, boundary_client, surface_boundary_error
+from failforge.llm._client import (
+    BOUNDARY_BASE_URL,
+    AsyncBoundaryClient,
+    BoundaryClient,
+    ModelEndpoint,
+    boundary_client,
+    surface_boundary_error,
+)
 from failforge.llm._doctor import campaign_ready, diagnose
 from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route, valid_name
 from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, default_threads, local_model_path
@@ -34,7 +41,26 @@ from failforge.llm._upstream import (
     oracle_tool_call,
 )
 
-__all__ = [ "StructuredSupport", "mechanism_of_requests", "probe_structured", "campaign_ready", "diagnose", "default_threads", "SSE_CONTENT_TYPE", "wants_usage", "Mechanism", "as_fields", "asked_as_recorded", "is_probe", "last_complete_block", "read_structured", "render_fields", "response_format", "with_structured", "Injector", "valid_name",
+__all__ = [
+    "StructuredSupport",
+    "mechanism_of_requests",
+    "probe_structured",
+    "campaign_ready",
+    "diagnose",
+    "default_threads",
+    "SSE_CONTENT_TYPE",
+    "wants_usage",
+    "Mechanism",
+    "as_fields",
+    "asked_as_recorded",
+    "is_probe",
+    "last_complete_block",
+    "read_structured",
+    "render_fields",
+    "response_format",
+    "with_structured",
+    "Injector",
+    "valid_name",
     "AgentTransport",
     "AsyncAgentTransport",
     "AsyncBoundaryClient",

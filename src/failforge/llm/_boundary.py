@@ -42,7 +42,15 @@ from typing import Any
 import httpx
 
 from failforge.canonical import canonical_hash, readable_diff
-from failforge.errors import AgentDrift, ConfigError, FailforgeError, InfrastructureError, PromptDrift, RecordingExhausted, SeedIntegrityError
+from failforge.errors import (
+    AgentDrift,
+    ConfigError,
+    FailforgeError,
+    InfrastructureError,
+    PromptDrift,
+    RecordingExhausted,
+    SeedIntegrityError,
+)
 from failforge.images import externalise
 from failforge.llm._identity import AgentIdentity, AgentResolver, RequestLike, resolve_identity, route_of
 from failforge.llm._request import canonical_request, request_hash
@@ -143,7 +151,9 @@ class ModelBoundary(httpx.BaseTransport):
         reply = self.answer(request, request.read(), explicit=explicit)
         return httpx.Response(reply.status, headers=reply.headers, content=reply.content, request=request)
 
-    def answer(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True) -> Reply:
+    def answer(
+        self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True
+    ) -> Reply:
         """The reply to one request, independent of the HTTP stack that carried it (httpx, httpx2, the
         run gateway): every transport, sync or async, and every served route answer through here.
 
@@ -155,18 +165,34 @@ class ModelBoundary(httpx.BaseTransport):
         assert reply is not None
         return reply
 
-    def answer_if_quick(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True) -> Reply | None:
+    def answer_if_quick(
+        self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None, bad_requests_fail_run: bool = True
+    ) -> Reply | None:
         """:meth:`answer`, but only if the answer needs no model and no wait (a replayed call, a refusal,
         the end of a prefix); None when it would call a model or wait for another call of the run. An
         event loop answers such calls in place instead of handing every one to a worker thread."""
         return self._answer(request, raw, explicit, bad_requests_fail_run, quick=True)
 
-    def _answer(self, request: RequestLike, raw: bytes, explicit: AgentIdentity | None, bad_requests_fail_run: bool, *, quick: bool) -> Reply | None:
+    def _answer(
+        self,
+        request: RequestLike,
+        raw: bytes,
+        explicit: AgentIdentity | None,
+        bad_requests_fail_run: bool,
+        *,
+        quick: bool,
+    ) -> Reply | None:
         _, path = route_of(request.url.path)
         try:
             if not path.rstrip("/").endswith("/chat/completions"):
                 raise UnsupportedAPI(unsupported_message(request.url.path))
-            identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
+            identity = resolve_identity(
+                request,
+                explicit=explicit,
+                resolver=self.resolver,
+                default=self._default_agent(),
+                known=self.log.agent_names(),
+            )
             try:
                 body = json.loads(raw or b"{}")
             except ValueError as exc:
@@ -214,7 +240,8 @@ class ModelBoundary(httpx.BaseTransport):
             return
         if not self.log.open_roster:
             raise ConfigError(
-                f"a model call came from agent {identity.agent!r} (named by {identity.via}), which the harness's roster does not have ({', '.join(names)})"
+                f"a model call came from agent {identity.agent!r} (named by {identity.via}), which the harness's roster"
+                f" does not have ({', '.join(names)})"
             )
         self.log.join(AgentProfile(name=identity.agent))
 
@@ -243,13 +270,18 @@ class ModelBoundary(httpx.BaseTransport):
         elif action == "change" and self.injector is not None:
             self._check_agent(index, identity, ordinal, at_branch=True)
             # the change answers as the calling agent (a stage-2 injection asks that agent's own model)
-            change = self.injector.for_agent(agent, identity.purpose) if hasattr(self.injector, "for_agent") else self.injector
+            change = (
+                self.injector.for_agent(agent, identity.purpose)
+                if hasattr(self.injector, "for_agent")
+                else self.injector
+            )
             response = change(body)
             phase = "injected"
             self.live_calls += 1
         elif action in ("exhausted", "stop") or self.upstream is None:
             raise RecordingExhausted(
-                f"agent {agent!r} asked the model for another response but the recording has none and no live model is allowed",
+                f"agent {agent!r} asked the model for another response but the recording has none and no live model is"
+                " allowed",
                 trajectory_id=log.seed_id or log.trajectory_id,
                 step=index,
                 expected=f"{len(log.expected)} recorded steps",
@@ -268,8 +300,17 @@ class ModelBoundary(httpx.BaseTransport):
         assert upstream is not None
         return upstream.for_agent(identity.agent, identity.purpose) if hasattr(upstream, "for_agent") else upstream
 
-    def _record(self, identity: AgentIdentity, ordinal: int, body: dict[str, Any], body_hash: str, response: dict[str, Any],
-                response_hash: str | None, phase: str, source: str) -> None:
+    def _record(
+        self,
+        identity: AgentIdentity,
+        ordinal: int,
+        body: dict[str, Any],
+        body_hash: str,
+        response: dict[str, Any],
+        response_hash: str | None,
+        phase: str,
+        source: str,
+    ) -> None:
         agent = identity.agent
         self.calls_by_agent[agent] += 1
         ref = ModelCallRef(
@@ -286,7 +327,14 @@ class ModelBoundary(httpx.BaseTransport):
 
     # --- the same, on an event loop ---------------------------------------------------------------
 
-    async def answer_async(self, request: RequestLike, raw: bytes, *, explicit: AgentIdentity | None = None, bad_requests_fail_run: bool = True) -> Reply:
+    async def answer_async(
+        self,
+        request: RequestLike,
+        raw: bytes,
+        *,
+        explicit: AgentIdentity | None = None,
+        bad_requests_fail_run: bool = True,
+    ) -> Reply:
         """:meth:`answer` for an event loop (the run gateway): a replayed call or a refusal is answered in
         place; a live call to an upstream that can be awaited (``acall``: :class:`HttpUpstream`) is awaited,
         so it needs no thread; anything else (a branch's change, a scripted responder) runs in a worker
@@ -299,31 +347,49 @@ class ModelBoundary(httpx.BaseTransport):
                 return quick
             pending = self._live(request, raw, explicit)
             if pending is None:
-                return await asyncio.to_thread(self.answer, request, raw, explicit=explicit, bad_requests_fail_run=bad_requests_fail_run)
+                return await asyncio.to_thread(
+                    self.answer, request, raw, explicit=explicit, bad_requests_fail_run=bad_requests_fail_run
+                )
             identity, body, responder = pending
             try:
                 response = await responder.acall(body)
                 with self._lock:
                     ordinal = self.calls_by_agent[identity.agent]
                     self.live_calls += 1
-                    self._record(identity, ordinal, body, request_hash(body), response, None, self.log.record_phase, self.source)
+                    self._record(
+                        identity, ordinal, body, request_hash(body), response, None, self.log.record_phase, self.source
+                    )
             except FailforgeError as exc:
                 return refusal_reply(self.log.fail(exc))
             if wants_stream(body):
-                return Reply(200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body)))
+                return Reply(
+                    200, {"content-type": SSE_CONTENT_TYPE}, sse_body(response, include_usage=wants_usage(body))
+                )
             return Reply(200, {"content-type": "application/json"}, json.dumps(response).encode())
 
-    def _live(self, request: RequestLike, raw: bytes, explicit: AgentIdentity | None) -> tuple[AgentIdentity, dict[str, Any], Any] | None:
+    def _live(
+        self, request: RequestLike, raw: bytes, explicit: AgentIdentity | None
+    ) -> tuple[AgentIdentity, dict[str, Any], Any] | None:
         """The (identity, body, responder) of a call that goes to an awaitable live upstream, else None."""
         if self.upstream is None:
             return None
         try:
-            identity = resolve_identity(request, explicit=explicit, resolver=self.resolver, default=self._default_agent(), known=self.log.agent_names())
+            identity = resolve_identity(
+                request,
+                explicit=explicit,
+                resolver=self.resolver,
+                default=self._default_agent(),
+                known=self.log.agent_names(),
+            )
             body = json.loads(raw or b"{}")
         except (ConfigError, ValueError):
             return None  # the thread path refuses it with the reason
         with self._lock:
-            if not isinstance(body, dict) or self.log.failure is not None or self.log.plan.action(self.log.next_index) != "live":
+            if (
+                not isinstance(body, dict)
+                or self.log.failure is not None
+                or self.log.plan.action(self.log.next_index) != "live"
+            ):
                 return None
             try:
                 self._admit(identity)
@@ -332,7 +398,9 @@ class ModelBoundary(httpx.BaseTransport):
             responder = self._responder(identity)
         return (identity, body, responder) if hasattr(responder, "acall") else None
 
-    def _check_agent(self, index: int, identity: AgentIdentity, ordinal: int, *, at_branch: bool = False) -> Step | None:
+    def _check_agent(
+        self, index: int, identity: AgentIdentity, ordinal: int, *, at_branch: bool = False
+    ) -> Step | None:
         """The call at ``index`` must come from the agent (and purpose) recorded there, as that agent's next call."""
         log = self.log
         expected = log.expected_step(index)
@@ -352,10 +420,14 @@ class ModelBoundary(httpx.BaseTransport):
         where: dict[str, Any] = {"trajectory_id": log.error_id, "step": index, "agent": identity.agent}
         if identity.agent != expected.agent or identity.agent != recorded.stream:
             later = self._next_recorded(identity.agent, index)
-            hint = f"; {identity.agent!r}'s next recorded call is step {later}" if later is not None else f"; {identity.agent!r} has no later recorded call"
+            hint = (
+                f"; {identity.agent!r}'s next recorded call is step {later}"
+                if later is not None
+                else f"; {identity.agent!r} has no later recorded call"
+            )
             raise AgentDrift(
-                f"step {index} was recorded as a call from agent {expected.agent!r} (stream {recorded.stream!r}), but agent {identity.agent!r} "
-                f"called the model here{hint}",
+                f"step {index} was recorded as a call from agent {expected.agent!r} (stream {recorded.stream!r}), but"
+                f" agent {identity.agent!r} called the model here{hint}",
                 expected=expected.agent,
                 actual=identity.agent,
                 diff=f"- agent: {expected.agent}\n+ agent: {identity.agent}",
@@ -363,14 +435,16 @@ class ModelBoundary(httpx.BaseTransport):
             )
         if recorded.ordinal != ordinal:
             raise AgentDrift(
-                f"call #{ordinal} of agent {identity.agent!r} is recorded at step {index} as its call #{recorded.ordinal}: this agent's calls are out of their recorded order",
+                f"call #{ordinal} of agent {identity.agent!r} is recorded at step {index} as its call"
+                f" #{recorded.ordinal}: this agent's calls are out of their recorded order",
                 expected=recorded.ordinal,
                 actual=ordinal,
                 **where,
             )
         if (recorded.purpose or None) != (identity.purpose or None):
             raise AgentDrift(
-                f"agent {identity.agent!r} called the model with purpose {identity.purpose!r} at step {index}, recorded with purpose {recorded.purpose!r}",
+                f"agent {identity.agent!r} called the model with purpose {identity.purpose!r} at step {index}, recorded"
+                f" with purpose {recorded.purpose!r}",
                 expected=recorded.purpose,
                 actual=identity.purpose,
                 **where,
@@ -383,7 +457,9 @@ class ModelBoundary(httpx.BaseTransport):
                 return step.index
         return None
 
-    def _serve_recorded(self, index: int, body: dict[str, Any], got: str, identity: AgentIdentity, ordinal: int) -> tuple[dict[str, Any], str, str]:
+    def _serve_recorded(
+        self, index: int, body: dict[str, Any], got: str, identity: AgentIdentity, ordinal: int
+    ) -> tuple[dict[str, Any], str, str]:
         """The recorded response, its source and its (checked) hash; ``got`` is the request hash of ``body``."""
         expected = self._check_agent(index, identity, ordinal)
         assert expected is not None and expected.model_call is not None
@@ -391,7 +467,8 @@ class ModelBoundary(httpx.BaseTransport):
         served_hash = canonical_hash(recorded.response)
         if recorded.response_hash is not None and served_hash != recorded.response_hash:
             raise SeedIntegrityError(
-                f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash differs): the record was edited after it was made",
+                f"the recorded response of agent {identity.agent!r} at step {index} is not the one recorded (its hash"
+                " differs): the record was edited after it was made",
                 trajectory_id=self.log.error_id,
                 step=index,
                 expected=recorded.response_hash,
@@ -460,7 +537,10 @@ def _short(value: Any, limit: int = 300) -> str:
 
 def stop_reply(log: RunLog) -> Reply:
     """The answer to the model call that ends a prefix replay: not a failure, and never retried."""
-    message = f"failforge: the replay of {log.seed_id or log.trajectory_id} ends before step {log.plan.until}; this run is complete and takes no more calls"
+    message = (
+        f"failforge: the replay of {log.seed_id or log.trajectory_id} ends before step {log.plan.until}; this run is"
+        " complete and takes no more calls"
+    )
     payload = {"error": {"message": message, "type": "failforge_boundary", "code": "prefix_complete", "param": None}}
     return Reply(400, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())
 
@@ -486,7 +566,9 @@ def similarity(a: list[str], b: list[str]) -> float:
             same += 2 * (i2 - i1)
         elif tag == "replace":
             left, right = "\n".join(a[i1:i2]), "\n".join(b[j1:j2])
-            same += (i2 - i1 + j2 - j1) * difflib.SequenceMatcher(None, left[:4000], right[:4000], autojunk=False).ratio()
+            same += (i2 - i1 + j2 - j1) * difflib.SequenceMatcher(
+                None, left[:4000], right[:4000], autojunk=False
+            ).ratio()
     total = len(a) + len(b)
     return same / total if total else 1.0
 

@@ -49,7 +49,9 @@ class ModelEndpoint(BaseModel):
         except ValueError:
             parts = parts._replace(netloc="")
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{strip_userinfo(value)!r} is not an http(s) URL of a model endpoint, e.g. http://127.0.0.1:8080/v1")
+            raise ValueError(
+                f"{strip_userinfo(value)!r} is not an http(s) URL of a model endpoint, e.g. http://127.0.0.1:8080/v1"
+            )
         return value
 
     def upstream(self, *, override_model: bool = True) -> HttpUpstream:
@@ -67,7 +69,9 @@ class ModelEndpoint(BaseModel):
         remember([given, *userinfo_secrets(self.base_url)])  # never shown to a user, whatever an error quotes
         remember_env([self.api_key_env])  # never inherited by an agent command
         key = given or "sk-no-key"
-        return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1)
+        return openai.OpenAI(
+            base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_attempts - 1
+        )
 
 
 class _BoundaryHTTP(httpx.Client):
@@ -83,7 +87,9 @@ class _BoundaryHTTP(httpx.Client):
 class BoundaryClient(openai.OpenAI):
     """An OpenAI client whose every call goes through a :class:`ModelBoundary`."""
 
-    def __init__(self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any) -> None:
+    def __init__(
+        self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any
+    ) -> None:
         if boundary is None:  # openai's copy() / with_options(): the same HTTP client, other options
             http = options.get("http_client")
             if not isinstance(http, _BoundaryHTTP):
@@ -91,7 +97,12 @@ class BoundaryClient(openai.OpenAI):
             super().__init__(**options)
             boundary, identity = http.boundary, http.identity
         else:
-            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_BoundaryHTTP(boundary, identity))  # type: ignore[arg-type]  # openai types its own HTTP client; an httpx.Client is accepted
+            super().__init__(
+                base_url=BOUNDARY_BASE_URL,
+                api_key="failforge-boundary",
+                max_retries=0,
+                http_client=_BoundaryHTTP(boundary, identity),
+            )  # type: ignore[arg-type]  # openai types its own HTTP client; an httpx.Client is accepted
         self.boundary = boundary
         self.identity = identity
         self._agent_clients: list[BoundaryClient] = []
@@ -133,15 +144,24 @@ class _AsyncBoundaryHTTP(httpx.AsyncClient):
 class AsyncBoundaryClient(openai.AsyncOpenAI):
     """An async OpenAI client whose every call goes through a :class:`ModelBoundary` (off the event loop)."""
 
-    def __init__(self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any) -> None:
+    def __init__(
+        self, boundary: ModelBoundary | None = None, identity: AgentIdentity | None = None, **options: Any
+    ) -> None:
         if boundary is None:
             http = options.get("http_client")
             if not isinstance(http, _AsyncBoundaryHTTP):
-                raise TypeError("an AsyncBoundaryClient is made from a ModelBoundary (or copied from another AsyncBoundaryClient)")
+                raise TypeError(
+                    "an AsyncBoundaryClient is made from a ModelBoundary (or copied from another AsyncBoundaryClient)"
+                )
             super().__init__(**options)
             boundary, identity = http.boundary, http.identity
         else:
-            super().__init__(base_url=BOUNDARY_BASE_URL, api_key="failforge-boundary", max_retries=0, http_client=_AsyncBoundaryHTTP(boundary, identity))  # type: ignore[arg-type]  # legacy httpx, accepted at runtime
+            super().__init__(
+                base_url=BOUNDARY_BASE_URL,
+                api_key="failforge-boundary",
+                max_retries=0,
+                http_client=_AsyncBoundaryHTTP(boundary, identity),
+            )  # type: ignore[arg-type]  # legacy httpx, accepted at runtime
         self.boundary = boundary
         self.identity = identity
 

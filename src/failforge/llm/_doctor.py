@@ -31,8 +31,14 @@ CONTEXT_STEPS = (2_000, 7_000, 15_000)
 CONTEXT_NEEDED = 7_000
 SLOW_CALL_SECONDS = 30.0
 
-_WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The current weather in a city.",
-                                              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 class Check(BaseModel):
@@ -58,7 +64,14 @@ def _timed(name: str, disables: str, run: Callable[[], tuple[bool, str]], *, req
         ok, detail = run()
     except (FailforgeError, httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
         ok, detail = False, f"{type(exc).__name__}: {' '.join(redact_known(str(exc)).split())[:200]}"
-    return Check(name=name, ok=ok, detail=detail, seconds=round(time.perf_counter() - started, 2), disables="" if ok else disables, required=required)
+    return Check(
+        name=name,
+        ok=ok,
+        detail=detail,
+        seconds=round(time.perf_counter() - started, 2),
+        disables="" if ok else disables,
+        required=required,
+    )
 
 
 def _calls(message: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -75,7 +88,13 @@ def _calls(message: dict[str, Any]) -> list[tuple[str, Any]]:
 
 def diagnose(endpoint: ModelEndpoint, *, context: bool = True) -> list[Check]:
     """Every check against ``endpoint``, in order; nothing is raised (a failure is a row)."""
-    upstream = HttpUpstream(endpoint.base_url, api_key_env=endpoint.api_key_env, model=endpoint.model, timeout=endpoint.timeout, max_attempts=1)
+    upstream = HttpUpstream(
+        endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        model=endpoint.model,
+        timeout=endpoint.timeout,
+        max_attempts=1,
+    )
     model = endpoint.model
     try:
         return _checks(endpoint, upstream, model, context)
@@ -90,16 +109,34 @@ def _checks(endpoint: ModelEndpoint, upstream: HttpUpstream, model: str, context
     def chat() -> tuple[bool, str]:
         message = _ask(upstream, model, {"messages": hello, "max_tokens": 16})
         text, calls = str(message.get("content") or ""), _calls(message)
-        said = f"answered {' '.join(text.split())[:40]!r}" if text.strip() else f"answered with tool call(s) {calls[:1]}" if calls else "answered nothing"
+        said = (
+            f"answered {' '.join(text.split())[:40]!r}"
+            if text.strip()
+            else f"answered with tool call(s) {calls[:1]}"
+            if calls
+            else "answered nothing"
+        )
         return bool(text.strip() or calls), said
 
     checks.append(_timed("chat", "everything: no agent, guide or judge can run", chat, required=True))
     if not checks[-1].ok:
         return checks
-    checks.append(Check(name="latency", ok=checks[0].seconds <= SLOW_CALL_SECONDS, seconds=checks[0].seconds,
-                        detail=f"{checks[0].seconds:.1f} s for a 16-token answer",
-                        disables="" if checks[0].seconds <= SLOW_CALL_SECONDS else
-                        "campaigns at their default attempt deadline (900 s): raise --attempt-deadline or lower --concurrency"))
+    checks.append(
+        Check(
+            name="latency",
+            ok=checks[0].seconds <= SLOW_CALL_SECONDS,
+            seconds=checks[0].seconds,
+            detail=f"{checks[0].seconds:.1f} s for a 16-token answer",
+            disables=(
+                ""
+                if checks[0].seconds <= SLOW_CALL_SECONDS
+                else (
+                    "campaigns at their default attempt deadline (900 s): raise --attempt-deadline or lower"
+                    " --concurrency"
+                )
+            ),
+        )
+    )
 
     weather = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
@@ -109,32 +146,85 @@ def _checks(endpoint: ModelEndpoint, upstream: HttpUpstream, model: str, context
     def one_call() -> tuple[bool, str]:
         message = _ask(upstream, model, {"messages": weather, "tools": [_WEATHER], "max_tokens": 96})
         calls = _calls(message)
-        return called(message), f"{len(calls)} call(s): {calls[:2]}" if calls else f"no tool call; answered {str(message.get('content'))[:60]!r}"
+        return called(message), (
+            f"{len(calls)} call(s): {calls[:2]}"
+            if calls
+            else f"no tool call; answered {str(message.get('content'))[:60]!r}"
+        )
 
     def named_call() -> tuple[bool, str]:
-        message = _ask(upstream, model, {"messages": weather, "tools": [_WEATHER], "max_tokens": 96,
-                                         "tool_choice": {"type": "function", "function": {"name": "get_weather"}}})
-        return called(message), f"{_calls(message)[:1]}" if called(message) else f"no call; answered {str(message.get('content'))[:60]!r}"
+        message = _ask(
+            upstream,
+            model,
+            {
+                "messages": weather,
+                "tools": [_WEATHER],
+                "max_tokens": 96,
+                "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            },
+        )
+        return called(message), (
+            f"{_calls(message)[:1]}" if called(message) else f"no call; answered {str(message.get('content'))[:60]!r}"
+        )
 
-    checks.append(_timed("tool call (its own choice)", "agents that choose their tools themselves: a live continuation makes no call of its own "
-                         "(only a decisive step failforge pins with pin_tool), so branches end early and keep little", one_call))
-    checks.append(_timed("tool call (named by tool_choice)", "every environment's agent (they act by tool calls): no seed, no campaign",
-                         named_call, required=not checks[-1].ok))
+    checks.append(
+        _timed(
+            "tool call (its own choice)",
+            "agents that choose their tools themselves: a live continuation makes no call of its own "
+            "(only a decisive step failforge pins with pin_tool), so branches end early and keep little",
+            one_call,
+        )
+    )
+    checks.append(
+        _timed(
+            "tool call (named by tool_choice)",
+            "every environment's agent (they act by tool calls): no seed, no campaign",
+            named_call,
+            required=not checks[-1].ok,
+        )
+    )
 
     def several() -> tuple[bool, str]:
-        message = _ask(upstream, model, {"messages": [{"role": "user", "content": "What is the weather in Paris and in Rome? Call the tool once per city, "
-                                                                                  "both calls in this one reply."}], "tools": [_WEATHER], "max_tokens": 160})
+        message = _ask(
+            upstream,
+            model,
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": (
+                            "What is the weather in Paris and in Rome? Call the tool once per city, "
+                            "both calls in this one reply."
+                        ),
+                    }
+                ],
+                "tools": [_WEATHER],
+                "max_tokens": 160,
+            },
+        )
         calls = [c for c in _calls(message) if c[0] == "get_weather"]
         return len(calls) >= 2, f"{len(calls)} get_weather call(s) in one reply"
 
-    checks.append(_timed("several tool calls in a reply", "live steps that batch calls (BFCL parallel categories, agents that fan out): "
-                         "such steps continue one call at a time", several))
+    checks.append(
+        _timed(
+            "several tool calls in a reply",
+            "live steps that batch calls (BFCL parallel categories, agents that fan out): "
+            "such steps continue one call at a time",
+            several,
+        )
+    )
 
     def stream() -> tuple[bool, str]:
         body = {"model": model, "messages": hello, "max_tokens": 16, "temperature": 0, "stream": True}
         headers = {**upstream._headers, "X-Failforge-Agent": "doctor"}  # as the boundary names its calls upstream
         chunks, done = 0, False
-        with httpx.stream("POST", f"{endpoint.base_url.rstrip('/')}/chat/completions", json=body, headers=headers, timeout=endpoint.timeout) as response:
+        with httpx.stream(
+            "POST",
+            f"{endpoint.base_url.rstrip('/')}/chat/completions",
+            json=body,
+            headers=headers,
+            timeout=endpoint.timeout,
+        ) as response:
             if response.status_code >= 400:
                 return False, f"HTTP {response.status_code}"
             for line in response.iter_lines():
@@ -143,24 +233,49 @@ def _checks(endpoint: ModelEndpoint, upstream: HttpUpstream, model: str, context
                     chunks += 0 if line.strip() == "data: [DONE]" else 1
         return chunks > 0 and done, f"{chunks} chunks{', [DONE]' if done else ', no [DONE]'}"
 
-    checks.append(_timed("streaming", "nothing in failforge (the boundary streams whole completions to frameworks itself); only clients that call "
-                         "this endpoint directly with stream=true", stream))
+    checks.append(
+        _timed(
+            "streaming",
+            "nothing in failforge (the boundary streams whole completions to frameworks itself); only clients that call"
+            " this endpoint directly with stream=true",
+            stream,
+        )
+    )
 
     def structured() -> tuple[bool, str]:
         support = probe_structured(upstream, model, refresh=True)
         return support.mechanism != "none", f"{support.mechanism} ({support.detail})"
 
-    checks.append(_timed("structured output", "schema-constrained judge, auditor, RCTA and guide answers: they are asked in free text and "
-                         "parsed (fewer usable answers from a weak model)", structured))
+    checks.append(
+        _timed(
+            "structured output",
+            "schema-constrained judge, auditor, RCTA and guide answers: they are asked in free text and "
+            "parsed (fewer usable answers from a weak model)",
+            structured,
+        )
+    )
 
     def repeatable() -> tuple[bool, str]:
-        body = {"messages": [{"role": "user", "content": "Name three colours and one animal, in one sentence."}], "max_tokens": 48}
+        body = {
+            "messages": [{"role": "user", "content": "Name three colours and one animal, in one sentence."}],
+            "max_tokens": 48,
+        }
         first, second = _ask(upstream, model, body), _ask(upstream, model, body)
         same = (first.get("content"), _calls(first)) == (second.get("content"), _calls(second))
-        return same, "the same answer twice" if same else f"{str(first.get('content'))[:40]!r} then {str(second.get('content'))[:40]!r}"
+        return same, (
+            "the same answer twice"
+            if same
+            else f"{str(first.get('content'))[:40]!r} then {str(second.get('content'))[:40]!r}"
+        )
 
-    checks.append(_timed("repeatable at temperature 0", "re-recording a seed live and the decisiveness check's original-arm rerun give other runs "
-                         "(replay is unaffected: it serves the recording)", repeatable))
+    checks.append(
+        _timed(
+            "repeatable at temperature 0",
+            "re-recording a seed live and the decisiveness check's original-arm rerun give other runs "
+            "(replay is unaffected: it serves the recording)",
+            repeatable,
+        )
+    )
     if context:
         checks.append(_context(upstream, model))
     return checks
@@ -173,15 +288,30 @@ def _context(upstream: HttpUpstream, model: str) -> Check:
     for tokens in CONTEXT_STEPS:
         filler = " apple" * tokens  # one token per word in the common tokenizers
         try:
-            _ask(upstream, model, {"messages": [{"role": "user", "content": f"{filler}\nReply with the word: ok"}], "max_tokens": 4})
+            _ask(
+                upstream,
+                model,
+                {"messages": [{"role": "user", "content": f"{filler}\nReply with the word: ok"}], "max_tokens": 4},
+            )
         except FailforgeError as exc:
             detail = f"failed at ~{tokens:,} tokens: {' '.join(redact_known(str(exc)).split())[:120]}"
             break
         fits = tokens
     ok = fits >= CONTEXT_NEEDED
     shown = f"~{fits:,} tokens accepted" if fits else "not even ~2,000 tokens"
-    return Check(name="context length", ok=ok, detail=f"{shown}{'; ' + detail if detail else ''}", seconds=round(time.perf_counter() - started, 2),
-                 disables="" if ok else "long seeds (multi-agent teams, Who&When hand-crafted logs) past the limit: their later steps fail live")
+    return Check(
+        name="context length",
+        ok=ok,
+        detail=f"{shown}{'; ' + detail if detail else ''}",
+        seconds=round(time.perf_counter() - started, 2),
+        disables=(
+            ""
+            if ok
+            else (
+                "long seeds (multi-agent teams, Who&When hand-crafted logs) past the limit: their later steps fail live"
+            )
+        ),
+    )
 
 
 def campaign_ready(checks: list[Check]) -> bool:

@@ -118,4 +118,13 @@ def resolve_identity(
     )
 
 
-__all__ = ["AGENT_HEADER", "PURPOSE_HEADER", "AgentIdentity", "AgentResolver", "RequestLike", "agent_route", "resolve_identity", "route_of"]
+__all__ = [
+    "AGENT_HEADER",
+    "PURPOSE_HEADER",
+    "AgentIdentity",
+    "AgentResolver",
+    "RequestLike",
+    "agent_route",
+    "resolve_identity",
+    "route_of",
+]

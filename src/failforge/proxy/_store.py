@@ -36,13 +36,18 @@ class RunStore:
                 good, bad = load_jsonl(path)
                 self.problems += [str(b) for b in bad]
                 for trajectory in good:
-                    self._remember(RunResult(run_id=trajectory.id, status=status, trajectory=trajectory.model_dump(mode="json")), trajectory)  # type: ignore[arg-type]
+                    self._remember(
+                        RunResult(run_id=trajectory.id, status=status, trajectory=trajectory.model_dump(mode="json")),
+                        trajectory,
+                    )  # type: ignore[arg-type]
 
     def add(self, result: RunResult) -> None:
         """Keep a finished run: written first (one write + fsync), then served."""
         trajectory = Trajectory.model_validate(result.trajectory)
         if result.failure is not None:
-            trajectory = trajectory.model_copy(update={"provenance": {**trajectory.provenance, "failure": result.failure.model_dump(mode="json")}})
+            trajectory = trajectory.model_copy(
+                update={"provenance": {**trajectory.provenance, "failure": result.failure.model_dump(mode="json")}}
+            )
         path = self.failed if result.failure is not None else self.output
         if path is not None:
             append_jsonl(path, [trajectory], redact=self.redactor.text)

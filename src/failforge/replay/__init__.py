@@ -10,7 +10,15 @@
 """
 
 from failforge.replay._branch import NOTE_PREFIX, Branch, StageTwo, branch, steer_request
-from failforge.replay._episode import PROXY_HARNESS, EpisodeResult, check_outcome, check_runnable, check_seed_roster, run_episode, run_from_seed
+from failforge.replay._episode import (
+    PROXY_HARNESS,
+    EpisodeResult,
+    check_outcome,
+    check_runnable,
+    check_seed_roster,
+    run_episode,
+    run_from_seed,
+)
 from failforge.replay._replay import ReplayReport, replay
 from failforge.replay._session import Session, new_run_id
 from failforge.runlog import PLAN_MODES, Mode, Plan

@@ -88,8 +88,14 @@ def branch(
         raise ValueError("branch() needs exactly one of note= (inject) or response= (serve a fixed step t)")
     stage_two = StageTwo(agent=agent, note=note, pin_tool=pin_tool) if note is not None else _Fixed(response)  # type: ignore[arg-type]
     result = run_from_seed(seed, Plan.branch(t), upstream=agent, change=stage_two, run_id=branch_id, deadline=deadline)
-    trajectory = result.session.trajectory(task=seed.task, outcome=result.outcome, harness=seed.harness, environment=seed.environment, model=agent_model,
-                                           provenance=result.extra)
+    trajectory = result.session.trajectory(
+        task=seed.task,
+        outcome=result.outcome,
+        harness=seed.harness,
+        environment=seed.environment,
+        model=agent_model,
+        provenance=result.extra,
+    )
     return Branch(trajectory=trajectory, stage_two=stage_two, live_calls=result.boundary.live_calls)
 
 

@@ -96,8 +96,18 @@ def run_episode(
     plugin = environment(env_spec.name)
     profiles = harness_roster(harness)
     session = Session(
-        plan, run_id=run_id, expected=expected or (), seed_id=seed_id, upstream=upstream, change=change, roster=profiles,
-        strict=strict, source=source, resolver=harness.agent_resolver, drift_error=plugin.drift_error, deadline=deadline,
+        plan,
+        run_id=run_id,
+        expected=expected or (),
+        seed_id=seed_id,
+        upstream=upstream,
+        change=change,
+        roster=profiles,
+        strict=strict,
+        source=source,
+        resolver=harness.agent_resolver,
+        drift_error=plugin.drift_error,
+        deadline=deadline,
     )
     with plugin.open(env_spec) as episode:
         instruction = episode.instruction()
@@ -106,7 +116,9 @@ def run_episode(
         client = session.client()
         final: str | None = None
         try:
-            final = harness.run(client, model, instruction, session.tools(episode.toolbox(session.log), episode.fingerprint))
+            final = harness.run(
+                client, model, instruction, session.tools(episode.toolbox(session.log), episode.fingerprint)
+            )
         except Exception as exc:
             raised = session.settle(exc)
             if raised is exc:
@@ -118,7 +130,13 @@ def run_episode(
         session.end()  # the failure (a harness may swallow the boundary's refusal and stop), or a run that ended early
         outcome = episode.evaluate(final, session.steps) if evaluate and not session.stopped else None
         stats = harness.stats
-        return EpisodeResult(session=session, final_output=final, outcome=outcome, task=task, extra={"harness_stats": dict(stats)} if stats else {})
+        return EpisodeResult(
+            session=session,
+            final_output=final,
+            outcome=outcome,
+            task=task,
+            extra={"harness_stats": dict(stats)} if stats else {},
+        )
 
 
 def run_from_seed(
@@ -161,9 +179,9 @@ def check_runnable(seed: Trajectory) -> None:
     """A seed failforge can run itself; a proxy-recorded run cannot be (its tools live in another process)."""
     if seed.harness.name == PROXY_HARNESS:
         raise ConfigError(
-            f"seed {seed.id!r} was recorded through failforge proxy's run API: its tools ran in the framework's own process, "
-            "so failforge cannot run it; replay or branch it through the proxy (POST /runs with seed_id), or record the "
-            "framework with --harness external so failforge serves its tools over MCP"
+            f"seed {seed.id!r} was recorded through failforge proxy's run API: its tools ran in the framework's own"
+            " process, so failforge cannot run it; replay or branch it through the proxy (POST /runs with seed_id), or"
+            " record the framework with --harness external so failforge serves its tools over MCP"
         )
 
 
@@ -175,8 +193,12 @@ def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
         profiles = harness_roster(harness)
     except UnknownRole as exc:
         raise RosterError(
-            f"harness {seed.harness.name!r} gives agent {exc.agent!r} the unknown role {exc.role!r} (known: {', '.join(ROLES)})",
-            step=seed.first_step_of(exc.agent), expected=sorted(ROLES), actual=exc.role, **where,
+            f"harness {seed.harness.name!r} gives agent {exc.agent!r} the unknown role {exc.role!r} (known:"
+            f" {', '.join(ROLES)})",
+            step=seed.first_step_of(exc.agent),
+            expected=sorted(ROLES),
+            actual=exc.role,
+            **where,
         ) from None
     except ConfigError as exc:
         raise RosterError(f"harness {seed.harness.name!r} declares an invalid roster: {exc}", step=0, **where) from None
@@ -186,15 +208,20 @@ def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
     for step in seed.steps:
         if step.kind == "agent" and step.agent not in names:
             raise RosterError(
-                f"step {step.index} names agent {step.agent!r}, which harness {seed.harness.name!r} does not have (its agents: {', '.join(names)})",
-                step=step.index, expected=names, actual=step.agent, **where,
+                f"step {step.index} names agent {step.agent!r}, which harness {seed.harness.name!r} does not have (its"
+                f" agents: {', '.join(names)})",
+                step=step.index,
+                expected=names,
+                actual=step.agent,
+                **where,
             )
     recorded = {p.name: p for p in seed.roster}
     for profile in profiles:
         if recorded.get(profile.name) != profile:
             was = recorded.get(profile.name)
             raise RosterError(
-                f"the seed's roster entry for agent {profile.name!r} differs from what harness {seed.harness.name!r} declares (the record was edited, or the harness changed)",
+                f"the seed's roster entry for agent {profile.name!r} differs from what harness {seed.harness.name!r}"
+                " declares (the record was edited, or the harness changed)",
                 step=seed.first_step_of(profile.name),
                 expected=profile.model_dump(),
                 actual=None if was is None else was.model_dump(),
@@ -204,8 +231,12 @@ def check_seed_roster(seed: Trajectory, harness: Harness) -> None:
     extra = [p.name for p in seed.roster if p.name not in names]
     if extra:
         raise RosterError(
-            f"the seed's roster has agent {extra[0]!r}, which harness {seed.harness.name!r} does not have (its agents: {', '.join(names)})",
-            step=seed.first_step_of(extra[0]), expected=names, actual=extra[0], **where,
+            f"the seed's roster has agent {extra[0]!r}, which harness {seed.harness.name!r} does not have (its agents:"
+            f" {', '.join(names)})",
+            step=seed.first_step_of(extra[0]),
+            expected=names,
+            actual=extra[0],
+            **where,
         )
 
 
@@ -229,24 +260,46 @@ def check_outcome(seed: Trajectory, outcome: Outcome | None) -> None:
     last = len(seed.steps) - 1
     if seed.outcome.success != outcome.success:
         raise SeedIntegrityError(
-            f"the evaluator says success={outcome.success} on replay, but the seed records success={seed.outcome.success}",
-            trajectory_id=seed.id, step=last, expected=seed.outcome.success, actual=outcome.success,
+            f"the evaluator says success={outcome.success} on replay, but the seed records"
+            f" success={seed.outcome.success}",
+            trajectory_id=seed.id,
+            step=last,
+            expected=seed.outcome.success,
+            actual=outcome.success,
         )
     recorded, now = _comparable_outcome(seed.outcome), _comparable_outcome(outcome)
     if recorded == now:
         return
+
     def value(data: dict[str, Any], name: str) -> Any:
         return data["details"].get(name.split(".", 1)[1]) if name.startswith("details.") else data.get(name)
 
     fields = [k for k in ("score", "evaluator") if recorded.get(k) != now.get(k)]
-    fields += [f"details.{k}" for k in sorted(set(recorded["details"]) | set(now["details"])) if recorded["details"].get(k) != now["details"].get(k)]
+    fields += [
+        f"details.{k}"
+        for k in sorted(set(recorded["details"]) | set(now["details"]))
+        if recorded["details"].get(k) != now["details"].get(k)
+    ]
     was, got = {f: value(recorded, f) for f in fields}, {f: value(now, f) for f in fields}
     first = fields[0]
     raise SeedIntegrityError(
-        f"the seed's outcome differs in {', '.join(fields)} from what its evaluator says on replay "
-        f"({first}: recorded {json.dumps(was[first])[:80]}, replay {json.dumps(got[first])[:80]}): the record was edited after it was made",
-        trajectory_id=seed.id, step=last, expected=was, actual=got, diff=readable_diff(was, got),
+        f"the seed's outcome differs in {', '.join(fields)} from what its evaluator says on replay ({first}: recorded"
+        f" {json.dumps(was[first])[:80]}, replay {json.dumps(got[first])[:80]}): the record was edited after it was"
+        " made",
+        trajectory_id=seed.id,
+        step=last,
+        expected=was,
+        actual=got,
+        diff=readable_diff(was, got),
     )
 
 
-__all__ = ["PROXY_HARNESS", "EpisodeResult", "check_outcome", "check_runnable", "check_seed_roster", "run_episode", "run_from_seed"]
+__all__ = [
+    "PROXY_HARNESS",
+    "EpisodeResult",
+    "check_outcome",
+    "check_runnable",
+    "check_seed_roster",
+    "run_episode",
+    "run_from_seed",
+]

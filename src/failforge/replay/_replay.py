@@ -52,15 +52,21 @@ class ReplayReport:
         }
 
 
-def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, raise_on_drift: bool = True) -> ReplayReport:
+def replay(
+    seed: Trajectory, *, until: int | None = None, strict: bool = True, raise_on_drift: bool = True
+) -> ReplayReport:
     """Replay ``seed`` up to (not including) step ``until``; the whole seed by default, then evaluate.
 
     A seed that cannot even be rebuilt (unknown environment or harness, a bad spec) is a ``ConfigError``;
     with ``raise_on_drift=False`` it is reported in ``infrastructure`` so an audit goes on.
     """
     end = len(seed.steps) if until is None else until
-    if until is not None and (until < 1 or until > len(seed.steps) or (until < len(seed.steps) and seed.steps[until].kind != "agent")):
-        raise ConfigError(f"replay of {seed.id}: until={until} must be the index of an agent step (a model call) or the seed's length")
+    if until is not None and (
+        until < 1 or until > len(seed.steps) or (until < len(seed.steps) and seed.steps[until].kind != "agent")
+    ):
+        raise ConfigError(
+            f"replay of {seed.id}: until={until} must be the index of an agent step (a model call) or the seed's length"
+        )
     started = time.perf_counter()
     drift: DriftError | None = None
     infra: str | None = None
@@ -68,7 +74,9 @@ def replay(seed: Trajectory, *, until: int | None = None, strict: bool = True, r
     replayed = 0
     stats: dict[str, Any] | None = None
     try:
-        result = run_from_seed(seed, Plan.replay(len(seed.steps), until), strict=strict, evaluate=until is None or until == len(seed.steps))
+        result = run_from_seed(
+            seed, Plan.replay(len(seed.steps), until), strict=strict, evaluate=until is None or until == len(seed.steps)
+        )
         replayed = len(result.steps)
         stats = result.extra.get("harness_stats")
         if not result.stopped:

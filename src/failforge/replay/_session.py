@@ -28,7 +28,15 @@ from failforge import __version__
 from failforge.canonical import readable_diff
 from failforge.environments import Fingerprint, ToolBoundary, Toolbox
 from failforge.errors import ConfigError, EnvironmentDrift, FailforgeError, PromptDrift, SeedIntegrityError
-from failforge.llm import AgentResolver, BoundaryClient, Injector, ModelBoundary, Responder, boundary_client, surface_boundary_error
+from failforge.llm import (
+    AgentResolver,
+    BoundaryClient,
+    Injector,
+    ModelBoundary,
+    Responder,
+    boundary_client,
+    surface_boundary_error,
+)
 from failforge.roster import AgentProfile, single_agent_roster
 from failforge.runlog import Plan, RunLog
 from failforge.trajectory import ComponentSpec, Outcome, Step, Task, Trajectory
@@ -62,17 +70,33 @@ class Session:
         deadline: float | None = None,
     ) -> None:
         if plan.until > len(expected) and plan.mode != "record":
-            raise ConfigError(f"a {plan.mode} plan up to step {plan.until} needs a recording of at least that many steps (it has {len(expected)})")
+            raise ConfigError(
+                f"a {plan.mode} plan up to step {plan.until} needs a recording of at least that many steps (it has"
+                f" {len(expected)})"
+            )
         if plan.mode == "branch" and plan.changed and change is None:
             raise ConfigError("a branch whose step t is changed needs the change (an injector)")
         self.plan = plan
         self.started = time.perf_counter()
         self.created_at = _dt.datetime.now(_dt.UTC).isoformat()
-        self.log = RunLog(trajectory_id=run_id or new_run_id(), expected=list(expected), plan=plan, seed_id=seed_id, drift_error=drift_error)
+        self.log = RunLog(
+            trajectory_id=run_id or new_run_id(),
+            expected=list(expected),
+            plan=plan,
+            seed_id=seed_id,
+            drift_error=drift_error,
+        )
         self.log.set_roster(list(roster) if roster else single_agent_roster(), open_roster=roster is None)
         self.drift_error = drift_error
         self.deadline = deadline
-        self.models = ModelBoundary(self.log, upstream=upstream if plan.live_allowed else None, injector=change, strict=strict, source=source, resolver=resolver)
+        self.models = ModelBoundary(
+            self.log,
+            upstream=upstream if plan.live_allowed else None,
+            injector=change,
+            strict=strict,
+            source=source,
+            resolver=resolver,
+        )
 
     # --- what the run is ------------------------------------------------------------------------
 
@@ -113,7 +137,9 @@ class Session:
         drift otherwise) and, given ``expected_task``, the whole task record (an edited seed otherwise)."""
         if self.log.replaying(0):
             self._check_task(instruction, task, expected_task)
-        return self.log.append(Step(index=0, kind="task", agent="user", role="user", content=instruction, phase=self.log.phase_for(0)))
+        return self.log.append(
+            Step(index=0, kind="task", agent="user", role="user", content=instruction, phase=self.log.phase_for(0))
+        )
 
     def settle(self, exc: BaseException) -> BaseException | None:
         """What an exception out of the harness means: nothing (the run stopped at its prefix end, or
@@ -134,17 +160,22 @@ class Session:
         if log.stopped:
             return
         if self.plan.mode in ("replay", "branch") and log.next_index < self.plan.until:
-            raise log.fail(PromptDrift(
-                f"the run ended after step {log.next_index - 1}, but the seed goes on to step {self.plan.until - 1}",
-                trajectory_id=log.seed_id or log.trajectory_id,
-                step=log.next_index,
-                expected=f"{self.plan.until} steps",
-                actual=f"{log.next_index} steps",
-            ))
+            raise log.fail(
+                PromptDrift(
+                    f"the run ended after step {log.next_index - 1}, but the seed goes on to step"
+                    f" {self.plan.until - 1}",
+                    trajectory_id=log.seed_id or log.trajectory_id,
+                    step=log.next_index,
+                    expected=f"{self.plan.until} steps",
+                    actual=f"{log.next_index} steps",
+                )
+            )
 
     def identical_to(self, seed: Trajectory) -> bool:
         """A finished replay reproduced every comparable field of every step of ``seed``."""
-        return self.log.failure is None and [s.comparable() for s in self.log.steps] == [s.comparable() for s in seed.steps]
+        return self.log.failure is None and [s.comparable() for s in self.log.steps] == [
+            s.comparable() for s in seed.steps
+        ]
 
     # --- the trajectory -------------------------------------------------------------------------
 
@@ -189,25 +220,30 @@ class Session:
         expected = log.expected_step(0)
         where = log.seed_id or log.trajectory_id
         if expected is None or expected.kind != "task" or expected.content != instruction:
-            raise log.fail(self.drift_error(
-                "the task instruction differs from the recorded one",
-                trajectory_id=where,
-                step=0,
-                expected=getattr(expected, "content", None),
-                actual=instruction,
-                diff=readable_diff(str(getattr(expected, "content", "")), instruction),
-            ))
+            raise log.fail(
+                self.drift_error(
+                    "the task instruction differs from the recorded one",
+                    trajectory_id=where,
+                    step=0,
+                    expected=getattr(expected, "content", None),
+                    actual=instruction,
+                    diff=readable_diff(str(getattr(expected, "content", "")), instruction),
+                )
+            )
         if expected_task is not None and task is not None and expected_task != task:
             recorded, now = expected_task.model_dump(mode="json"), task.model_dump(mode="json")
             fields = sorted(k for k in recorded if recorded[k] != now.get(k))
-            raise log.fail(SeedIntegrityError(
-                f"the seed's task record differs from the environment's in {', '.join(fields)} (the record was edited, or the benchmark changed)",
-                trajectory_id=where,
-                step=0,
-                expected={k: recorded[k] for k in fields},
-                actual={k: now.get(k) for k in fields},
-                diff=readable_diff({k: recorded[k] for k in fields}, {k: now.get(k) for k in fields}),
-            ))
+            raise log.fail(
+                SeedIntegrityError(
+                    f"the seed's task record differs from the environment's in {', '.join(fields)} (the record was"
+                    " edited, or the benchmark changed)",
+                    trajectory_id=where,
+                    step=0,
+                    expected={k: recorded[k] for k in fields},
+                    actual={k: now.get(k) for k in fields},
+                    diff=readable_diff({k: recorded[k] for k in fields}, {k: now.get(k) for k in fields}),
+                )
+            )
 
 
 __all__ = ["Session", "new_run_id"]

@@ -93,7 +93,9 @@ class Record:
     def decisiveness(self) -> dict[str, Any] | None:
         """Both arms' verdicts (``checked`` false when the campaign turned the check off); a rejection
         whose point's original arm failed has it without a branch."""
-        found = (self.branch.provenance if self.branch is not None else {}).get("decisiveness") or self.provenance.get("decisiveness")
+        found = (self.branch.provenance if self.branch is not None else {}).get("decisiveness") or self.provenance.get(
+            "decisiveness"
+        )
         return found if isinstance(found, dict) else None
 
     def matches(self, key: str) -> bool:
@@ -117,7 +119,9 @@ class Dataset:
         if record.branch is None or record.original is None:
             return None
         steps = [*record.branch.steps[: record.step], record.original]
-        return record.branch.model_copy(update={"id": record.seed_id, "steps": steps, "label": None, "parent_id": None, "branch_step": None})
+        return record.branch.model_copy(
+            update={"id": record.seed_id, "steps": steps, "label": None, "parent_id": None, "branch_step": None}
+        )
 
     def find(self, key: str) -> Record:
         exact = [r for r in self.records if r.matches(key)]
@@ -128,7 +132,9 @@ class Dataset:
             return prefixed[0]
         if not prefixed:
             raise ConfigError(f"no record {key!r} in {self.out} (give a record id such as gold-..., or an attempt id)")
-        raise ConfigError(f"{key!r} matches {len(prefixed)} records in {self.out}; give more of the id, e.g. {prefixed[0].record_id}")
+        raise ConfigError(
+            f"{key!r} matches {len(prefixed)} records in {self.out}; give more of the id, e.g. {prefixed[0].record_id}"
+        )
 
 
 def prefix_hash(steps: list[Step]) -> str:
@@ -159,9 +165,18 @@ def _from_gold(row: dict[str, Any]) -> Record:
     label = traj.label
     assert label is not None
     return Record(
-        attempt_id=str(traj.provenance.get("attempt_id") or traj.id), status="gold", seed_id=label.seed_id, step=label.decisive_step,
-        mode=label.mode_code, family=label.mode_family, stage="kept", reasons=[],
-        verdicts=[v.model_dump() for v in label.filter_verdicts], note=label.steering_note, branch=traj, provenance=dict(traj.provenance),
+        attempt_id=str(traj.provenance.get("attempt_id") or traj.id),
+        status="gold",
+        seed_id=label.seed_id,
+        step=label.decisive_step,
+        mode=label.mode_code,
+        family=label.mode_family,
+        stage="kept",
+        reasons=[],
+        verdicts=[v.model_dump() for v in label.filter_verdicts],
+        note=label.steering_note,
+        branch=traj,
+        provenance=dict(traj.provenance),
         original=label.original_step,
     )
 
@@ -170,13 +185,25 @@ def _from_rejection(row: dict[str, Any], status: Status) -> Record:
     branch = Trajectory.model_validate(row["trajectory"]) if row.get("trajectory") else None
     mode = str(row.get("mode", ""))
     return Record(
-        attempt_id=str(row.get("attempt_id")), status=status, seed_id=str(row.get("seed_id")), step=int(row.get("step", 0)), mode=mode,
-        family=_family(mode), stage=str(row.get("stage", "")), reasons=list(row.get("reasons") or []), verdicts=list(row.get("verdicts") or []),
-        note=row.get("note"), branch=branch, provenance=dict(row.get("provenance") or {}), error=row.get("error"),
+        attempt_id=str(row.get("attempt_id")),
+        status=status,
+        seed_id=str(row.get("seed_id")),
+        step=int(row.get("step", 0)),
+        mode=mode,
+        family=_family(mode),
+        stage=str(row.get("stage", "")),
+        reasons=list(row.get("reasons") or []),
+        verdicts=list(row.get("verdicts") or []),
+        note=row.get("note"),
+        branch=branch,
+        provenance=dict(row.get("provenance") or {}),
+        error=row.get("error"),
     )
 
 
-def read_records(out: Path, statuses: Iterable[Status] = ("gold", "rejected", "failed"), problems: list[str] | None = None) -> Iterator[Record]:
+def read_records(
+    out: Path, statuses: Iterable[Status] = ("gold", "rejected", "failed"), problems: list[str] | None = None
+) -> Iterator[Record]:
     """Every attempt in the folder; a line that is not a readable record is named in ``problems`` and skipped."""
     for status in statuses:
         path = out / FILES[status]
@@ -187,7 +214,9 @@ def read_records(out: Path, statuses: Iterable[Status] = ("gold", "rejected", "f
                 record = _from_gold(row) if status == "gold" else _from_rejection(row, status)
             except (ValueError, TypeError, KeyError, RecursionError) as exc:
                 if problems is not None:
-                    problems.append(f"skipped: {path}:{number}: not a {status} record: {' '.join(str(exc).split())[:200]}")
+                    problems.append(
+                        f"skipped: {path}:{number}: not a {status} record: {' '.join(str(exc).split())[:200]}"
+                    )
                 continue
             yield record
 

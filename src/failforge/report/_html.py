@@ -69,18 +69,36 @@ def _record_json(ds: Dataset, record: Record, seeds_out: dict[str, list[dict[str
         "verdicts": record.verdicts,
         "note": record.note,
         "guide": record.guide_kind,
-        "conf": None if conformance is None else {
-            "exhibited": conformance.get("exhibited"), "method": conformance.get("method"), "reason": conformance.get("reason"),
-            "judge": None if not conformance.get("judge") else {"model": conformance["judge"].get("model"), "rationale": conformance["judge"].get("rationale")},
-        },
+        "conf": (
+            None
+            if conformance is None
+            else {
+                "exhibited": conformance.get("exhibited"),
+                "method": conformance.get("method"),
+                "reason": conformance.get("reason"),
+                "judge": (
+                    None
+                    if not conformance.get("judge")
+                    else {
+                        "model": conformance["judge"].get("model"),
+                        "rationale": conformance["judge"].get("rationale"),
+                    }
+                ),
+            }
+        ),
         "evaluator": record.evaluator,
         "decisiveness": record.decisiveness,
         "error": record.error,
         "prefix": prefix,
         "original": compact_step(record.original) if record.original is not None else None,
         "branch": [compact_step(s) for s in record.branch.steps[t:]] if record.branch is not None else None,
-        "task": (record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else ""))[:TEXT_LIMIT],
-        "screenshot": decisive_screenshot(record.original, record.branch.steps[t] if record.branch is not None and len(record.branch.steps) > t else None),
+        "task": (
+            record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else "")
+        )[:TEXT_LIMIT],
+        "screenshot": decisive_screenshot(
+            record.original,
+            record.branch.steps[t] if record.branch is not None and len(record.branch.steps) > t else None,
+        ),
     }
 
 
@@ -89,7 +107,10 @@ def _bars(title: str, counts: dict[str, int], *, colour: str = "#3b6ea8", test_i
     items = [(str(k), int(v)) for k, v in counts.items()]
     attrs = f' data-chart="{html.escape(test_id)}"' if test_id else ""
     if not items:
-        return f'<figure class="chart"{attrs}><figcaption>{html.escape(title)}</figcaption><p class="muted">none</p></figure>'
+        return (
+            f'<figure class="chart"{attrs}><figcaption>{html.escape(title)}</figcaption><p'
+            ' class="muted">none</p></figure>'
+        )
     top = max(v for _, v in items) or 1
     row, label_w, bar_w = 22, 190, 260
     height = row * len(items) + 6
@@ -98,7 +119,10 @@ def _bars(title: str, counts: dict[str, int], *, colour: str = "#3b6ea8", test_i
         y = i * row + 3
         w = max(2, round(bar_w * value / top)) if value else 0
         parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{html.escape(name[:28])}</text>')
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row - 8}" fill="{colour}"><title>{html.escape(name)}: {value}</title></rect>')
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row - 8}"'
+            f' fill="{colour}"><title>{html.escape(name)}: {value}</title></rect>'
+        )
         parts.append(f'<text x="{label_w + w + 5}" y="{y + 15}">{value}</text>')
     parts.append("</svg>")
     return f'<figure class="chart"{attrs}><figcaption>{html.escape(title)}</figcaption>{"".join(parts)}</figure>'
@@ -113,17 +137,26 @@ def _conformance_table(conf: dict[str, Any]) -> str:
     for code, row in conf["by_mode"].items():
         judged = f"{row['by_judge']} ({html.escape(', '.join(row['judge_models']))})" if row["by_judge"] else "0"
         rows.append(
-            f"<tr><td>{html.escape(code)}</td><td>{row['candidates']}</td><td>{row['exhibited']}</td><td>{row['not_exhibited']}</td>"
-            f"<td>{row['unverified']}</td><td>{row['not_recorded']}</td><td>{row['by_rule']}</td><td>{judged}</td><td>{_pct(row['rate'])}</td>"
-            f"<td>{row['kept_conformant']} / {row['kept']}</td></tr>"
+            f"<tr><td>{html.escape(code)}</td><td>{row['candidates']}</td><td>{row['exhibited']}</td><td>{row['not_exhibited']}</td><td>{row['unverified']}</td><td>{row['not_recorded']}</td><td>{row['by_rule']}</td><td>{judged}</td><td>{_pct(row['rate'])}</td><td>{row['kept_conformant']}"
+            f" / {row['kept']}</td></tr>"
         )
-    head = "<tr><th>mode</th><th>candidates</th><th>exhibited</th><th>not exhibited</th><th>unverified</th><th>not recorded</th><th>by rule</th><th>by judge (model)</th><th>rate</th><th>kept conformant</th></tr>"
-    return f'<table class="grid" id="conformance-table">{head}{"".join(rows)}</table>' if rows else '<p class="muted">no candidate produced a branch</p>'
+    head = (
+        "<tr><th>mode</th><th>candidates</th><th>exhibited</th><th>not exhibited</th><th>unverified</th><th>not"
+        " recorded</th><th>by rule</th><th>by judge (model)</th><th>rate</th><th>kept conformant</th></tr>"
+    )
+    return (
+        f'<table class="grid" id="conformance-table">{head}{"".join(rows)}</table>'
+        if rows
+        else '<p class="muted">no candidate produced a branch</p>'
+    )
 
 
 def _audit_table(audit: dict[str, Any] | None) -> str:
     if not audit:
-        return '<p class="muted">no fidelity audit in this folder (run <code>failforge audit SEEDS --json OUT/audit.json</code>, or pass <code>--audit</code>)</p>'
+        return (
+            '<p class="muted">no fidelity audit in this folder (run <code>failforge audit SEEDS --json'
+            " OUT/audit.json</code>, or pass <code>--audit</code>)</p>"
+        )
     rows = []
     for env in audit.get("environments", []):
         drift = ", ".join(f"{k} {v}" for k, v in (env.get("drift_by_type") or {}).items()) or "none"
@@ -132,7 +165,10 @@ def _audit_table(audit: dict[str, Any] | None) -> str:
             f"<td>{html.escape(drift)}</td><td>{env.get('cache_misses')}</td><td>{env.get('infrastructure_errors')}</td>"
             f"<td>{env.get('evaluator_success_on_replay')}/{env.get('seeds')}</td></tr>"
         )
-    head = "<tr><th>environment</th><th>seeds</th><th>identical</th><th>drift by type</th><th>cache misses</th><th>infra errors</th><th>success on replay</th></tr>"
+    head = (
+        "<tr><th>environment</th><th>seeds</th><th>identical</th><th>drift by type</th><th>cache misses</th><th>infra"
+        " errors</th><th>success on replay</th></tr>"
+    )
     return f'<table class="grid" id="audit-table">{head}{"".join(rows)}</table>'
 
 
@@ -143,50 +179,80 @@ def _overview(ds: Dataset, s: dict[str, Any]) -> str:
     models = ds.manifest.get("models") or {}
     realism = s.get("realism") or {}
     dec_line = (
-        f"{dec['passed']} of {dec['measured']} measured candidates passed; mean success {dec['mean_original_success']:.2f} from a_t vs {dec['mean_injected_success']:.2f} from the injected step"
-        if dec["measured"] else "not measured in this campaign"
-    ) + (f"; {dec['rejected_original_arm']} attempt(s) at {dec['non_decisive_points']} point(s) rejected because the seed's own step, continued live, also failed"
-         if dec.get("rejected_original_arm") else "") + (f"; {dec['gold_not_checked']} gold record(s) NOT checked (turned off)" if dec.get("gold_not_checked") else "")
+        (
+            f"{dec['passed']} of {dec['measured']} measured candidates passed; mean success"
+            f" {dec['mean_original_success']:.2f} from a_t vs {dec['mean_injected_success']:.2f} from the injected step"
+            if dec["measured"]
+            else "not measured in this campaign"
+        )
+        + (
+            f"; {dec['rejected_original_arm']} attempt(s) at {dec['non_decisive_points']} point(s) rejected because the"
+            " seed's own step, continued live, also failed"
+            if dec.get("rejected_original_arm")
+            else ""
+        )
+        + (
+            f"; {dec['gold_not_checked']} gold record(s) NOT checked (turned off)"
+            if dec.get("gold_not_checked")
+            else ""
+        )
+    )
     stats = [
-        ("kept (gold)", totals["kept"], "kept"), ("rejected", totals["rejected"], "rejected"), ("failed", totals["failed"], "failed"),
+        ("kept (gold)", totals["kept"], "kept"),
+        ("rejected", totals["rejected"], "rejected"),
+        ("failed", totals["failed"], "failed"),
         ("planned", totals.get("planned") if totals.get("planned") is not None else "–", "planned"),
         ("conformance (all candidates)", _pct(conf["rate"]), "conformance-rate"),
         ("kept conformant", f"{conf['kept_conformant']} / {conf['kept']}", "kept-conformant"),
     ]
-    tiles = "".join(f'<div class="tile" data-stat="{k}"><div class="num">{html.escape(str(v))}</div><div>{html.escape(n)}</div></div>' for n, v, k in stats)
-    charts = "".join([
-        _bars("attempts by outcome", {"kept": totals["kept"], "rejected": totals["rejected"], "failed": totals["failed"]}, test_id="outcome"),
-        _bars("rejections by reason (filter or stage)", s["rejection_reasons"], colour="#a8553b", test_id="reasons"),
-        _bars("failed by error", s["failed_by"], colour="#777", test_id="failed"),
-        _bars("gold by mode", s["gold_by_mode"], test_id="mode"),
-        _bars("gold by family", s["gold_by_family"], test_id="family"),
-        _bars("gold by decisive step", s["gold_by_step"], test_id="step"),
-        _bars("gold by decisive step position in the seed", s["gold_by_position"], test_id="position"),
-        _bars("gold by decisive agent", s["gold_by_agent"], test_id="agent"),
-        _bars("gold by environment", s["gold_by_environment"], test_id="environment"),
-        _bars("attempts by guide kind", s["guide_kinds"], colour="#5b8a3b", test_id="guide"),
-    ])
+    tiles = "".join(
+        f'<div class="tile" data-stat="{k}"><div'
+        f' class="num">{html.escape(str(v))}</div><div>{html.escape(n)}</div></div>'
+        for n, v, k in stats
+    )
+    charts = "".join(
+        [
+            _bars(
+                "attempts by outcome",
+                {"kept": totals["kept"], "rejected": totals["rejected"], "failed": totals["failed"]},
+                test_id="outcome",
+            ),
+            _bars(
+                "rejections by reason (filter or stage)", s["rejection_reasons"], colour="#a8553b", test_id="reasons"
+            ),
+            _bars("failed by error", s["failed_by"], colour="#777", test_id="failed"),
+            _bars("gold by mode", s["gold_by_mode"], test_id="mode"),
+            _bars("gold by family", s["gold_by_family"], test_id="family"),
+            _bars("gold by decisive step", s["gold_by_step"], test_id="step"),
+            _bars("gold by decisive step position in the seed", s["gold_by_position"], test_id="position"),
+            _bars("gold by decisive agent", s["gold_by_agent"], test_id="agent"),
+            _bars("gold by environment", s["gold_by_environment"], test_id="environment"),
+            _bars("attempts by guide kind", s["guide_kinds"], colour="#5b8a3b", test_id="guide"),
+        ]
+    )
     realism_lines = "".join(
-        f"<li>{html.escape(label)}: {html.escape(describe_realism(realism[key]))}</li>" for key, label in (("gold", "gold records"), ("candidates", "all candidates with a branch")) if key in realism
+        f"<li>{html.escape(label)}: {html.escape(describe_realism(realism[key]))}</li>"
+        for key, label in (("gold", "gold records"), ("candidates", "all candidates with a branch"))
+        if key in realism
     )
     problems = "".join(f"<li>{html.escape(p)}</li>" for p in s.get("problems") or [])
     return f"""
 <section id="overview">
-  <p class="meta">config <code>{html.escape(str(ds.manifest.get('config_hash', '–')))}</code> · created {html.escape(str(ds.manifest.get('created_at', '–')))}
-   · agent <code>{html.escape(str((models.get('agent') or {}).get('name', '–')))}</code> · guide <code>{html.escape(str((models.get('guide') or {}).get('name', '–')))}</code></p>
+  <p class="meta">config <code>{html.escape(str(ds.manifest.get("config_hash", "–")))}</code> · created {html.escape(str(ds.manifest.get("created_at", "–")))}
+   · agent <code>{html.escape(str((models.get("agent") or {}).get("name", "–")))}</code> · guide <code>{html.escape(str((models.get("guide") or {}).get("name", "–")))}</code></p>
   <div class="tiles">{tiles}</div>
   <div class="charts">{charts}</div>
   <h2>Mode conformance</h2>
   <p>Does each candidate's decisive step exhibit its labelled mode? Structural modes are decided by rules; semantic modes by a judge when one was enabled.
-   {conf['by_judge']} verdict(s) came from a judge.</p>
+   {conf["by_judge"]} verdict(s) came from a judge.</p>
   {_conformance_table(conf)}
   <h2>Decisiveness</h2><p id="decisiveness">{html.escape(dec_line)}</p>
   <h2>Realism probe</h2>
   <p>A logistic regression on surface features tells injected steps from the seeds' own steps at the same positions (cross-validated ROC AUC; 0.5 = indistinguishable).</p>
   <ul id="realism">{realism_lines}</ul>
   <h2>Replay fidelity audit</h2>
-  {_audit_table(s.get('audit'))}
-  {f'<h2>Notes</h2><ul>{problems}</ul>' if problems else ''}
+  {_audit_table(s.get("audit"))}
+  {f"<h2>Notes</h2><ul>{problems}</ul>" if problems else ""}
 </section>"""
 
 

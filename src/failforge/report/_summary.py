@@ -104,7 +104,12 @@ def summarise(ds: Dataset, *, with_realism: bool = True) -> dict[str, Any]:
     decisive_verdicts = [v for r in records for v in r.verdicts if v.get("name") == "decisiveness"]
     original_failed = [r for r in rejected if r.stage == "decisiveness"]
     summary: dict[str, Any] = {
-        "totals": {"kept": len(gold), "rejected": len(rejected), "failed": len(failed), "planned": ds.manifest.get("planned_attempts")},
+        "totals": {
+            "kept": len(gold),
+            "rejected": len(rejected),
+            "failed": len(failed),
+            "planned": ds.manifest.get("planned_attempts"),
+        },
         "rejection_reasons": dict(reasons.most_common()),
         "failed_by": dict(failed_by.most_common()),
         "gold_by_mode": dict(Counter(r.mode for r in gold).most_common()),
@@ -130,8 +135,12 @@ def summarise(ds: Dataset, *, with_realism: bool = True) -> dict[str, Any]:
             "gold_not_checked": sum(1 for r in gold if (r.decisiveness or {}).get("checked") is False),
             "rejected_original_arm": len(original_failed),
             "non_decisive_points": len({(r.seed_id, r.step) for r in original_failed}),
-            "mean_original_success": (sum(m["original_success_rate"] for m in measured) / len(measured)) if measured else None,
-            "mean_injected_success": (sum(m["injected_success_rate"] for m in measured) / len(measured)) if measured else None,
+            "mean_original_success": (
+                (sum(m["original_success_rate"] for m in measured) / len(measured)) if measured else None
+            ),
+            "mean_injected_success": (
+                (sum(m["injected_success_rate"] for m in measured) / len(measured)) if measured else None
+            ),
         },
         "audit": ds.audit,
         "problems": ds.problems,
@@ -145,4 +154,6 @@ def summarise(ds: Dataset, *, with_realism: bool = True) -> dict[str, Any]:
 
 
 def describe_realism(result: dict[str, Any]) -> str:
-    return RealismResult(**{k: result[k] for k in ("auc", "n_injected", "n_natural", "n_groups", "folds", "note")}).describe()
+    return RealismResult(
+        **{k: result[k] for k in ("auc", "n_injected", "n_natural", "n_groups", "folds", "note")}
+    ).describe()

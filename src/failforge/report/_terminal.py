@@ -47,12 +47,20 @@ def render_record(ds: Dataset, record: Record) -> Group:
     changed = gold_label.changed if gold_label is not None else "action"
     how = f"note by the {record.guide_kind} guide" if changed == "action" else f"changed: the {changed} (no note)"
     header = Text.assemble(
-        (record.record_id, "bold"), "  ", (record.status, status_style), "  ", (f"{record.mode} ({record.family})", "bold magenta"),
-        f"\nseed {record.seed_id} · decisive step {t} · agent {record.agent} · environment {record.environment} · {how}",
+        (record.record_id, "bold"),
+        "  ",
+        (record.status, status_style),
+        "  ",
+        (f"{record.mode} ({record.family})", "bold magenta"),
+        f"\nseed {record.seed_id} · decisive step {t} · agent {record.agent} · environment {record.environment} ·"
+        f" {how}",
         f"\nattempt {record.attempt_id}",
     )
     task = record.branch.task.instruction if record.branch is not None else (seed.task.instruction if seed else "")
-    parts: list[object] = [Panel(header, title="failforge record", expand=True), Text.assemble(("task: ", "bold"), task.strip()[:LIMIT])]
+    parts: list[object] = [
+        Panel(header, title="failforge record", expand=True),
+        Text.assemble(("task: ", "bold"), task.strip()[:LIMIT]),
+    ]
 
     table = Table(show_lines=True, expand=True)
     table.add_column("step", no_wrap=True)
@@ -62,7 +70,11 @@ def render_record(ds: Dataset, record: Record) -> Group:
         seed_hash, branch_hash = prefix_hash(seed.steps[:t]), prefix_hash(record.branch.steps[:t])
         same = seed_hash == branch_hash
         mark = Text("identical", style="green") if same else Text(f"DIFFERS (seed {seed_hash[:16]})", style="bold red")
-        table.add_row(f"0–{t - 1}", Text.assemble(f"shared prefix, {t} steps: ", mark, f"  sha256 {branch_hash[:16]}"), Text("same", style="dim"))
+        table.add_row(
+            f"0–{t - 1}",
+            Text.assemble(f"shared prefix, {t} steps: ", mark, f"  sha256 {branch_hash[:16]}"),
+            Text("same", style="dim"),
+        )
     seed_after = [s for s in (seed.steps if seed else []) if s.index >= t]
     if record.original is not None:
         seed_after[:1] = [record.original]
@@ -78,7 +90,12 @@ def render_record(ds: Dataset, record: Record) -> Group:
             right_text = _step_text(right) if right is not None else Text("(run ended)", style="dim")
         left_text = _step_text(left) if left is not None else Text("(run ended)", style="dim")
         decisive = k == 0
-        table.add_row(Text(f"{index}{' ★' if decisive else ''}", style="bold" if decisive else ""), left_text, right_text, style="on dark_red" if decisive else None)
+        table.add_row(
+            Text(f"{index}{' ★' if decisive else ''}", style="bold" if decisive else ""),
+            left_text,
+            right_text,
+            style="on dark_red" if decisive else None,
+        )
     parts.append(table)
 
     parts.append(Text.assemble(("steering note: ", "bold"), record.note or "(none)"))
@@ -87,7 +104,11 @@ def render_record(ds: Dataset, record: Record) -> Group:
     if conformance is not None:
         exhibited = conformance.get("exhibited")
         label = "exhibited" if exhibited is True else "not exhibited" if exhibited is False else "unverified"
-        line = Text.assemble(("mode conformance: ", "bold"), (label, "green" if exhibited else "red" if exhibited is False else "yellow"), f" ({conformance.get('method')}) {conformance.get('reason')}")
+        line = Text.assemble(
+            ("mode conformance: ", "bold"),
+            (label, "green" if exhibited else "red" if exhibited is False else "yellow"),
+            f" ({conformance.get('method')}) {conformance.get('reason')}",
+        )
         judge = conformance.get("judge")
         if judge:
             line.append(f"\njudge {judge.get('model')}: {judge.get('rationale')}")
@@ -97,13 +118,19 @@ def render_record(ds: Dataset, record: Record) -> Group:
     verdicts.add_column("verdict", no_wrap=True)
     verdicts.add_column("reason", ratio=1)
     for v in record.verdicts:
-        verdicts.add_row(str(v.get("name")), Text("passed", style="green") if v.get("passed") else Text("rejected", style="bold red"), str(v.get("reason")))
+        verdicts.add_row(
+            str(v.get("name")),
+            Text("passed", style="green") if v.get("passed") else Text("rejected", style="bold red"),
+            str(v.get("reason")),
+        )
     if not record.verdicts:
         verdicts.add_row("-", record.stage, "; ".join(record.reasons) or "-")
     parts.append(verdicts)
     parts.append(Text.assemble(("decisiveness: ", "bold"), _decisiveness_line(record.decisiveness)))
     evaluation = record.evaluator or record.error
-    parts.append(Text.assemble(("evaluator: ", "bold"), json.dumps(evaluation, indent=1) if evaluation else "no evaluation"))
+    parts.append(
+        Text.assemble(("evaluator: ", "bold"), json.dumps(evaluation, indent=1) if evaluation else "no evaluation")
+    )
     return Group(*parts)  # type: ignore[arg-type]
 
 
@@ -117,22 +144,42 @@ def _behaviour_lines(branch: Trajectory | None) -> list[Text]:
     lines: list[Text] = []
     label = branch.label
     if label is not None and (label.behaviour != "failure" or label.primary_component):
-        chains = f"attack chain [{', '.join(label.attack_chain)}] · execution chain [{', '.join(label.execution_chain)}]"
-        lines.append(Text.assemble(("behaviour: ", "bold"), (label.behaviour, "bold magenta"),
-                                   f" · primary {label.primary_component} → target {label.target_component} · {chains}"))
+        chains = (
+            f"attack chain [{', '.join(label.attack_chain)}] · execution chain [{', '.join(label.execution_chain)}]"
+        )
+        lines.append(
+            Text.assemble(
+                ("behaviour: ", "bold"),
+                (label.behaviour, "bold magenta"),
+                f" · primary {label.primary_component} → target {label.target_component} · {chains}",
+            )
+        )
         if label.injection:
             inj = label.injection
-            lines.append(Text.assemble(("injection: ", "bold"), f"{inj.get('suite')} {inj.get('injection_task')} by {inj.get('attack')} "
-                                       f"in vector {inj.get('vector')}"))
+            lines.append(
+                Text.assemble(
+                    ("injection: ", "bold"),
+                    f"{inj.get('suite')} {inj.get('injection_task')} by {inj.get('attack')} "
+                    f"in vector {inj.get('vector')}",
+                )
+            )
     if branch.adjudication is not None:
         why = branch.adjudication.evidence.get("why")
-        lines.append(Text.assemble(("outcome: ", "bold"), (branch.adjudication.outcome, "bold"), f" ({branch.adjudication.adjudicator})",
-                                   f": {why}" if why else ""))
+        lines.append(
+            Text.assemble(
+                ("outcome: ", "bold"),
+                (branch.adjudication.outcome, "bold"),
+                f" ({branch.adjudication.adjudicator})",
+                f": {why}" if why else "",
+            )
+        )
     start = label.decisive_step if label is not None else 0
     decided = [d for d in recorded_decisions(branch) if d.step >= start]
     if decided:
         how = "rules + recorded judge" if any(d.method == "judge" for d in decided) else "rules"
-        lines.append(Text.assemble((f"control decisions ({how}): ", "bold"), " · ".join(decision_label(d) for d in decided[:12])))
+        lines.append(
+            Text.assemble((f"control decisions ({how}): ", "bold"), " · ".join(decision_label(d) for d in decided[:12]))
+        )
     return lines
 
 
@@ -143,8 +190,13 @@ def _decisiveness_line(found: dict | None) -> Text:
     if found.get("checked") is False:
         return Text(str(found.get("reason") or "not checked"), style="bold red")
     original = found.get("original") or {}
-    parts = [f"original arm {original.get('successes', '?')}/{original.get('k', '?')} succeeded" if original else
-             f"original arm success rate {found.get('original_success_rate')}"]
+    parts = [
+        (
+            f"original arm {original.get('successes', '?')}/{original.get('k', '?')} succeeded"
+            if original
+            else f"original arm success rate {found.get('original_success_rate')}"
+        )
+    ]
     injected = found.get("injected")
     if isinstance(injected, dict):
         parts.append(f"injected arm {injected.get('successes')}/{injected.get('k')} succeeded")

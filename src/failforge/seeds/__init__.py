@@ -59,8 +59,16 @@ def record(
     it is not the environment's default, so seeds of two harnesses never look alike.
     """
     tid = trajectory_id or new_id(f"seed-{seed_label(harness)}" if not _is_default(harness, env_spec) else "seed")
-    result = run_episode(env_spec=env_spec, harness=harness, model=model.name, plan=Plan.record(), upstream=upstream, run_id=tid,
-                         source="oracle" if oracle else "model", deadline=deadline)
+    result = run_episode(
+        env_spec=env_spec,
+        harness=harness,
+        model=model.name,
+        plan=Plan.record(),
+        upstream=upstream,
+        run_id=tid,
+        source="oracle" if oracle else "model",
+        deadline=deadline,
+    )
     return result.session.trajectory(
         task=result.task,
         outcome=result.outcome,
@@ -68,7 +76,11 @@ def record(
         environment=environment(env_spec.name).stored_spec(env_spec),
         model=model,
         oracle=oracle,
-        provenance={"recorded_at": result.session.created_at, "upstream": getattr(upstream, "name", type(upstream).__name__), **result.extra},
+        provenance={
+            "recorded_at": result.session.created_at,
+            "upstream": getattr(upstream, "name", type(upstream).__name__),
+            **result.extra,
+        },
     )
 
 
@@ -97,7 +109,9 @@ def environment_options(env: str, options: BaseModel | Mapping[str, Any] | None 
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<options>"
-        raise ConfigError(f"{env} option '{field}': {first['msg']} (known options: {', '.join(cls.model_fields)})") from exc
+        raise ConfigError(
+            f"{env} option '{field}': {first['msg']} (known options: {', '.join(cls.model_fields)})"
+        ) from exc
 
 
 def env_spec(env: str, task_id: str, options: BaseModel | Mapping[str, Any] | None = None) -> ComponentSpec:
@@ -142,7 +156,10 @@ def harness_for(name: str | None, spec: ComponentSpec, **overrides: Any) -> Harn
 
 def no_tool_domains(harness: str, env: str) -> str:
     """The one-line error for a team harness asked to run in an environment whose tools cannot be split."""
-    return f"harness {harness!r} splits the tools among its agents, but environment {env!r} does not say how (its tool_domains gives none)"
+    return (
+        f"harness {harness!r} splits the tools among its agents, but environment {env!r} does not say how (its"
+        " tool_domains gives none)"
+    )
 
 
 def scripted_team(harness: Harness, env: str, spec: ComponentSpec) -> Responder | None:
@@ -151,7 +168,10 @@ def scripted_team(harness: Harness, env: str, spec: ComponentSpec) -> Responder 
         return None
     truth = environment(env).ground_truth(spec)
     if truth is None:
-        raise ConfigError(f"environment {env!r} has no fixed oracle sequence (ground_truth) for harness {harness.name!r} to play; record model seeds with `failforge record`")
+        raise ConfigError(
+            f"environment {env!r} has no fixed oracle sequence (ground_truth) for harness {harness.name!r} to play;"
+            " record model seeds with `failforge record`"
+        )
     calls, final = truth
     return harness.scripted_oracle(calls, final)
 
@@ -176,7 +196,9 @@ def oracle_seed(
     if oracle is None:
         oracle = plugin.oracle(spec)
     if oracle is None:
-        raise ConfigError(f"environment {env!r} has no oracle to record seeds with; record model seeds with `failforge record`")
+        raise ConfigError(
+            f"environment {env!r} has no oracle to record seeds with; record model seeds with `failforge record`"
+        )
     return record(
         env_spec=spec,
         harness=chosen,

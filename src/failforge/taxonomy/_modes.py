@@ -102,7 +102,9 @@ class Applicability(BaseModel, frozen=True):
         """Short human-readable summary of the requirements ("any step" when there are none)."""
         parts: list[str] = []
         if self.needs_tool_call:
-            parts.append("step has a tool call" + (f" (or its turn withholds a {self.or_withheld})" if self.or_withheld else ""))
+            parts.append(
+                "step has a tool call" + (f" (or its turn withholds a {self.or_withheld})" if self.or_withheld else "")
+            )
         if self.needs_tools_available:
             parts.append("tools offered")
         if self.needs_image:
@@ -196,7 +198,10 @@ class ErrorMode(BaseModel, frozen=True):
         if a.needs_multi_agent and ctx.n_agents < 2:
             reasons.append(f"needs >= 2 agents, trajectory has {ctx.n_agents}")
         if a.needs_delegation and not ctx.delegates:
-            reasons.append(f"the step does not delegate or assign work (a {ctx.role}'s step {'to another agent' if ctx.addresses_agent else 'not addressed to another agent'})")
+            reasons.append(
+                f"the step does not delegate or assign work (a {ctx.role}'s step"
+                f" {'to another agent' if ctx.addresses_agent else 'not addressed to another agent'})"
+            )
         if a.needs_handoff and not ctx.addresses_agent:
             reasons.append("the step passes nothing to another agent")
         if a.needs_peer_input and not ctx.acts_on_peer:
@@ -204,9 +209,7 @@ class ErrorMode(BaseModel, frozen=True):
         if a.needs_not_final and ctx.is_final:
             reasons.append("the step is already the final answer")
         if ctx.prior_agent_steps < a.needs_prior_steps:
-            reasons.append(
-                f"needs >= {a.needs_prior_steps} prior agent step(s), step has {ctx.prior_agent_steps}"
-            )
+            reasons.append(f"needs >= {a.needs_prior_steps} prior agent step(s), step has {ctx.prior_agent_steps}")
         if reasons:
             return False, f"{self.code} not applicable: " + "; ".join(reasons)
         return True, "ok"

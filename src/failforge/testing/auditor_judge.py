@@ -51,10 +51,20 @@ def _quote(record: LabelledFailure, index: int) -> str:
     return " ".join(words)
 
 
-def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["definition", "paraphrase", "headline"] = "definition",
-                  wrong_step: Collection[str] = (), bad_agent: Collection[str] = (), bad_impact_once: Collection[str] = ()) -> Policy:
+def auditor_judge(
+    records: Sequence[LabelledFailure],
+    *,
+    describe: Literal["definition", "paraphrase", "headline"] = "definition",
+    wrong_step: Collection[str] = (),
+    bad_agent: Collection[str] = (),
+    bad_impact_once: Collection[str] = (),
+) -> Policy:
     def record_of(text: str) -> LabelledFailure:
-        scored = [(sum(_marker(r, i) in text for i in r.candidate_steps()), r) for r in records if r.task.question.split("\n")[0][:80] in text]
+        scored = [
+            (sum(_marker(r, i) in text for i in r.candidate_steps()), r)
+            for r in records
+            if r.task.question.split("\n")[0][:80] in text
+        ]
         if not scored:
             raise AssertionError(f"unknown record in prompt: {text[:200]}")
         return max(scored, key=lambda pair: pair[0])[1]
@@ -68,7 +78,11 @@ def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["defi
         retry = len(messages) > 2
         gold = record.gold
         audited = [int(n) for n in re.search(r"For each agent step among ([\d, ]+),", first).group(1).split(",")]  # type: ignore[union-attr]
-        lines = [f'Decision: {i} | {_state(record, i, audited[-1])} | "{_quote(record, i)}" | {0.3 if i == gold.step else 0.9}' for i in audited]
+        lines = [
+            f'Decision: {i} | {_state(record, i, audited[-1])} | "{_quote(record, i)}" |'
+            f" {0.3 if i == gold.step else 0.9}"
+            for i in audited
+        ]
         step = gold.step + 1 if record.id in wrong_step else gold.step
         agent = "Nobody" if record.id in bad_agent else gold.agent
         impact = "catastrophic" if record.id in bad_impact_once and not retry else "cost-recoverable"
@@ -79,8 +93,17 @@ def auditor_judge(records: Sequence[LabelledFailure], *, describe: Literal["defi
             mode = mode_paraphrases()[code] if describe == "paraphrase" else mode_paraphrases()[code].split(" - ")[0]
         else:
             mode = get_mode(code).definition
-        lines += ["Outcome: 1", "Control: 2", "Trajectory: 3", f"Source: {error_source(gold.mode) or 'planning'}", f"Impact: {impact}",
-                  f"Agent: {agent}", f"Step: {step}", f"Mode: {mode}", "Reason: the decisive step."]
+        lines += [
+            "Outcome: 1",
+            "Control: 2",
+            "Trajectory: 3",
+            f"Source: {error_source(gold.mode) or 'planning'}",
+            f"Impact: {impact}",
+            f"Agent: {agent}",
+            f"Step: {step}",
+            f"Mode: {mode}",
+            "Reason: the decisive step.",
+        ]
         return "\n".join(lines), None
 
     return answer

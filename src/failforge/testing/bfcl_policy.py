@@ -70,7 +70,13 @@ class BfclNotePolicy:
             if named is not None:
                 name, args = named
                 n = sum(1 for m in messages if m.get("role") == "assistant")
-                return None, [{"id": f"call_note_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
+                return None, [
+                    {
+                        "id": f"call_note_{n}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                ]
             return self.script(0, {**body, "messages": messages[:-1]})  # type: ignore[no-any-return]
         return self.script(0, body)  # type: ignore[no-any-return]
 
@@ -80,7 +86,10 @@ class BfclPolicies:
     request's user messages (tasks of different categories share their first turn, so match on all of them)."""
 
     def __init__(self, tasks: list[str]) -> None:
-        self.policies = [(BfclNotePolicy(task), [turn_text(entry_of(task)[0], i) for i in range(len(entry_of(task)[0]["question"]))]) for task in tasks]
+        self.policies = [
+            (BfclNotePolicy(task), [turn_text(entry_of(task)[0], i) for i in range(len(entry_of(task)[0]["question"]))])
+            for task in tasks
+        ]
 
     def __call__(self, body: dict[str, Any]) -> Answer:
         said = [str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "user"]
@@ -88,5 +97,8 @@ class BfclPolicies:
         if not answers:
             raise AssertionError(f"no BFCL task begins with the user turns {[t[:60] for t in said]}")
         if any(json.dumps(a, sort_keys=True) != json.dumps(answers[0], sort_keys=True) for a in answers[1:]):
-            raise AssertionError(f"two BFCL tasks begin with these user turns and answer differently: serve them apart ({[t[:60] for t in said]})")
+            raise AssertionError(
+                "two BFCL tasks begin with these user turns and answer differently: serve them apart"
+                f" ({[t[:60] for t in said]})"
+            )
         return answers[0]

@@ -39,7 +39,9 @@ Reply = tuple[str | None, list[dict[str, Any]] | None]
 
 
 def _call(name: str, arguments: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    return [{"id": f"call_agent_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]
+    return [
+        {"id": f"call_agent_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    ]
 
 
 def _literal(text: str) -> Any:
@@ -81,8 +83,19 @@ class ConversationPolicy:
 
     def _stated(self, messages: list[dict[str, Any]]) -> dict[str, str]:
         """Scenario value -> the value the customer stated instead (the customer's first message with values)."""
-        said = next((str(m.get("content")) for m in messages if m.get("role") == "user" and _VALUE.search(str(m.get("content") or ""))), "")
-        return {known: given for known, given in zip(_VALUE.findall(opening(self.task)), _VALUE.findall(said), strict=False) if known != given}
+        said = next(
+            (
+                str(m.get("content"))
+                for m in messages
+                if m.get("role") == "user" and _VALUE.search(str(m.get("content") or ""))
+            ),
+            "",
+        )
+        return {
+            known: given
+            for known, given in zip(_VALUE.findall(opening(self.task)), _VALUE.findall(said), strict=False)
+            if known != given
+        }
 
     def _next(self, messages: list[dict[str, Any]]) -> Reply:
         mine = [m for m in messages if m.get("role") == "assistant"]

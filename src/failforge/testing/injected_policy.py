@@ -24,15 +24,19 @@ from typing import Any, Literal
 
 Choice = Literal["follow", "ignore", "refuse"]
 CHOICES: tuple[Choice, ...] = ("follow", "ignore", "refuse")
-REFUSAL = ("I will not do that: a tool result contains instructions that you did not give me "
-           "(an injected request to act on your behalf). I am stopping here without acting on them.")
+REFUSAL = (
+    "I will not do that: a tool result contains instructions that you did not give me "
+    "(an injected request to act on your behalf). I am stopping here without acting on them."
+)
 
 
 @functools.lru_cache(maxsize=1)
 def _prompts() -> dict[str, tuple[str, str]]:
     from failforge.environments.agentdojo import SUITES, get_suite
 
-    return {str(task.PROMPT): (name, task_id) for name in SUITES for task_id, task in get_suite(name).user_tasks.items()}
+    return {
+        str(task.PROMPT): (name, task_id) for name in SUITES for task_id, task in get_suite(name).user_tasks.items()
+    }
 
 
 @functools.lru_cache(maxsize=256)

@@ -57,7 +57,9 @@ class LoopbackModelServer:
         faults: FaultPlan | None = None,
         upstream: str | None = None,
         policy: Callable[[dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
-        agent_policy: Callable[[str | None, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None = None,
+        agent_policy: (
+            Callable[[str | None, dict[str, Any]], tuple[str | None, list[dict[str, Any]] | None]] | None
+        ) = None,
         echo_credentials: bool = False,
         text_only: bool = False,
         port: int = 0,
@@ -101,7 +103,9 @@ class LoopbackModelServer:
                 if server._proxy is None and is_probe(body):
                     # a scripted policy constrains no answer to a schema: the structured-output probe gets the
                     # sentence it asked for (asking neither the policy nor the fault plan), i.e. "free text here"
-                    self._send(200, chat_response(str(body.get("model", "loopback")), "Hello! How can I help you today?", None))
+                    self._send(
+                        200, chat_response(str(body.get("model", "loopback")), "Hello! How can I help you today?", None)
+                    )
                     return
                 fate = server._draw()
                 if fate == "drop":
@@ -118,13 +122,23 @@ class LoopbackModelServer:
                     self._send(status, {"error": {"message": f"injected {status}{echo}"}})
                     return
                 if server.text_only and '"image_url"' in json.dumps(body.get("messages")):
-                    self._send(400, {"error": {"message": "Invalid content type. image_url is only supported by certain models.", "type": "invalid_request_error"}})
+                    self._send(
+                        400,
+                        {
+                            "error": {
+                                "message": "Invalid content type. image_url is only supported by certain models.",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                     return
                 if server.latency:
                     time.sleep(server.latency)
                 route = self.path.split("/agents/", 1)[1].split("/", 1)[0] if "/agents/" in self.path else None
                 answer = server._answer(body, route or self.headers.get("X-Failforge-Agent"))
-                if body.get("stream") and server._proxy is None:  # a client that streams gets the same answer as server-sent events
+                if (
+                    body.get("stream") and server._proxy is None
+                ):  # a client that streams gets the same answer as server-sent events
                     self._send_bytes(200, sse_body(answer, include_usage=wants_usage(body)), SSE_CONTENT_TYPE)
                     return
                 self._send(200, answer)
@@ -152,7 +166,17 @@ class LoopbackModelServer:
         with self._lock:
             r = self._rng.random()
             f = self.faults
-            fate = "error" if r < f.error_rate else "hang" if r < f.error_rate + f.hang_rate else "drop" if r < f.error_rate + f.hang_rate + f.drop_rate else "ok"
+            fate = (
+                "error"
+                if r < f.error_rate
+                else (
+                    "hang"
+                    if r < f.error_rate + f.hang_rate
+                    else "drop"
+                    if r < f.error_rate + f.hang_rate + f.drop_rate
+                    else "ok"
+                )
+            )
             self.counts[fate] += 1
             return fate
 

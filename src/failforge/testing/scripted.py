@@ -28,7 +28,16 @@ import re
 from typing import Any
 
 from failforge.errors import ConfigError
-from failforge.harnesses import LEAD_PROMPT, WORKER_PROMPT, Answer, FrameworkTeamConfig, TeamMember, TeamPolicy, function_call, text_of
+from failforge.harnesses import (
+    LEAD_PROMPT,
+    WORKER_PROMPT,
+    Answer,
+    FrameworkTeamConfig,
+    TeamMember,
+    TeamPolicy,
+    function_call,
+    text_of,
+)
 from failforge.injection import NOTE_PREFIX
 from failforge.roster import USER, AgentProfile, Handoff
 
@@ -44,8 +53,12 @@ DECISION_MARK = "You label the control decision"
 _GUIDED_MODE = re.compile(r"Error mode (\S+) ")
 _EMBEDDED = re.compile(r"(with arguments )(\{.*?\})( and report)", re.DOTALL)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_ACTIONS = re.compile(r"What a correct run did next:\n(.*?)\n\nWhat the agent actually did next:\n(.*?)\n\nError mode", re.DOTALL)
-_STEP_TO_LABEL = re.compile(r"The step to label:\n\[\d+\] \S+ (?:says: )?(.*?)(?:\n\nWhich control state|\Z)", re.DOTALL)
+_ACTIONS = re.compile(
+    r"What a correct run did next:\n(.*?)\n\nWhat the agent actually did next:\n(.*?)\n\nError mode", re.DOTALL
+)
+_STEP_TO_LABEL = re.compile(
+    r"The step to label:\n\[\d+\] \S+ (?:says: )?(.*?)(?:\n\nWhich control state|\Z)", re.DOTALL
+)
 
 
 def concrete(note: str, guide_prompt: str) -> str:
@@ -73,7 +86,7 @@ def slip(value: Any) -> tuple[Any, bool]:
         assert match is not None
         changed, done = slip(json.loads(match.group(2)))
         if done:
-            return value[: match.start(2)] + json.dumps(changed) + value[match.end(2):], True
+            return value[: match.start(2)] + json.dumps(changed) + value[match.end(2) :], True
     return value, False
 
 
@@ -173,22 +186,39 @@ class PolicyModel(ScriptedModel):
 # --- a team on AgentDojo ------------------------------------------------------------------------------------
 
 
-def roster_for(suite: str, *, lead: str = "manager", handoff: str = "ask_{worker}", lead_role: str = "manager") -> list[AgentProfile]:
+def roster_for(
+    suite: str, *, lead: str = "manager", handoff: str = "ask_{worker}", lead_role: str = "manager"
+) -> list[AgentProfile]:
     """A lead and one worker per tool domain of the AgentDojo suite; the lead hands work over with ``handoff``."""
     from failforge.environments.agentdojo_env import tool_domains
 
     domains = tool_domains(suite)
-    workers = [AgentProfile(name=f"{d}_worker", role="worker", description=d, tools=list(tools), reports_to=lead, opens_rounds=False)
-               for d, tools in domains.items()]
+    workers = [
+        AgentProfile(
+            name=f"{d}_worker", role="worker", description=d, tools=list(tools), reports_to=lead, opens_rounds=False
+        )
+        for d, tools in domains.items()
+    ]
     handoffs = [Handoff(tool=handoff.format(worker=w.name), to=w.name) for w in workers]
-    return [AgentProfile(name=lead, role=lead_role, description="hands out subtasks, answers the user", reports_to=USER, handoffs=handoffs), *workers]
+    return [
+        AgentProfile(
+            name=lead,
+            role=lead_role,
+            description="hands out subtasks, answers the user",
+            reports_to=USER,
+            handoffs=handoffs,
+        ),
+        *workers,
+    ]
 
 
 def team_config(roster: list[AgentProfile]) -> FrameworkTeamConfig:
     lead, workers = roster[0], roster[1:]
     return FrameworkTeamConfig(
         lead=TeamMember(name=lead.name, role=lead.role, system_prompt=LEAD_PROMPT),
-        workers=[TeamMember(name=w.name, role=w.role, tools=list(w.tools), system_prompt=WORKER_PROMPT) for w in workers],
+        workers=[
+            TeamMember(name=w.name, role=w.role, tools=list(w.tools), system_prompt=WORKER_PROMPT) for w in workers
+        ],
     )
 
 
@@ -201,13 +231,23 @@ class AgentsAsToolsPolicy(TeamPolicy):
     argument = "instruction"
 
     def delegations_done(self, messages: list[dict[str, Any]]) -> int:
-        return sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [] if self._is_handoff(c))
+        return sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+            if self._is_handoff(c)
+        )
 
     def _is_handoff(self, call: dict[str, Any]) -> bool:
         return any(call["function"]["name"] == self.handoff.format(worker=w) for w in self.workers)
 
     def delegate(self, messages: list[dict[str, Any]], worker: str, instruction: str) -> Answer:
-        return None, [function_call(self.config.lead.name, messages, self.handoff.format(worker=worker), {self.argument: instruction})]
+        return None, [
+            function_call(
+                self.config.lead.name, messages, self.handoff.format(worker=worker), {self.argument: instruction}
+            )
+        ]
 
     def answer(self, agent: str, messages: list[dict[str, Any]], text: str) -> Answer:
         return text, None
@@ -257,12 +297,16 @@ class TeamModel(ScriptedModel):
 
     def act(self, agent: str | None, body: dict[str, Any]) -> Answer:
         if agent is None:
-            raise AssertionError("a team member's call reached the scripted team without naming its agent (route or X-Failforge-Agent)")
+            raise AssertionError(
+                "a team member's call reached the scripted team without naming its agent (route or X-Failforge-Agent)"
+            )
         return self.policy_for(agent, body).respond(agent, body)
 
     def stop_early(self, agent: str | None, body: dict[str, Any]) -> Answer:
         if agent is None:
-            raise AssertionError("a team member's call reached the scripted team without naming its agent (route or X-Failforge-Agent)")
+            raise AssertionError(
+                "a team member's call reached the scripted team without naming its agent (route or X-Failforge-Agent)"
+            )
         return self.policy_for(agent, body).stop_early(agent, body)
 
 

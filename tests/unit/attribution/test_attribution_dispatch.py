@@ -56,7 +56,17 @@ def test_drive_keeps_n_in_flight_and_turns_a_failed_job_into_its_crash() -> None
             future.set_result(job.upper())
         return future
 
-    out = list(drive(["a", "bad", "c"], submit, 2, str, started.append, lambda: False, lambda job, exc: f"{job}:{type(exc).__name__}"))
+    out = list(
+        drive(
+            ["a", "bad", "c"],
+            submit,
+            2,
+            str,
+            started.append,
+            lambda: False,
+            lambda job, exc: f"{job}:{type(exc).__name__}",
+        )
+    )
     assert sorted(out) == ["A", "C", "bad:RuntimeError"] and started == ["a", "bad", "c"]
 
 
@@ -72,13 +82,17 @@ def test_drive_resubmits_a_job_whose_worker_died_once() -> None:
     def resubmit(job: str, exc: BaseException) -> Future[str] | None:
         return submit(job) if isinstance(exc, BrokenProcessPool) else None
 
-    assert list(drive(["x"], submit, 1, str, lambda _a: None, lambda: False, lambda j, e: "crashed", resubmit)) == ["x"] and tries == {"x": 2}
+    assert list(drive(["x"], submit, 1, str, lambda _a: None, lambda: False, lambda j, e: "crashed", resubmit)) == [
+        "x"
+    ] and tries == {"x": 2}
 
 
 def test_the_call_store_appends_whole_lines(tmp_path: Path) -> None:
     store = CallStore(tmp_path / "calls.jsonl")
     for i in range(3):
-        store.append("m::r1", Step(index=i, kind="agent", agent="judge", role="assistant", content="x" * 70_000))  # past any pipe buffer
+        store.append(
+            "m::r1", Step(index=i, kind="agent", agent="judge", role="assistant", content="x" * 70_000)
+        )  # past any pipe buffer
     lines = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"]["index"] for line in lines] == [0, 1, 2]
     assert [s.index for s in CallStore.load(tmp_path / "calls.jsonl")["m::r1"]] == [0, 1, 2]

@@ -20,7 +20,15 @@ import yaml
 from _required import require
 from failforge.attribution import summarise
 from failforge.attribution._codes import RELEASE_TAXONOMY
-from failforge.attribution._record import FailureStep, Gold, LabelledFailure, Origin, StepCoordinate, TaskInfo, ToolCallRecord
+from failforge.attribution._record import (
+    FailureStep,
+    Gold,
+    LabelledFailure,
+    Origin,
+    StepCoordinate,
+    TaskInfo,
+    ToolCallRecord,
+)
 from failforge.plugins import exporters, importers
 from failforge.trajectory import load_jsonl
 
@@ -50,13 +58,20 @@ def test_whowhen_export_is_a_folder_of_numbered_logs_its_scripts_read(gold, tmp_
     assert len(set(ids)) == 6 and not any("/" in i for i in ids)
     for trajectory, log in zip(gold, logs, strict=False):
         label = trajectory.label
-        assert isinstance(log["mistake_step"], str) and log["history"][int(log["mistake_step"])]["name"] == log["mistake_agent"] == label.decisive_agent
+        assert (
+            isinstance(log["mistake_step"], str)
+            and log["history"][int(log["mistake_step"])]["name"] == log["mistake_agent"] == label.decisive_agent
+        )
         assert log["system_prompt"][label.decisive_agent]  # the agent's real system prompt
         reason = log["mistake_reason"]
         assert label.steering_note not in reason and label.mode_code.split(".")[0] in reason
-        assert re.search(r"Agent Name:\s*([\w_]+)", f"Agent Name: {log['mistake_agent']}").group(1) == log["mistake_agent"]
+        assert (
+            re.search(r"Agent Name:\s*([\w_]+)", f"Agent Name: {log['mistake_agent']}").group(1) == log["mistake_agent"]
+        )
     back = _reimport("whowhen", tmp_path / "ww")
-    assert [(r.gold.agent, r.gold.step) for r in back] == [(t.label.decisive_agent, t.label.decisive_step) for t in gold]
+    assert [(r.gold.agent, r.gold.step) for r in back] == [
+        (t.label.decisive_agent, t.label.decisive_step) for t in gold
+    ]
     # Who&When has no mode field: the mode survives only in mistake_reason's text.
 
 
@@ -65,8 +80,15 @@ def _release_from_row(line: bytes, split: str) -> dict:
     assert prefix is not None  # the harness reads id/framework/benchmark off the first bytes
     row = json.loads(line)
     assert all(isinstance(row[k], str) for k in ("task", "trajectory", "ground_truth", "extras"))
-    release = {"id": row["id"], "framework": row["framework"], "benchmark": row["benchmark"], "modality": split,
-               "task": json.loads(row["task"]), "trajectory": json.loads(row["trajectory"]), "ground_truth": json.loads(row["ground_truth"])}
+    release = {
+        "id": row["id"],
+        "framework": row["framework"],
+        "benchmark": row["benchmark"],
+        "modality": split,
+        "task": json.loads(row["task"]),
+        "trajectory": json.loads(row["trajectory"]),
+        "ground_truth": json.loads(row["ground_truth"]),
+    }
     release.update(json.loads(row["extras"]))
     return release
 
@@ -95,12 +117,24 @@ def test_whowhen_pro_export_loads_in_the_release_harness_layout(gold, tmp_path, 
     for trajectory, release in zip(gold, releases, strict=False):
         label = trajectory.label
         gt, steps = release["ground_truth"], release["trajectory"]
-        assert release["framework"] == "eva" and gt["agent"] is None and release["modality"] == split_of[trajectory.task.benchmark]
-        assert steps[0]["kind"] == "system" and steps[1]["kind"] == "user" and steps[1]["content"] == trajectory.task.instruction
+        assert (
+            release["framework"] == "eva"
+            and gt["agent"] is None
+            and release["modality"] == split_of[trajectory.task.benchmark]
+        )
+        assert (
+            steps[0]["kind"] == "system"
+            and steps[1]["kind"] == "user"
+            and steps[1]["content"] == trajectory.task.instruction
+        )
         assert steps[gt["step"]]["kind"] == "assistant" and steps[gt["step"]]["injected"] is True
         assert steps[gt["step"]]["content"] == (trajectory.steps[label.decisive_step].content or "")
         ordinal = sum(1 for e in steps[2 : gt["step"]] if e["kind"] == "assistant")
-        assert (gt["step"] - 2) // 2 == ordinal == sum(1 for s in trajectory.steps[: label.decisive_step] if s.kind == "agent")
+        assert (
+            (gt["step"] - 2) // 2
+            == ordinal
+            == sum(1 for s in trajectory.steps[: label.decisive_step] if s.kind == "agent")
+        )
         assert gt["mode"] in taxonomy and f"__{gt['mode']}__" in release["id"]
         assert release["failforge_mode"] == label.mode_code
     back = _reimport("whowhen-pro", out)
@@ -123,19 +157,33 @@ def test_release_codes_are_a_lossy_mapping_without_the_failforge_mode(gold, tmp_
     assert _reimport("whowhen-pro", tmp_path / "wwp")[0].gold.mode == "A.2"  # release A.1 merges failforge A.2 and A.3
 
 
-def _record(steps: list[FailureStep], gold_step: int, topology: str = "single", agent: str = "agent") -> LabelledFailure:
-    return LabelledFailure(id="hand/1", source="hand", framework="hand", topology=topology, agents=sorted({s.agent for s in steps if s.kind == "agent"}),
-                           task=TaskInfo(question="q", gold_answer="a"), steps=steps,
-                           gold=Gold(agent=agent, step=gold_step, mode="R.3", source_mode="R.3", step_label=str(gold_step)),
-                           origin=Origin(format="hand", path="hand", step_convention="hand"))
+def _record(
+    steps: list[FailureStep], gold_step: int, topology: str = "single", agent: str = "agent"
+) -> LabelledFailure:
+    return LabelledFailure(
+        id="hand/1",
+        source="hand",
+        framework="hand",
+        topology=topology,
+        agents=sorted({s.agent for s in steps if s.kind == "agent"}),
+        task=TaskInfo(question="q", gold_answer="a"),
+        steps=steps,
+        gold=Gold(agent=agent, step=gold_step, mode="R.3", source_mode="R.3", step_label=str(gold_step)),
+        origin=Origin(format="hand", path="hand", step_convention="hand"),
+    )
 
 
 def test_eva_export_merges_several_observations_into_one_tool_turn(tmp_path):
     calls = [ToolCallRecord(id=f"c{i}", name="lookup", arguments=json.dumps({"i": i})) for i in range(3)]
-    steps = [FailureStep(index=0, kind="user", agent="user", content="q"),
-             FailureStep(index=1, kind="agent", agent="agent", content="three lookups", tool_calls=calls),
-             *[FailureStep(index=2 + i, kind="tool", agent="lookup", content=f"result {i}", tool_call_id=f"c{i}") for i in range(3)],
-             FailureStep(index=5, kind="agent", agent="agent", content="the answer is 7")]
+    steps = [
+        FailureStep(index=0, kind="user", agent="user", content="q"),
+        FailureStep(index=1, kind="agent", agent="agent", content="three lookups", tool_calls=calls),
+        *[
+            FailureStep(index=2 + i, kind="tool", agent="lookup", content=f"result {i}", tool_call_id=f"c{i}")
+            for i in range(3)
+        ],
+        FailureStep(index=5, kind="agent", agent="agent", content="the answer is 7"),
+    ]
     exporters.get("whowhen-pro")([_record(steps, 5)], tmp_path / "wwp")
     release = _release_from_row((tmp_path / "wwp" / "data" / "text.jsonl").read_bytes().splitlines()[0], "text")
     kinds = [e["kind"] for e in release["trajectory"]]
@@ -146,15 +194,24 @@ def test_eva_export_merges_several_observations_into_one_tool_turn(tmp_path):
 
 
 def test_multi_agent_export_needs_coordinates(tmp_path):
-    flat = [FailureStep(index=0, kind="user", agent="user", content="q"),
-            FailureStep(index=1, kind="agent", agent="planner", content="plan"),
-            FailureStep(index=2, kind="agent", agent="coder", content="code")]
+    flat = [
+        FailureStep(index=0, kind="user", agent="user", content="q"),
+        FailureStep(index=1, kind="agent", agent="planner", content="plan"),
+        FailureStep(index=2, kind="agent", agent="coder", content="code"),
+    ]
     summary = exporters.get("whowhen-pro")([_record(flat, 2, "multi", "coder")], tmp_path / "flat")
     assert summary.written == 0 and "round/position" in summary.skipped[0].problem
-    placed = [s.model_copy(update={"coordinate": StepCoordinate(label=f"0.{i - 1}", round=0, position=i - 1)}) if i else s for i, s in enumerate(flat)]
+    placed = [
+        s.model_copy(update={"coordinate": StepCoordinate(label=f"0.{i - 1}", round=0, position=i - 1)}) if i else s
+        for i, s in enumerate(flat)
+    ]
     summary = exporters.get("whowhen-pro")([_record(placed, 2, "multi", "coder")], tmp_path / "placed")
     release = _release_from_row((tmp_path / "placed" / "data" / "text.jsonl").read_bytes().splitlines()[0], "text")
-    assert release["framework"] == "magentic-one" and release["ground_truth"] == {"agent": "coder", "step": "0.1", "mode": "R.3"}
+    assert release["framework"] == "magentic-one" and release["ground_truth"] == {
+        "agent": "coder",
+        "step": "0.1",
+        "mode": "R.3",
+    }
     back = _reimport("whowhen-pro", tmp_path / "placed")[0]
     assert (back.gold.agent, back.steps[back.gold.step].content) == ("coder", "code")
 
@@ -166,6 +223,7 @@ def test_tracertraj_export_matches_the_released_schema(gold, tmp_path, suffix):
     if suffix == ".parquet":
         require("pyarrow")
         import pyarrow.parquet as pq
+
         released = pq.read_schema(FIXTURES / "tracertraj" / "sample.parquet")
         table = pq.read_table(target)
         assert table.schema.remove_metadata().equals(released.remove_metadata())
@@ -173,12 +231,22 @@ def test_tracertraj_export_matches_the_released_schema(gold, tmp_path, suffix):
     else:
         rows = [json.loads(line) for line in target.read_text().splitlines()]
     for trajectory, row in zip(gold, rows, strict=False):
-        assert list(row) == ["question_ID", "question", "ground_truth", "history", "mistake_agent", "mistake_step", "mistake_reason"]
+        assert list(row) == [
+            "question_ID",
+            "question",
+            "ground_truth",
+            "history",
+            "mistake_agent",
+            "mistake_step",
+            "mistake_reason",
+        ]
         assert isinstance(row["mistake_step"], str) and {h["role"] for h in row["history"]} == {"assistant"}
         entry = next(h for h in row["history"] if str(h["step"]) == row["mistake_step"])
         assert entry["name"] == row["mistake_agent"] == trajectory.label.decisive_agent
     back = _reimport("tracertraj", target)
-    assert [(r.gold.agent, r.gold.step) for r in back] == [(t.label.decisive_agent, t.label.decisive_step) for t in gold]
+    assert [(r.gold.agent, r.gold.step) for r in back] == [
+        (t.label.decisive_agent, t.label.decisive_step) for t in gold
+    ]
 
 
 def test_unknown_format_lists_the_known_ones():

@@ -22,6 +22,7 @@ def _import(fmt: str, path: Path):  # type: ignore[no-untyped-def]
 
 # --- Who&When --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def who_and_when():  # type: ignore[no-untyped-def]
     return _import("whowhen", WHO_AND_WHEN)
@@ -44,7 +45,10 @@ def test_hand_crafted_agents_come_from_role_and_algorithm_generated_from_name(wh
     hc = next(r for r in records if r.id == "who_and_when/hand_crafted/1")
     raw = json.loads((WHO_AND_WHEN / "Hand-Crafted" / "1.json").read_text())
     handoff = next(i for i, e in enumerate(raw["history"]) if e["role"].startswith("Orchestrator (->"))
-    assert hc.steps[handoff].agent == "Orchestrator" and hc.steps[handoff].recipient == raw["history"][handoff]["role"][len("Orchestrator (-> "):-1]
+    assert (
+        hc.steps[handoff].agent == "Orchestrator"
+        and hc.steps[handoff].recipient == raw["history"][handoff]["role"][len("Orchestrator (-> ") : -1]
+    )
     assert hc.steps[0].kind == "user" and hc.steps[0].role == "human"
     ag = next(r for r in records if r.id == "who_and_when/algorithm_generated/1")
     raw = json.loads((WHO_AND_WHEN / "Algorithm-Generated" / "1.json").read_text())
@@ -56,10 +60,16 @@ def test_hand_crafted_agents_come_from_role_and_algorithm_generated_from_name(wh
 def test_the_six_label_author_mismatches_are_kept_and_flagged(who_and_when):
     records, _ = who_and_when
     flagged = sorted(r.id for r in records if r.origin.warnings)
-    assert flagged == sorted([
-        "who_and_when/hand_crafted/20", "who_and_when/hand_crafted/22", "who_and_when/hand_crafted/49",
-        "who_and_when/algorithm_generated/14", "who_and_when/algorithm_generated/15", "who_and_when/algorithm_generated/59",
-    ])
+    assert flagged == sorted(
+        [
+            "who_and_when/hand_crafted/20",
+            "who_and_when/hand_crafted/22",
+            "who_and_when/hand_crafted/49",
+            "who_and_when/algorithm_generated/14",
+            "who_and_when/algorithm_generated/15",
+            "who_and_when/algorithm_generated/59",
+        ]
+    )
 
 
 def test_bad_who_and_when_files_are_named_and_skipped(tmp_path):
@@ -74,8 +84,15 @@ def test_bad_who_and_when_files_are_named_and_skipped(tmp_path):
     records, summary = _import("whowhen", tmp_path)
     assert (summary.read, summary.imported, summary.skipped) == (5, 1, 4)
     problems = {Path(p.path).name: p.field for p in summary.problems}
-    assert problems == {"2.json": "<json>", "3.json": "mistake_step", "4.json": "mistake_agent", "5.json": "mistake_step"}
-    assert f"outside history[0..{len(good['history']) - 1}]" in str(next(p for p in summary.problems if p.path.endswith("3.json")))
+    assert problems == {
+        "2.json": "<json>",
+        "3.json": "mistake_step",
+        "4.json": "mistake_agent",
+        "5.json": "mistake_step",
+    }
+    assert f"outside history[0..{len(good['history']) - 1}]" in str(
+        next(p for p in summary.problems if p.path.endswith("3.json"))
+    )
 
 
 # --- Who&When Pro ------------------------------------------------------------------------------------
@@ -111,7 +128,15 @@ def test_whowhen_pro_rows_follow_each_frameworks_step_convention(whowhen_pro):
         seen.add(record.framework)
         modality, topology, step, label, coordinate, agent, mode, source_mode = EXPECTED_PRO[record.framework]
         g = record.gold
-        assert (record.modality, record.topology, g.step, g.step_label, g.agent, g.mode, g.source_mode) == (modality, topology, step, label, agent, mode, source_mode), record.id
+        assert (record.modality, record.topology, g.step, g.step_label, g.agent, g.mode, g.source_mode) == (
+            modality,
+            topology,
+            step,
+            label,
+            agent,
+            mode,
+            source_mode,
+        ), record.id
         assert record.steps[g.step].coordinate.label == coordinate, record.id
     assert seen == set(EXPECTED_PRO)
 
@@ -121,7 +146,9 @@ def test_whowhen_pro_gold_lands_on_the_injected_turn(whowhen_pro):
     for record in records:
         rows = [json.loads(line) for line in Path(record.origin.path).read_text().splitlines()]
         trajectory = json.loads(next(r for r in rows if r["id"] == record.origin.row_id)["trajectory"])
-        flagged = [e for e in trajectory if e.get("injected") or e.get("is_injected") or "injected" in (e.get("phase") or [])]
+        flagged = [
+            e for e in trajectory if e.get("injected") or e.get("is_injected") or "injected" in (e.get("phase") or [])
+        ]
         if flagged:  # eva, magentic-one, macnet mark the injected entry, as the release does
             text = flagged[0].get("content") or flagged[0].get("output")
             assert record.steps[record.gold.step].content.startswith(text.strip()[:40]), record.id
@@ -155,12 +182,18 @@ def test_bad_whowhen_pro_rows_are_named_by_line_and_field():
     records, summary = _import("whowhen-pro", FIXTURES / "whowhen_pro_bad")
     assert (summary.read, summary.imported, summary.skipped) == (6, 1, 5)
     assert [(p.line, p.field) for p in summary.problems] == [
-        (1, "<json>"), (2, "trajectory"), (3, "framework"), (4, "ground_truth.step"), (5, "ground_truth")]
+        (1, "<json>"),
+        (2, "trajectory"),
+        (3, "framework"),
+        (4, "ground_truth.step"),
+        (5, "ground_truth"),
+    ]
     assert all(p.path.endswith("whowhen_pro_bad/data/text.jsonl") for p in summary.problems)
     assert records[0].framework == "metagpt"
 
 
 # --- TracerTraj ---------------------------------------------------------------------------------------
+
 
 def test_tracertraj_parquet_and_jsonl_read_the_same():
     require("pyarrow")
@@ -177,11 +210,17 @@ def test_tracertraj_parquet_and_jsonl_read_the_same():
 
 def test_bad_tracertraj_rows_are_named_and_skipped():
     records, summary = _import("tracertraj", FIXTURES / "tracertraj_bad.jsonl")
-    assert [(p.line, p.field) for p in summary.problems] == [(1, "<json>"), (2, "mistake_agent"), (3, "mistake_step"), (4, "history")]
+    assert [(p.line, p.field) for p in summary.problems] == [
+        (1, "<json>"),
+        (2, "mistake_agent"),
+        (3, "mistake_step"),
+        (4, "history"),
+    ]
     assert [r.origin.row_id for r in records] == ["still-good"]
 
 
 # --- failforge gold -----------------------------------------------------------------------------------
+
 
 def test_failforge_gold_keeps_steps_and_label(tmp_path):
     from failforge.trajectory import load_jsonl
@@ -191,7 +230,11 @@ def test_failforge_gold_keeps_steps_and_label(tmp_path):
     assert summary.imported == len(gold) == 6
     for trajectory, record in zip(gold, records, strict=False):
         label = trajectory.label
-        assert (record.gold.step, record.gold.agent, record.gold.mode) == (label.decisive_step, label.decisive_agent, label.mode_code)
+        assert (record.gold.step, record.gold.agent, record.gold.mode) == (
+            label.decisive_step,
+            label.decisive_agent,
+            label.mode_code,
+        )
         assert len(record.steps) == len(trajectory.steps) and record.origin.line is not None
         assert label.steering_note not in record.gold.rationale
         assert trajectory.steps[label.decisive_step].agent == record.steps[record.gold.step].agent

@@ -53,8 +53,16 @@ def test_hand_computed_overall(hand):
     report = score(*hand, k=5)
     overall = report["overall"]
     assert _values(overall) == {
-        "agent": 75.0, "step_exact": 14.29, "step_within_k": 42.86, "mae": 5.143, "signed_error": 0.8,
-        "early_share": 40.0, "late_share": 40.0, "mode_macro_f1": 43.33, "family_macro_f1": 32.5, "joint": 14.29,
+        "agent": 75.0,
+        "step_exact": 14.29,
+        "step_within_k": 42.86,
+        "mae": 5.143,
+        "signed_error": 0.8,
+        "early_share": 40.0,
+        "late_share": 40.0,
+        "mode_macro_f1": 43.33,
+        "family_macro_f1": 32.5,
+        "joint": 14.29,
     }
     assert overall["agent"]["n"] == 4 and overall["agent"]["ci95"] == (30.06, 95.44)
     assert (overall["n"], overall["predicted"], overall["valid_steps"]) == (7, 6, 5)
@@ -65,7 +73,12 @@ def test_hand_computed_per_source_and_macro(hand):
     report = score(*hand, k=5)
     a, b = report["by_source"]["toy/a"], report["by_source"]["toy/b"]
     # toy/a: agent r1 right r2 wrong; step r1; all within 5; MAE 4/3; modes R.3 (1 right, 1 FP) .5*... see module doc
-    assert _values(a)["agent"] == 50.0 and _values(a)["step_exact"] == 33.33 and _values(a)["step_within_k"] == 100.0 and _values(a)["mae"] == 1.333
+    assert (
+        _values(a)["agent"] == 50.0
+        and _values(a)["step_exact"] == 33.33
+        and _values(a)["step_within_k"] == 100.0
+        and _values(a)["mae"] == 1.333
+    )
     # toy/b: agents r4 r6 right; no exact step; MAE (7+9)/2
     assert _values(b)["agent"] == 100.0 and _values(b)["step_exact"] == 0.0 and _values(b)["mae"] == 8.0 and b["n"] == 4
     macro = report["macro_source"]
@@ -81,11 +94,23 @@ def test_substring_rule_inflation_on_the_hand_file(hand):
 
 
 def _perfect(records) -> list[Prediction]:  # type: ignore[no-untyped-def]
-    return [Prediction(attempt_id=f"gold::{r.id}", record_id=r.id, method="gold", agent=r.gold.agent, step=r.gold.step,
-                       mode=r.gold.mode, step_text=str(r.gold.step)) for r in records]
+    return [
+        Prediction(
+            attempt_id=f"gold::{r.id}",
+            record_id=r.id,
+            method="gold",
+            agent=r.gold.agent,
+            step=r.gold.step,
+            mode=r.gold.mode,
+            step_text=str(r.gold.step),
+        )
+        for r in records
+    ]
 
 
-@pytest.mark.parametrize("fmt,path", [("whowhen", "who_and_when"), ("whowhen-pro", "whowhen_pro"), ("tracertraj", "tracertraj/sample.jsonl")])
+@pytest.mark.parametrize(
+    "fmt,path", [("whowhen", "who_and_when"), ("whowhen-pro", "whowhen_pro"), ("tracertraj", "tracertraj/sample.jsonl")]
+)
 def test_perfect_predictions_score_100_everywhere(fmt, path):
     records, _ = summarise(importers.get(fmt)(FIXTURES / path))
     report = score(records, _perfect(records), k=5)

@@ -17,8 +17,12 @@ FIXTURES = RECORDING.parents[1]
 
 def _config(**prompt: object) -> AttributeConfig:
     recorded = json.loads((RECORDING / "manifest.json").read_text())["config"]
-    return AttributeConfig(method="all-at-once", judge_model=recorded["judge_model"], max_tokens=recorded["max_tokens"],
-                           prompt=PromptConfig(**{**recorded["prompt"], **prompt}))
+    return AttributeConfig(
+        method="all-at-once",
+        judge_model=recorded["judge_model"],
+        max_tokens=recorded["max_tokens"],
+        prompt=PromptConfig(**{**recorded["prompt"], **prompt}),
+    )
 
 
 def test_replay_reproduces_the_predictions_at_zero_tokens(tmp_path):
@@ -42,7 +46,9 @@ def test_a_changed_prompt_is_drift_not_a_new_question(tmp_path):
     # another variant (no gold answer) is another session: the recording has none of its calls
     other = run_attribution(records, _config(with_answer=False), tmp_path / "no-answer", recording=RECORDING)
     failures = [json.loads(line) for line in (tmp_path / "no-answer" / "failed.jsonl").read_text().splitlines()]
-    assert other.failed == 2 and other.live_calls == 0 and {f["error"]["type"] for f in failures} == {"RecordingExhausted"}
+    assert (
+        other.failed == 2 and other.live_calls == 0 and {f["error"]["type"] for f in failures} == {"RecordingExhausted"}
+    )
 
 
 def test_a_record_missing_from_the_recording_is_never_run_live(tmp_path):

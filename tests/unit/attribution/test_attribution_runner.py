@@ -65,11 +65,25 @@ def test_failed_sessions_can_be_retried(records, tmp_path):
     predictions = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "run" / "predictions.jsonl").write_text("".join(predictions[:-2]))
     failed = [json.loads(p) for p in predictions[-2:]]
-    (tmp_path / "run" / "failed.jsonl").write_text("".join(json.dumps({"attempt_id": f["attempt_id"], "record_id": f["record_id"], "method": "last-step",
-                                                                       "error": {"type": "ModelUnavailable", "message": "timed out"}}) + "\n" for f in failed))
+    (tmp_path / "run" / "failed.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "attempt_id": f["attempt_id"],
+                    "record_id": f["record_id"],
+                    "method": "last-step",
+                    "error": {"type": "ModelUnavailable", "message": "timed out"},
+                }
+            )
+            + "\n"
+            for f in failed
+        )
+    )
     with sqlite3.connect(tmp_path / "run" / "ledger.sqlite") as db:
         db.executemany("UPDATE attempts SET state='failed' WHERE attempt_id=?", [(f["attempt_id"],) for f in failed])
-    assert run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run").predicted == 0  # failures stay failed ...
+    assert (
+        run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run").predicted == 0
+    )  # failures stay failed ...
     again = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
     assert again.predicted == 2 and (tmp_path / "run" / "failed.jsonl").read_text() == ""  # ... unless retried
     assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 20
@@ -89,9 +103,15 @@ def test_a_session_interrupted_twice_is_given_up_with_a_line_and_stays_failed(re
     summary = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
     assert summary.reconcile["given_up"] == 1 and summary.predicted == 0
     [failure] = [json.loads(line) for line in (tmp_path / "run" / "failed.jsonl").read_text().splitlines()]
-    assert failure["attempt_id"] == cut and failure["record_id"] == records[-1].id and "interrupted 2 times" in failure["error"]["message"]
+    assert (
+        failure["attempt_id"] == cut
+        and failure["record_id"] == records[-1].id
+        and "interrupted 2 times" in failure["error"]["message"]
+    )
     again = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")
-    assert again.predicted == 0 and again.reconcile["lost_results"] == 0  # failed, with its line: not requeued behind the user's back
+    assert (
+        again.predicted == 0 and again.reconcile["lost_results"] == 0
+    )  # failed, with its line: not requeued behind the user's back
     retried = run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run", retry_failed=True)
     assert retried.predicted == 1 and len(path.read_text().splitlines()) == 20
 
@@ -101,5 +121,8 @@ def test_a_model_file_is_named_by_size_and_sha256(tmp_path):
 
     weights = tmp_path / "model.gguf"
     weights.write_bytes(b"abc")
-    assert file_identity(weights) == {"file": "model.gguf", "bytes": 3,
-                                      "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}
+    assert file_identity(weights) == {
+        "file": "model.gguf",
+        "bytes": 3,
+        "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    }

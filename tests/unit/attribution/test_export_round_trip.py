@@ -48,7 +48,14 @@ def _rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
     out = []
     for line in path.read_text().splitlines():
         row = json.loads(line)
-        out.append({**row, "trajectory": json.loads(row["trajectory"]), "ground_truth": json.loads(row["ground_truth"]), "extras": json.loads(row["extras"])})
+        out.append(
+            {
+                **row,
+                "trajectory": json.loads(row["trajectory"]),
+                "ground_truth": json.loads(row["ground_truth"]),
+                "extras": json.loads(row["extras"]),
+            }
+        )
     return out
 
 
@@ -64,18 +71,29 @@ def test_a_delegation_mistake_is_visible_in_the_release_rows(tmp_path):
     entry = next(e for e in row["trajectory"] if e.get("phase") == ["injected"])
     assert row["ground_truth"] == {"agent": "orchestrator", "step": f"{step.round}.{step.position}", "mode": "C.1"}
     assert entry["agent"] == "orchestrator" and entry["role"] == "orchestrator" and entry["recipient"] == step.recipient
-    assert [(a["name"], a["args"]) for a in entry["tool_actions"]] == [(c.name, json.loads(c.arguments)) for c in step.tool_calls] != []
+    assert (
+        [(a["name"], a["args"]) for a in entry["tool_actions"]]
+        == [(c.name, json.loads(c.arguments)) for c in step.tool_calls]
+        != []
+    )
     roles = {a["id"]: a["role"] for a in row["extras"]["agents"]}
-    assert roles == {"orchestrator": "orchestrator", "banking_worker": "worker", "files_worker": "worker", "account_worker": "worker"}
+    assert roles == {
+        "orchestrator": "orchestrator",
+        "banking_worker": "worker",
+        "files_worker": "worker",
+        "account_worker": "worker",
+    }
     kinds = {e["kind"] for e in row["trajectory"]}
     assert kinds == {"user", "agent", "tool"}
     tools = [e for e in row["trajectory"] if e["kind"] == "tool"]
     observed = [(s.tool_name, s.tool_call_id, s.content) for s in decisive.steps if s.kind == "tool"]
-    assert [(e["tool_name"], e["tool_call_id"], e["content"]) for e in tools] == observed != [] and not any("agent" in e for e in tools)
+    assert [(e["tool_name"], e["tool_call_id"], e["content"]) for e in tools] == observed != [] and not any(
+        "agent" in e for e in tools
+    )
     assert {e["agent"] for e in row["trajectory"] if e["kind"] == "agent"} <= set(roles)
     phases = [e.get("phase") for e in row["trajectory"][1:]]
     t = phases.index(["injected"])
-    assert set(map(tuple, phases[:t])) <= {("replayed",)} and set(map(tuple, phases[t + 1:])) <= {("live",)}
+    assert set(map(tuple, phases[:t])) <= {("replayed",)} and set(map(tuple, phases[t + 1 :])) <= {("live",)}
 
 
 def test_who_and_when_logs_name_tool_output_as_the_public_logs_do(tmp_path):
@@ -86,8 +104,12 @@ def test_who_and_when_logs_name_tool_output_as_the_public_logs_do(tmp_path):
     tool_entries = [h for h, s in zip(log["history"], record.steps, strict=True) if s.kind == "tool"]
     assert tool_entries and all(h["name"] == "Computer_terminal" and h["role"] == "user" for h in tool_entries)
     # as in the 126 Algorithm-Generated logs of Who&When, where every tool output is written so
-    public = [h for n in range(1, 11) for h in json.loads((FIXTURES / "who_and_when" / "Algorithm-Generated" / f"{n}.json").read_text())["history"]
-              if h["name"] == "Computer_terminal"]
+    public = [
+        h
+        for n in range(1, 11)
+        for h in json.loads((FIXTURES / "who_and_when" / "Algorithm-Generated" / f"{n}.json").read_text())["history"]
+        if h["name"] == "Computer_terminal"
+    ]
     assert public and {h["role"] for h in public} == {"user"}
 
 
@@ -96,7 +118,10 @@ def test_failforge_gold_importer_carries_coordinates_recipients_and_roles():
     record = from_trajectory(gold)
     assert record.roles == {"planner": "planner", "executor": "executor", "verifier": "verifier"}
     for step, source in zip(record.steps, gold.steps, strict=True):
-        assert step.coordinate is not None and (step.coordinate.round, step.coordinate.position) == (source.round, source.position)
+        assert step.coordinate is not None and (step.coordinate.round, step.coordinate.position) == (
+            source.round,
+            source.position,
+        )
         assert step.recipient == source.recipient
         assert step.role == ({"task": "user", "tool": "tool"}.get(source.kind) or record.roles[source.agent])
 
@@ -104,6 +129,8 @@ def test_failforge_gold_importer_carries_coordinates_recipients_and_roles():
 def test_a_record_without_coordinates_is_skipped_with_a_reason(tmp_path):
     gold = _gold("orchestrator-workers")[:2]
     records = [from_trajectory(g) for g in gold]
-    flat = records[0].model_copy(update={"steps": [s.model_copy(update={"coordinate": None}) for s in records[0].steps]})
+    flat = records[0].model_copy(
+        update={"steps": [s.model_copy(update={"coordinate": None}) for s in records[0].steps]}
+    )
     summary = exporters.get("whowhen-pro")([flat, records[1]], tmp_path / "wwp")
     assert summary.written == 1 and len(summary.skipped) == 1 and "round/position" in summary.skipped[0].problem

@@ -22,19 +22,49 @@ from failforge.attribution._run import AttributeConfig, run_attribution
 KINDS = ("system", "user", "tool", "agent", "agent", "agent")  # the last one is the target (an unsafe call)
 
 
-def _record(rid: str = "r", *, ids: Sequence[str] = ("C0", "C1", "C2", "C3", "C4", "C5"), primary: str = "C2",
-            attack: Sequence[str] = (), execution: Sequence[str] = (), with_components: bool = True) -> LabelledFailure:
+def _record(
+    rid: str = "r",
+    *,
+    ids: Sequence[str] = ("C0", "C1", "C2", "C3", "C4", "C5"),
+    primary: str = "C2",
+    attack: Sequence[str] = (),
+    execution: Sequence[str] = (),
+    with_components: bool = True,
+) -> LabelledFailure:
     steps = []
     for i, (kind, cid) in enumerate(zip(KINDS, ids, strict=True)):
         agent = {"system": "system", "user": "user", "tool": "read_inbox"}.get(kind, "assistant")
         calls = [ToolCallRecord(name="send_money", arguments='{"to": "attacker"}')] if i == len(KINDS) - 1 else []
-        steps.append(FailureStep(index=i, kind=kind, agent=agent, content=f"step {i}", tool_calls=calls,  # type: ignore[arg-type]
-                                 component=cid if with_components else None))
-    label = ComponentLabel(target_type="unsafe_action", target=ids[-1], primary=primary, attack_chain=list(attack), execution_chain=list(execution))
+        steps.append(
+            FailureStep(
+                index=i,
+                kind=kind,
+                agent=agent,
+                content=f"step {i}",
+                tool_calls=calls,  # type: ignore[arg-type]
+                component=cid if with_components else None,
+            )
+        )
+    label = ComponentLabel(
+        target_type="unsafe_action",
+        target=ids[-1],
+        primary=primary,
+        attack_chain=list(attack),
+        execution_chain=list(execution),
+    )
     at = list(ids).index(primary)
-    return LabelledFailure(id=rid, source="hand", framework="hand", topology="single", agents=["assistant"], task=TaskInfo(question="Pay my bill."),
-                           steps=steps, gold=Gold(agent=steps[at].agent, step=at, step_label=str(at)), origin=Origin(format="hand", path="hand", step_convention="hand"),
-                           components=label if with_components else None)
+    return LabelledFailure(
+        id=rid,
+        source="hand",
+        framework="hand",
+        topology="single",
+        agents=["assistant"],
+        task=TaskInfo(question="Pay my bill."),
+        steps=steps,
+        gold=Gold(agent=steps[at].agent, step=at, step_label=str(at)),
+        origin=Origin(format="hand", path="hand", step_convention="hand"),
+        components=label if with_components else None,
+    )
 
 
 class StubScorer:
@@ -60,8 +90,16 @@ def _predict(method: str, record: LabelledFailure, scorer: StubScorer):  # type:
 
 def _chains_obey_the_rules(record: LabelledFailure, out) -> None:  # type: ignore[no-untyped-def]
     assert record.components is not None
-    check_label(record.component_order(), ComponentLabel(target_type="unsafe_action", target=record.components.target, primary=out.ranking[0],
-                                                         attack_chain=out.attack_chain, execution_chain=out.execution_chain))
+    check_label(
+        record.component_order(),
+        ComponentLabel(
+            target_type="unsafe_action",
+            target=record.components.target,
+            primary=out.ranking[0],
+            attack_chain=out.attack_chain,
+            execution_chain=out.execution_chain,
+        ),
+    )
 
 
 def test_threshold_and_position_split_by_hand() -> None:
@@ -71,7 +109,11 @@ def test_threshold_and_position_split_by_hand() -> None:
     record = _record()
     out = _predict("incremental", record, StubScorer({"r": [1.5, -0.5, 2.0, 1.0, 0.75]}))
     assert out.ranking == ["C2", "C0", "C3", "C4", "C1"] and out.step == 2 and out.agent == "read_inbox"
-    assert (out.attack_chain, out.execution_chain, out.chain_threshold) == (["C0"], ["C3"], CHAIN_TAU) and CHAIN_TAU == 0.5
+    assert (out.attack_chain, out.execution_chain, out.chain_threshold) == (
+        ["C0"],
+        ["C3"],
+        CHAIN_TAU,
+    ) and CHAIN_TAU == 0.5
     _chains_obey_the_rules(record, out)
     # tau = 0: every positive contribution joins (C4 too); tau = 1: only ties with the primary, none here.
     assert derive_chains(["C0", "C1", "C2", "C3", "C4"], [1.5, -0.5, 2.0, 1.0, 0.75], 0.0)[1:] == (["C0"], ["C3", "C4"])
@@ -81,7 +123,9 @@ def test_threshold_and_position_split_by_hand() -> None:
 def test_leave_one_out_reads_its_own_scores_and_the_rule_is_scale_free() -> None:
     """The same contributions divided by 8 (a per-token mean) give the same chains: the rule is a ratio."""
     record = _record()
-    out = _predict("leave-one-out", record, StubScorer({"r": [0.0] * 5}, {"r": [1.5 / 8, -0.5 / 8, 2.0 / 8, 1.0 / 8, 0.75 / 8]}))
+    out = _predict(
+        "leave-one-out", record, StubScorer({"r": [0.0] * 5}, {"r": [1.5 / 8, -0.5 / 8, 2.0 / 8, 1.0 / 8, 0.75 / 8]})
+    )
     assert (out.ranking[0], out.attack_chain, out.execution_chain) == ("C2", ["C0"], ["C3"])  # type: ignore[index]
 
 
@@ -136,10 +180,18 @@ def test_step_level_records_are_unchanged() -> None:
     and no ranking, no chains, no threshold."""
     record = _record(with_components=False)
     out = _predict("incremental", record, StubScorer({"r": [5.0, 1.0, 3.0, 2.0]}))
-    assert (out.step, out.ranking, out.attack_chain, out.execution_chain, out.chain_threshold) == (1, None, None, None, None)
+    assert (out.step, out.ranking, out.attack_chain, out.execution_chain, out.chain_threshold) == (
+        1,
+        None,
+        None,
+        None,
+        None,
+    )
 
 
-def test_score_reports_chain_recovery_for_the_likelihood_methods(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_score_reports_chain_recovery_for_the_likelihood_methods(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three records (candidates C0..C4, target C5, gold primary C2), run end to end (run_attribution with the
     stub in place of the llama.cpp scorer) and scored.
 
@@ -158,7 +210,9 @@ def test_score_reports_chain_recovery_for_the_likelihood_methods(tmp_path: Path,
     F1 33.33. Localisation: top-1 = 2/3 = 66.67, MRR = (1 + 1 + 1/2)/3 = 0.8333.
     """
     records = [_record("a", attack=["C0"], execution=["C3", "C4"]), _record("b", execution=["C3"]), _record("c")]
-    stub = StubScorer({"a": [1.5, -1.0, 2.0, 1.0, 0.75], "b": [-0.2, -0.4, -0.1, -0.3, -0.5], "c": [0.0, 0.25, 0.5, 0.5, 1.0]})
+    stub = StubScorer(
+        {"a": [1.5, -1.0, 2.0, 1.0, 0.75], "b": [-0.2, -0.4, -0.1, -0.3, -0.5], "c": [0.0, 0.25, 0.5, 0.5, 1.0]}
+    )
     monkeypatch.setattr(_run, "_scorer", lambda config: stub)
     summary = run_attribution(records, AttributeConfig(method="incremental"), tmp_path / "run")
     assert (summary.predicted, summary.failed, stub.closed) == (3, 0, True)

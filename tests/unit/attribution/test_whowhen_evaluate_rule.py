@@ -41,6 +41,7 @@ SBS = "step-by-step/answer/menu"
 
 # --- the oracle: evaluate.py's logic ---------------------------------------------------------------
 
+
 def oracle_read(log: str) -> dict[str, tuple[str, str]]:
     kept: dict[str, tuple[str, str]] = {}
     for block in re.finditer(r"Prediction for ([^:]+\.json):(.*?)(?=Prediction for|\Z)", log, re.DOTALL):
@@ -79,8 +80,10 @@ def inference_log(predictions: list[Prediction], records: dict[str, object], hal
         if p.method == AAO:
             out.append(f"Prediction for {name}:\n{p.reply if p.reply else 'Failed to get prediction.'}\n\n{'=' * 50}\n")
         elif p.step is not None:
-            out.append(f"LLM Evaluation: 1. Yes.\n\nPrediction for {name}: Error found.\nAgent Name: {p.agent}\nStep Number: {p.step}\n"
-                       f"Reason provided by LLM: the step is wrong.\n{'=' * 50}\n")
+            out.append(
+                f"LLM Evaluation: 1. Yes.\n\nPrediction for {name}: Error found.\nAgent Name: {p.agent}\nStep Number:"
+                f" {p.step}\nReason provided by LLM: the step is wrong.\n{'=' * 50}\n"
+            )
         else:
             out.append(f"\nNo decisive errors found by step-by-step analysis in file {name}\n{'=' * 50}\n")
     return "\n".join(out)
@@ -97,15 +100,25 @@ def oracle(predictions: list[Prediction], records: list) -> tuple[int, int, int]
 
 # --- predictions ------------------------------------------------------------------------------------
 
+
 def _judged(record_id: str, reply: str | None, n: int) -> Prediction:
     """An all-at-once prediction as failforge's run stores it: the reply, and what failforge read from it."""
     parsed = parse_all_at_once(reply or "", menu=True)
-    return Prediction(attempt_id=f"{AAO}::{record_id}#{n}", record_id=record_id, method=AAO, agent=parsed.agent, step=parsed.step,
-                      step_text=parsed.step_text, mode=parsed.mode, reply=reply, problems=parsed.problems)
+    return Prediction(
+        attempt_id=f"{AAO}::{record_id}#{n}",
+        record_id=record_id,
+        method=AAO,
+        agent=parsed.agent,
+        step=parsed.step,
+        step_text=parsed.step_text,
+        mode=parsed.mode,
+        reply=reply,
+        problems=parsed.problems,
+    )
 
 
 def _spaced(agent: str) -> str:
-    return agent[: len(agent) // 2] + " " + agent[len(agent) // 2:]
+    return agent[: len(agent) // 2] + " " + agent[len(agent) // 2 :]
 
 
 #: Reply layouts, from complete to broken; each is f(agent, step) -> reply (None: the judge call failed).
@@ -139,9 +152,25 @@ def crafted(records: list) -> list[Prediction]:  # type: ignore[type-arg]
         if kind < len(LAYOUTS):
             out.append(_judged(record.id, LAYOUTS[kind](agent, step), 0))
         elif kind == len(LAYOUTS):
-            out.append(Prediction(attempt_id=f"{SBS}::{record.id}", record_id=record.id, method=SBS, agent=agent, step=record.gold.step, step_text=step))
+            out.append(
+                Prediction(
+                    attempt_id=f"{SBS}::{record.id}",
+                    record_id=record.id,
+                    method=SBS,
+                    agent=agent,
+                    step=record.gold.step,
+                    step_text=step,
+                )
+            )
         elif kind == len(LAYOUTS) + 1:
-            out.append(Prediction(attempt_id=f"{SBS}::{record.id}", record_id=record.id, method=SBS, problems=["no step judged decisive"]))
+            out.append(
+                Prediction(
+                    attempt_id=f"{SBS}::{record.id}",
+                    record_id=record.id,
+                    method=SBS,
+                    problems=["no step judged decisive"],
+                )
+            )
         elif kind == len(LAYOUTS) + 2:
             continue  # no prediction at all
         else:  # a readable block, then an unreadable one for the same record: evaluate.py keeps the first
@@ -168,8 +197,13 @@ def test_complete_predictions_score_as_evaluate_py_scores_them(records):
     perfect = [_judged(r.id, LAYOUTS[0](r.gold.agent, r.gold.step_label), 0) for r in records]
     sub, (agents, steps, files) = _figures(records, perfect)
     readable = sum(1 for r in records if re.fullmatch(r"[\w_]+", r.gold.agent))  # "Blu-Ray_Expert" reads as "Blu"
-    assert (sub["agent_hits_substring"], sub["step_hits_substring"]) == (agents, steps) == (readable, 184) and readable == 183
-    shifted = [_judged(r.id, LAYOUTS[0](r.gold.agent, r.gold.step_label + "1"), 0) for r in records]  # "4" in "41": substring credit
+    assert (sub["agent_hits_substring"], sub["step_hits_substring"]) == (agents, steps) == (
+        readable,
+        184,
+    ) and readable == 183
+    shifted = [
+        _judged(r.id, LAYOUTS[0](r.gold.agent, r.gold.step_label + "1"), 0) for r in records
+    ]  # "4" in "41": substring credit
     sub, (agents, steps, _) = _figures(records, shifted)
     assert (sub["agent_hits_substring"], sub["step_hits_substring"]) == (agents, steps) and steps == 184
     assert sub["step_accuracy_integer"] == 0.0 and sub["step_inflation_pp"] == 100.0
@@ -179,10 +213,15 @@ def test_incomplete_and_malformed_predictions_score_as_evaluate_py_scores_them(r
     predictions = crafted(records)
     assert 180 <= len(predictions) <= 200
     sub, (agents, steps, files) = _figures(records, predictions)
-    print(f"\n{len(predictions)} predictions on {files} records: evaluate.py agent {agents} step {steps}; "
-          f"failforge agent {sub['agent_hits_substring']} ({sub['agent_accuracy_substring']}%) step {sub['step_hits_substring']} ({sub['step_accuracy_substring']}%)")
+    print(
+        f"\n{len(predictions)} predictions on {files} records: evaluate.py agent {agents} step {steps}; failforge agent"
+        f" {sub['agent_hits_substring']} ({sub['agent_accuracy_substring']}%) step {sub['step_hits_substring']}"
+        f" ({sub['step_accuracy_substring']}%)"
+    )
     assert (sub["agent_hits_substring"], sub["step_hits_substring"]) == (agents, steps)
-    assert sub["agent_accuracy_substring"] == round(100 * agents / files, 2) and sub["step_accuracy_substring"] == round(100 * steps / files, 2)
+    assert sub["agent_accuracy_substring"] == round(100 * agents / files, 2) and sub[
+        "step_accuracy_substring"
+    ] == round(100 * steps / files, 2)
     assert 0 < steps < len(records) and 0 < agents < len(records)  # the file exercises both outcomes
 
 

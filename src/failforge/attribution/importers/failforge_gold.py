@@ -22,7 +22,17 @@ from typing import Any, Literal
 
 from failforge.attribution._codes import canonical_code
 from failforge.attribution._components import ComponentLabel
-from failforge.attribution._record import FailureStep, Gold, ImageRef, LabelledFailure, Origin, RecordProblem, StepCoordinate, TaskInfo, ToolCallRecord
+from failforge.attribution._record import (
+    FailureStep,
+    Gold,
+    ImageRef,
+    LabelledFailure,
+    Origin,
+    RecordProblem,
+    StepCoordinate,
+    TaskInfo,
+    ToolCallRecord,
+)
 from failforge.errors import SeedFormatError
 from failforge.jsonl import read_jsonl
 from failforge.judgement import component_id, components_of
@@ -57,16 +67,21 @@ def rationale(trajectory: Trajectory) -> str:
     assert label is not None
     injected = trajectory.steps[label.decisive_step]
     if label.behaviour != "failure":  # observation / refusal gold: its mode code is not one of the 18 modes
-        changed = {"observation": "the environment served a changed observation", "user": "the user's message was changed",
-                   "action": f"{label.decisive_agent}'s step was changed"}[label.changed]
+        changed = {
+            "observation": "the environment served a changed observation",
+            "user": "the user's message was changed",
+            "action": f"{label.decisive_agent}'s step was changed",
+        }[label.changed]
         target = f" The behaviour is at {label.target_component}." if label.target_component else ""
-        return (f"At step {label.decisive_step} {changed} ({label.mode_code}): {_brief(injected)}. The run then showed "
-                f"{_BEHAVIOUR_TEXT.get(label.behaviour, label.behaviour)} ({label.evaluator_output.evaluator}).{target}")
+        return (
+            f"At step {label.decisive_step} {changed} ({label.mode_code}): {_brief(injected)}. The run then showed "
+            f"{_BEHAVIOUR_TEXT.get(label.behaviour, label.behaviour)} ({label.evaluator_output.evaluator}).{target}"
+        )
     mode = get_mode(label.mode_code)
     return (
-        f"{label.decisive_agent} made a {mode.name.lower()} error ({mode.code}, {mode.family.value}) at step {label.decisive_step}: "
-        f"{mode.definition} In the successful run this step was: {_brief(label.original_step)}. In this run it was: {_brief(injected)}. "
-        f"The task then failed ({label.evaluator_output.evaluator})."
+        f"{label.decisive_agent} made a {mode.name.lower()} error ({mode.code}, {mode.family.value}) at step"
+        f" {label.decisive_step}: {mode.definition} In the successful run this step was: {_brief(label.original_step)}."
+        f" In this run it was: {_brief(injected)}. The task then failed ({label.evaluator_output.evaluator})."
     )
 
 
@@ -112,11 +127,23 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
             agent, role, content = s.agent, roles.get(s.agent, "assistant"), s.content or ""
         else:
             agent, role, content = s.tool_name or "environment", "tool", s.error or s.content or ""
-        steps.append(FailureStep(index=s.index, kind=kinds[s.kind], agent=agent, role=role, content=content,
-                                 tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
-                                 tool_call_id=s.tool_call_id if s.kind == "tool" else None, images=[ImageRef(sha256=h) for h in s.images or _task_images(trajectory, s)],
-                                 coordinate=_coordinate(s), sender=s.agent, recipient=s.recipient,
-                                 component=component_id(s.index), component_type=types[s.index]))
+        steps.append(
+            FailureStep(
+                index=s.index,
+                kind=kinds[s.kind],
+                agent=agent,
+                role=role,
+                content=content,
+                tool_calls=[ToolCallRecord(id=c.id, name=c.name, arguments=c.arguments) for c in s.tool_calls],
+                tool_call_id=s.tool_call_id if s.kind == "tool" else None,
+                images=[ImageRef(sha256=h) for h in s.images or _task_images(trajectory, s)],
+                coordinate=_coordinate(s),
+                sender=s.agent,
+                recipient=s.recipient,
+                component=component_id(s.index),
+                component_type=types[s.index],
+            )
+        )
     agents = list(dict.fromkeys([*trajectory.agents, *(s.agent for s in steps if s.kind == "agent")]))
     task = trajectory.task
     return LabelledFailure(
@@ -128,15 +155,37 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
         modality="image" if any(s.images for s in steps) else "text",
         agents=agents,
         roles={a: roles[a] for a in agents if a in roles},
-        task=TaskInfo(question=task.instruction, gold_answer=task.gold_answer, system_prompts=_system_prompts(trajectory)),
+        task=TaskInfo(
+            question=task.instruction, gold_answer=task.gold_answer, system_prompts=_system_prompts(trajectory)
+        ),
         steps=steps,
-        gold=Gold(agent=label.decisive_agent, step=label.decisive_step, mode=canonical_code(label.mode_code), source_mode=label.mode_code,
-                  step_label=str(label.decisive_step), rationale=rationale(trajectory)),
-        origin=Origin(format="failforge", path=path, line=line, row_id=trajectory.id,
-                      step_convention="failforge steps unchanged: step 0 is the task, one step per model call and per tool observation"),
-        extra={"task_id": task.task_id, "seed_id": label.seed_id, "agent_model": label.agent_model, "guide_model": label.guide_model,
-               "environment": trajectory.environment.name, "behaviour": label.behaviour, "changed": label.changed,
-               "harness": trajectory.harness.name},
+        gold=Gold(
+            agent=label.decisive_agent,
+            step=label.decisive_step,
+            mode=canonical_code(label.mode_code),
+            source_mode=label.mode_code,
+            step_label=str(label.decisive_step),
+            rationale=rationale(trajectory),
+        ),
+        origin=Origin(
+            format="failforge",
+            path=path,
+            line=line,
+            row_id=trajectory.id,
+            step_convention=(
+                "failforge steps unchanged: step 0 is the task, one step per model call and per tool observation"
+            ),
+        ),
+        extra={
+            "task_id": task.task_id,
+            "seed_id": label.seed_id,
+            "agent_model": label.agent_model,
+            "guide_model": label.guide_model,
+            "environment": trajectory.environment.name,
+            "behaviour": label.behaviour,
+            "changed": label.changed,
+            "harness": trajectory.harness.name,
+        },
         components=component_label(trajectory),
     )
 
@@ -149,9 +198,14 @@ def component_label(trajectory: Trajectory) -> ComponentLabel | None:
     label = trajectory.label
     if label is None or label.target_component is None or label.primary_component is None:
         return None
-    return ComponentLabel(target_type=label.behaviour, target=label.target_component, primary=label.primary_component,
-                          attack_chain=list(label.attack_chain), execution_chain=list(label.execution_chain),
-                          attributes={"attack_success": True} if label.behaviour in ("unsafe_action", "unsafe_completion") else {})
+    return ComponentLabel(
+        target_type=label.behaviour,
+        target=label.target_component,
+        primary=label.primary_component,
+        attack_chain=list(label.attack_chain),
+        execution_chain=list(label.execution_chain),
+        attributes={"attack_success": True} if label.behaviour in ("unsafe_action", "unsafe_completion") else {},
+    )
 
 
 @importers.register("failforge", description="failforge gold.jsonl (records with a gold label)")
@@ -167,7 +221,12 @@ def import_failforge(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
             yield RecordProblem.of(exc)
             continue
         if trajectory.label is None:
-            yield RecordProblem(path=str(path), line=number, field="label", problem=f"trajectory {trajectory.id} has no gold label (not a gold record)")
+            yield RecordProblem(
+                path=str(path),
+                line=number,
+                field="label",
+                problem=f"trajectory {trajectory.id} has no gold label (not a gold record)",
+            )
             continue
         try:
             yield from_trajectory(trajectory, str(path), number)

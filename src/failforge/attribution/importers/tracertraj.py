@@ -32,7 +32,10 @@ def read_parquet_rows(path: Path) -> list[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ConfigError(f"{path}: reading parquet needs pyarrow: pip install 'failforge[attribution]' (or convert the file to JSONL)") from exc
+        raise ConfigError(
+            f"{path}: reading parquet needs pyarrow: pip install 'failforge[attribution]' (or convert the file to"
+            " JSONL)"
+        ) from exc
     try:
         return pq.read_table(path).to_pylist()
     except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError family
@@ -58,9 +61,15 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise Skip(f"history[{i}].name", "missing")
-        low = name.strip().lower()  # as in Who&When, which TracerTraj rows are built from: the terminal is a tool's output
+        low = (
+            name.strip().lower()
+        )  # as in Who&When, which TracerTraj rows are built from: the terminal is a tool's output
         kind: Literal["user", "agent", "tool"] = "tool" if low in TERMINALS else "user" if low in HUMANS else "agent"
-        steps.append(FailureStep(index=i, kind=kind, agent=name, role=text_of(entry.get("role")), content=text_of(entry.get("content"))))
+        steps.append(
+            FailureStep(
+                index=i, kind=kind, agent=name, role=text_of(entry.get("role")), content=text_of(entry.get("content"))
+            )
+        )
         by_step[str(entry["step"]) if entry.get("step") is not None else str(i)] = i
     agent = require_str(row, "mistake_agent")
     raw = row.get("mistake_step")
@@ -90,9 +99,16 @@ def read_row(row: Any, path: Path, number: int) -> LabelledFailure:
         task=TaskInfo(question=require_str(row, "question"), gold_answer=text_of(row.get("ground_truth")) or None),
         steps=steps,
         gold=Gold(agent=agent, step=index, step_label=str(raw), rationale=text_of(row.get("mistake_reason")) or None),
-        origin=Origin(format="tracertraj", path=str(path), line=number, row_id=qid,
-                      step_convention="one history entry = one step; mistake_step equals the entry's 'step' field (its 0-based position)",
-                      warnings=warnings),
+        origin=Origin(
+            format="tracertraj",
+            path=str(path),
+            line=number,
+            row_id=qid,
+            step_convention=(
+                "one history entry = one step; mistake_step equals the entry's 'step' field (its 0-based position)"
+            ),
+            warnings=warnings,
+        ),
         extra={k: v for k, v in row.items() if k not in COLUMNS},
     )
 
@@ -128,4 +144,6 @@ def import_tracertraj(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
             except Skip as skip:
                 yield skip.at(str(file), number)
             except (ValueError, TypeError) as exc:
-                yield RecordProblem(path=str(file), line=number, field="<row>", problem=" ".join(str(exc).split())[:300])
+                yield RecordProblem(
+                    path=str(file), line=number, field="<row>", problem=" ".join(str(exc).split())[:300]
+                )

@@ -39,7 +39,12 @@ from failforge.plugins import importers
 FILES = ("trajectory.json", "annotation.json", "metadata.json")
 #: AgentDojo's components open with a header block (``[STANDALONE COMPONENT]`` then ``key: value`` lines, a blank line).
 STANDALONE = "[STANDALONE COMPONENT]\n"
-_KINDS: dict[str, Literal["system", "user", "agent", "tool"]] = {"system": "system", "user": "user", "assistant": "agent", "tool": "agent"}
+_KINDS: dict[str, Literal["system", "user", "agent", "tool"]] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "agent",
+    "tool": "agent",
+}
 
 
 def case_folders(root: Path) -> list[Path]:
@@ -80,11 +85,23 @@ def _chain(value: Any, field: str) -> list[str]:
 def component_ids(entries: list[Any], meta: list[Any]) -> list[str | None]:
     """Each ``trajectory[]`` entry's component id (None: not a component), by the source's convention."""
     if any(isinstance(e, dict) and "component_id" in e for e in entries):
-        return [_cid(e["component_id"], f"trajectory[{i}].component_id") if isinstance(e, dict) and "component_id" in e else None
-                for i, e in enumerate(entries)]
+        return [
+            (
+                _cid(e["component_id"], f"trajectory[{i}].component_id")
+                if isinstance(e, dict) and "component_id" in e
+                else None
+            )
+            for i, e in enumerate(entries)
+        ]
     if len(meta) != len(entries):
-        raise Skip("components_metadata", f"{len(meta)} entries for {len(entries)} trajectory entries, and the entries carry no component_id")
-    return [_cid(m.get("component_id") if isinstance(m, dict) else None, f"components_metadata[{i}].component_id") for i, m in enumerate(meta)]
+        raise Skip(
+            "components_metadata",
+            f"{len(meta)} entries for {len(entries)} trajectory entries, and the entries carry no component_id",
+        )
+    return [
+        _cid(m.get("component_id") if isinstance(m, dict) else None, f"components_metadata[{i}].component_id")
+        for i, m in enumerate(meta)
+    ]
 
 
 def question_of(text: str) -> str:
@@ -95,7 +112,9 @@ def question_of(text: str) -> str:
     return text
 
 
-def release_copy(trajectory: dict[str, Any], annotation: dict[str, Any], metadata: dict[str, Any], steps: list[FailureStep]) -> dict[str, Any]:
+def release_copy(
+    trajectory: dict[str, Any], annotation: dict[str, Any], metadata: dict[str, Any], steps: list[FailureStep]
+) -> dict[str, Any]:
     """What the exporter needs to write the three files back as released (``record.extra["release"]``):
     the files as read, except that a ``trajectory[i].content`` string equal to step i's text is kept once,
     on the step (set to None here, its index listed in ``content_from_steps``; key order is kept)."""
@@ -103,11 +122,15 @@ def release_copy(trajectory: dict[str, Any], annotation: dict[str, Any], metadat
     from_steps = []
     for i, (entry, step) in enumerate(zip(trajectory["trajectory"], steps, strict=True)):
         if isinstance(entry.get("content"), str) and entry["content"] == step.content:
-            entry = {k: (None if k == "content" else v) for k, v in entry.items()}
+            entry = {k: None if k == "content" else v for k, v in entry.items()}
             from_steps.append(i)
         entries.append(entry)
-    return {"trajectory": {k: (entries if k == "trajectory" else v) for k, v in trajectory.items()}, "content_from_steps": from_steps,
-            "annotation": annotation, "metadata": metadata}
+    return {
+        "trajectory": {k: entries if k == "trajectory" else v for k, v in trajectory.items()},
+        "content_from_steps": from_steps,
+        "annotation": annotation,
+        "metadata": metadata,
+    }
 
 
 def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> LabelledFailure:
@@ -121,16 +144,33 @@ def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> 
     if not isinstance(meta, list):
         raise Skip("trajectory.json:components_metadata", f"expected a list, found {type(meta).__name__}")
     ids = component_ids(entries, meta)
-    meta_by_id = {_cid(m.get("component_id"), "components_metadata.component_id"): m for m in meta if isinstance(m, dict) and m.get("component_id") is not None}
+    meta_by_id = {
+        _cid(m.get("component_id"), "components_metadata.component_id"): m
+        for m in meta
+        if isinstance(m, dict) and m.get("component_id") is not None
+    }
     steps: list[FailureStep] = []
     for i, (entry, cid) in enumerate(zip(entries, ids, strict=True)):
         if not isinstance(entry, dict) or not isinstance(entry.get("role"), str):
             raise Skip(f"trajectory[{i}].role", "missing")
         role = entry["role"]
         m = meta_by_id.get(cid, {}) if cid else {}
-        ctype = m.get("component_type") or m.get("type") or ({"system": "system_message", "user": "user_message"}.get(role, "assistant_message") if cid else None)
-        steps.append(FailureStep(index=i, kind=_KINDS.get(role, "agent"), agent=role if role in ("system", "user") else "assistant",
-                                 role=role, content=text_of(entry.get("content")), component=cid, component_type=ctype))
+        ctype = (
+            m.get("component_type")
+            or m.get("type")
+            or ({"system": "system_message", "user": "user_message"}.get(role, "assistant_message") if cid else None)
+        )
+        steps.append(
+            FailureStep(
+                index=i,
+                kind=_KINDS.get(role, "agent"),
+                agent=role if role in ("system", "user") else "assistant",
+                role=role,
+                content=text_of(entry.get("content")),
+                component=cid,
+                component_type=ctype,
+            )
+        )
     case_id = str(annotation.get("case_id") or folder.name)
     target_type = annotation.get("target_type") or trajectory.get("target_type")
     if not isinstance(target_type, str):
@@ -155,12 +195,28 @@ def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> 
     source = str(metadata.get("source_benchmark") or trajectory.get("source_benchmark") or folder.parent.parent.name)
     question = question_of(next((s.content for s in steps if s.kind == "user"), ""))
     provenance = metadata.get("provenance") if isinstance(metadata.get("provenance"), dict) else {}
-    extra: dict[str, Any] = {"case_id": case_id, "trajectory_id": annotation.get("trajectory_id") or trajectory.get("trajectory_id"),
-                             "source_suite": metadata.get("source_suite"), "quality": annotation.get("quality"),
-                             "provenance": provenance}
+    extra: dict[str, Any] = {
+        "case_id": case_id,
+        "trajectory_id": annotation.get("trajectory_id") or trajectory.get("trajectory_id"),
+        "source_suite": metadata.get("source_suite"),
+        "quality": annotation.get("quality"),
+        "provenance": provenance,
+    }
     if isinstance(trajectory.get("source_metadata"), dict):
         sm = trajectory["source_metadata"]
-        extra["source_metadata"] = {k: sm.get(k) for k in ("suite_name", "pipeline_name", "user_task_id", "injection_task_id", "attack_type", "utility", "security") if k in sm}
+        extra["source_metadata"] = {
+            k: sm.get(k)
+            for k in (
+                "suite_name",
+                "pipeline_name",
+                "user_task_id",
+                "injection_task_id",
+                "attack_type",
+                "utility",
+                "security",
+            )
+            if k in sm
+        }
     if isinstance(provenance.get("failforge_label"), dict):
         extra["failforge_label"] = provenance["failforge_label"]
     extra["release"] = release_copy(trajectory, annotation, metadata, steps)
@@ -174,14 +230,24 @@ def read_case(folder: Path, trajectory: Any, annotation: Any, metadata: Any) -> 
         task=TaskInfo(question=question),
         steps=steps,
         gold=Gold(agent=None, step=primary_at, step_label=label.primary),
-        origin=Origin(format="trajectory-attribution", path=str(folder), row_id=case_id,
-                      step_convention="one step per trajectory[] entry (an action_result_pair is one step); gold.step is the primary component's position; component ids kept as the source writes them"),
+        origin=Origin(
+            format="trajectory-attribution",
+            path=str(folder),
+            row_id=case_id,
+            step_convention=(
+                "one step per trajectory[] entry (an action_result_pair is one step); gold.step is the primary"
+                " component's position; component ids kept as the source writes them"
+            ),
+        ),
         extra=extra,
         components=label,
     )
 
 
-@importers.register("trajectory-attribution", description="chenjing-2024/agent-trajectory-attribution: data/cases/<source>/<target_type>/<case_id>/")
+@importers.register(
+    "trajectory-attribution",
+    description="chenjing-2024/agent-trajectory-attribution: data/cases/<source>/<target_type>/<case_id>/",
+)
 def import_trajectory_attribution(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
     for folder in case_folders(Path(path)):
         loaded: list[Any] = []

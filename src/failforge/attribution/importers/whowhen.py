@@ -45,7 +45,9 @@ def log_files(root: Path) -> list[tuple[Path, str | None]]:
         return [(root, None)]
     if not root.is_dir():
         raise ConfigError(f"{root}: no such file or folder")
-    halves: list[tuple[Path, str | None]] = [(root / name, key) for name, key in HALVES.items() if (root / name).is_dir()]
+    halves: list[tuple[Path, str | None]] = [
+        (root / name, key) for name, key in HALVES.items() if (root / name).is_dir()
+    ]
     folders = halves or [(root, HALVES.get(root.name))]
     out: list[tuple[Path, str | None]] = []
     for folder, half in folders:
@@ -72,8 +74,13 @@ def _step(index: int, entry: Any, named: bool) -> FailureStep:
     low = agent.strip().lower()
     kind: Literal["user", "tool", "agent"] = "user" if low in HUMANS else "tool" if low in TERMINALS else "agent"
     return FailureStep(
-        index=index, kind=kind, agent=agent, role=role_text, content=text_of(entry.get("content")),
-        sender=agent if recipient else None, recipient=recipient,
+        index=index,
+        kind=kind,
+        agent=agent,
+        role=role_text,
+        content=text_of(entry.get("content")),
+        sender=agent if recipient else None,
+        recipient=recipient,
     )
 
 
@@ -107,7 +114,11 @@ def read_log(path: Path, half: str | None, data: Any) -> LabelledFailure:
     if agent not in agents:
         agents.append(agent)
     qid = data.get("question_ID")
-    extra = {k: data[k] for k in ("question_ID", "level", "is_correct", "is_corrected", "mistake_type", "labels") if k in data}
+    extra = {
+        k: data[k]
+        for k in ("question_ID", "level", "is_correct", "is_corrected", "mistake_type", "labels")
+        if k in data
+    }
     return LabelledFailure(
         id=f"who_and_when/{half}/{path.stem}",
         source=f"who_and_when/{half}",
@@ -115,18 +126,34 @@ def read_log(path: Path, half: str | None, data: Any) -> LabelledFailure:
         topology="multi",
         modality="text",
         agents=agents,
-        task=TaskInfo(question=question, gold_answer=text_of(data.get("ground_truth", data.get("groundtruth"))) or None,
-                      system_prompts={str(k): text_of(v) for k, v in (prompts or {}).items()}),
+        task=TaskInfo(
+            question=question,
+            gold_answer=text_of(data.get("ground_truth", data.get("groundtruth"))) or None,
+            system_prompts={str(k): text_of(v) for k, v in (prompts or {}).items()},
+        ),
         steps=steps,
-        gold=Gold(agent=agent, step=step, mode=None, source_mode=None, step_label=str(raw_step),
-                  rationale=text_of(data.get("mistake_reason")) or None),
-        origin=Origin(format="whowhen", path=str(path), row_id=str(qid) if qid is not None else None,
-                      step_convention="one history entry = one step; mistake_step is the 0-based history index", warnings=warnings),
+        gold=Gold(
+            agent=agent,
+            step=step,
+            mode=None,
+            source_mode=None,
+            step_label=str(raw_step),
+            rationale=text_of(data.get("mistake_reason")) or None,
+        ),
+        origin=Origin(
+            format="whowhen",
+            path=str(path),
+            row_id=str(qid) if qid is not None else None,
+            step_convention="one history entry = one step; mistake_step is the 0-based history index",
+            warnings=warnings,
+        ),
         extra=extra,
     )
 
 
-@importers.register("whowhen", description="Who&When: a folder of N.json logs (Hand-Crafted and/or Algorithm-Generated)")
+@importers.register(
+    "whowhen", description="Who&When: a folder of N.json logs (Hand-Crafted and/or Algorithm-Generated)"
+)
 def import_whowhen(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
     for file, half in log_files(Path(path)):
         try:

@@ -68,8 +68,9 @@ from failforge.plugins import importers
 SPLITS = ("text", "image", "image_gui", "video")
 FAILFORGE_ONLY = frozenset({"PL.3", "A.5", "A.6"})
 """Codes only failforge's numbering has: a taxonomy.yaml containing one is in failforge's 18 codes."""
-SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva",
-                                     "openai_cua", "agentoccam", "gemini"})
+SINGLE_AGENT_FRAMEWORKS = frozenset(
+    {"smolagents", "alfagent", "mathchat", "pixelcraft", "eva", "openai_cua", "agentoccam", "gemini"}
+)
 #: The image_gui split's single-agent frameworks and the one agent label render/gui.py and score.py give each.
 GUI_SINGLE_LABELS = {"openai_cua": "computer_use_agent", "agentoccam": "web_agent", "gemini": "web_agent"}
 ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
@@ -86,12 +87,35 @@ class Parsed:
     convention: str = ""
     warnings: list[str] = field(default_factory=list)
 
-    def add(self, kind: str, agent: str, role: str, content: str, *, label: str | None = None, rnd: int | None = None,
-            pos: int | None = None, calls: list[ToolCallRecord] | None = None, images: list[ImageRef] | None = None) -> int:
-        coordinate = StepCoordinate(label=label, round=rnd, position=pos) if (label is not None or rnd is not None) else None
+    def add(
+        self,
+        kind: str,
+        agent: str,
+        role: str,
+        content: str,
+        *,
+        label: str | None = None,
+        rnd: int | None = None,
+        pos: int | None = None,
+        calls: list[ToolCallRecord] | None = None,
+        images: list[ImageRef] | None = None,
+    ) -> int:
+        coordinate = (
+            StepCoordinate(label=label, round=rnd, position=pos) if (label is not None or rnd is not None) else None
+        )
         index = len(self.steps)
-        self.steps.append(FailureStep(index=index, kind=kind, agent=agent, role=role, content=content,  # type: ignore[arg-type]
-                                      tool_calls=calls or [], images=images or [], coordinate=coordinate))
+        self.steps.append(
+            FailureStep(
+                index=index,
+                kind=kind,
+                agent=agent,
+                role=role,
+                content=content,  # type: ignore[arg-type]
+                tool_calls=calls or [],
+                images=images or [],
+                coordinate=coordinate,
+            )
+        )
         return index
 
     def find(self, label: str) -> int | None:
@@ -103,6 +127,7 @@ class Parsed:
 
 # --- helpers shared by the conventions -------------------------------------------------------------
 
+
 def _norm_step(value: Any) -> str:
     """The harness's ``_norm_step``: strip 'step '/'round '/'turn ' and lowercase; ints as text."""
     if value is None or value == "":
@@ -110,7 +135,7 @@ def _norm_step(value: Any) -> str:
     out = str(value).strip().lower()
     for prefix in ("step ", "round ", "turn "):
         if out.startswith(prefix):
-            return out[len(prefix):].strip()
+            return out[len(prefix) :].strip()
     return out
 
 
@@ -119,8 +144,13 @@ def _calls(entry: dict[str, Any]) -> list[ToolCallRecord]:
     for c in entry.get("tool_calls") or []:
         if isinstance(c, dict):
             args = c.get("arguments", "")
-            out.append(ToolCallRecord(id=c.get("id"), name=str(c.get("name") or (c.get("function") or {}).get("name") or "?"),
-                                      arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+            out.append(
+                ToolCallRecord(
+                    id=c.get("id"),
+                    name=str(c.get("name") or (c.get("function") or {}).get("name") or "?"),
+                    arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                )
+            )
     return out
 
 
@@ -131,12 +161,20 @@ def _user(p: Parsed, entry: dict[str, Any], task_images: list[ImageRef]) -> None
 def _gold_label(p: Parsed, label: str, field: str) -> None:
     index = p.find(label)
     if index is None:
-        raise Skip(field, f"{label!r} names no step of the trajectory (coordinates: {[s.coordinate.label for s in p.steps if s.coordinate and s.coordinate.label][:12]})")
+        raise Skip(
+            field,
+            f"{label!r} names no step of the trajectory (coordinates:"
+            f" {[s.coordinate.label for s in p.steps if s.coordinate and s.coordinate.label][:12]})",
+        )
     p.gold, p.label = index, label
 
 
 def _accepted_labels(gt: dict[str, Any]) -> list[str]:
-    return [_norm_step(a.get("step_coord")) for a in gt.get("accepted_predictions") or [] if isinstance(a, dict) and a.get("step_coord") not in (None, "")]
+    return [
+        _norm_step(a.get("step_coord"))
+        for a in gt.get("accepted_predictions") or []
+        if isinstance(a, dict) and a.get("step_coord") not in (None, "")
+    ]
 
 
 def _entries(trajectory: Any) -> list[dict[str, Any]]:
@@ -150,9 +188,14 @@ def _entries(trajectory: Any) -> list[dict[str, Any]]:
 
 # --- one function per framework convention -----------------------------------------------------------
 
+
 def _smolagents(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="smolagents (whowhen_eval/render/smolagents.py): cursor over planning/action entries, "
-                          "0 for a leading plan else 1; ground_truth.step is the cursor")
+    p = Parsed(
+        convention=(
+            "smolagents (whowhen_eval/render/smolagents.py): cursor over planning/action entries, "
+            "0 for a leading plan else 1; ground_truth.step is the cursor"
+        )
+    )
     cursor: int | None = None
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
@@ -171,7 +214,14 @@ def _smolagents(release: dict[str, Any], gt: dict[str, Any], task_images: list[I
                 parts.append("[observation]\n" + text_of(entry.get("observation")).strip())
             if entry.get("error"):
                 parts.append("[error]\n" + text_of(entry.get("error")).strip())
-            p.add("agent", "agent", "action", "\n".join(x for x in parts if x), label=str(cursor), images=images_of(entry.get("observation_images")))
+            p.add(
+                "agent",
+                "agent",
+                "action",
+                "\n".join(x for x in parts if x),
+                label=str(cursor),
+                images=images_of(entry.get("observation_images")),
+            )
         else:
             p.add("agent", "agent", str(kind), text_of(entry), label=str(cursor))
         cursor += 1
@@ -181,7 +231,12 @@ def _smolagents(release: dict[str, Any], gt: dict[str, Any], task_images: list[I
 
 
 def _alfagent(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="alfagent (whowhen_eval/render/alfagent.py): action entries numbered by step_number; ground_truth.step is step_number")
+    p = Parsed(
+        convention=(
+            "alfagent (whowhen_eval/render/alfagent.py): action entries numbered by step_number; ground_truth.step is"
+            " step_number"
+        )
+    )
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
         if kind == "user":
@@ -190,7 +245,11 @@ def _alfagent(release: dict[str, Any], gt: dict[str, Any], task_images: list[Ima
         number = entry.get("step_number")
         if kind in ("final_answer", None) or not isinstance(number, int):
             continue
-        body = [f"[{tag}]\n{text_of(entry.get(key)).strip()}" for tag, key in (("think", "reasoning"), ("action", "action"), ("observation", "observation")) if entry.get(key)]
+        body = [
+            f"[{tag}]\n{text_of(entry.get(key)).strip()}"
+            for tag, key in (("think", "reasoning"), ("action", "action"), ("observation", "observation"))
+            if entry.get(key)
+        ]
         p.add("agent", "agent", str(kind), "\n".join(body), label=str(number))
     _gold_label(p, _norm_step(gt.get("step")), "ground_truth.step")
     p.accepted = [i for i in (p.find(x) for x in _accepted_labels(gt)) if i is not None]
@@ -200,11 +259,18 @@ def _alfagent(release: dict[str, Any], gt: dict[str, Any], task_images: list[Ima
 def _framed(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef], *, dvd: bool) -> Parsed:
     """eva and dvd: [0] system and [1] user are framing; ground_truth.step is a native index."""
     name = "dvd" if dvd else "eva"
-    p = Parsed(convention=(
-        "dvd (whowhen_eval/render/dvd.py, score.py): [0] system, [1] user; entry i is 'Step i-2'; ground_truth.step is the native index"
-        if dvd else
-        "eva (whowhen_eval/render/eva.py, score.py): [0] system, [1] user; assistant turn k is 'Step k' with its tool turn folded in; "
-        "ground_truth.step is the native index of the assistant turn, (step - 2) // 2 its rendered coordinate"))
+    p = Parsed(
+        convention=(
+            "dvd (whowhen_eval/render/dvd.py, score.py): [0] system, [1] user; entry i is 'Step i-2'; ground_truth.step"
+            " is the native index"
+            if dvd
+            else (
+                "eva (whowhen_eval/render/eva.py, score.py): [0] system, [1] user; assistant turn k is 'Step k' with"
+                " its tool turn folded in; ground_truth.step is the native index of the assistant turn, (step - 2) // 2"
+                " its rendered coordinate"
+            )
+        )
+    )
     native: dict[int, int] = {}
     turn = 0
     for i, entry in enumerate(_entries(release.get("trajectory"))):
@@ -212,10 +278,23 @@ def _framed(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
         if i == 0 and kind == "system":
             native[i] = p.add("system", "system", "system", text_of(entry.get("content")))
         elif i == 1 and kind == "user":
-            native[i] = p.add("user", "user", "user", text_of(entry.get("content")), images=images_of(entry.get("images")) or task_images)
+            native[i] = p.add(
+                "user",
+                "user",
+                "user",
+                text_of(entry.get("content")),
+                images=images_of(entry.get("images")) or task_images,
+            )
         elif kind == "assistant":
             agent = "orchestrator" if dvd else "agent"
-            native[i] = p.add("agent", agent, "assistant", text_of(entry.get("content")), label=str(i - 2 if dvd else turn), calls=_calls(entry))
+            native[i] = p.add(
+                "agent",
+                agent,
+                "assistant",
+                text_of(entry.get("content")),
+                label=str(i - 2 if dvd else turn),
+                calls=_calls(entry),
+            )
             turn += 1
         elif kind == "tool" and not dvd and isinstance(entry.get("parts"), list):
             # failforge's eva export: one tool turn holding what followed an assistant turn (tool results,
@@ -236,25 +315,47 @@ def _framed(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
             tool = str(entry.get("tool_name") or "tool")
             frames = images_of(entry.get("frames")) + images_of(entry.get("images"))
             if dvd and tool == "frame_inspect_tool":
-                native[i] = p.add("agent", "frame_inspect_agent", "tool", text_of(entry.get("content")), label=str(i - 2), images=frames)
+                native[i] = p.add(
+                    "agent",
+                    "frame_inspect_agent",
+                    "tool",
+                    text_of(entry.get("content")),
+                    label=str(i - 2),
+                    images=frames,
+                )
             else:
-                native[i] = p.add("tool", tool, "tool", text_of(entry.get("content")), label=str(i - 2) if dvd else None, images=frames)
+                native[i] = p.add(
+                    "tool",
+                    tool,
+                    "tool",
+                    text_of(entry.get("content")),
+                    label=str(i - 2) if dvd else None,
+                    images=frames,
+                )
                 p.steps[-1].tool_call_id = entry.get("tool_call_id")
         elif kind == "final_answer":
             continue
         else:
-            native[i] = p.add("agent", str(kind), str(kind), text_of(entry.get("content")), label=str(i - 2 if dvd else turn))
+            native[i] = p.add(
+                "agent", str(kind), str(kind), text_of(entry.get("content")), label=str(i - 2 if dvd else turn)
+            )
             turn += 0 if dvd else 1
     raw = int_step(gt.get("step"), "ground_truth.step")
     if raw not in native:
-        raise Skip("ground_truth.step", f"{raw} is not an index of the {name} trajectory (0..{len(release.get('trajectory') or []) - 1})")
+        raise Skip(
+            "ground_truth.step",
+            f"{raw} is not an index of the {name} trajectory (0..{len(release.get('trajectory') or []) - 1})",
+        )
     p.gold, p.label = native[raw], str(raw)
     step = p.steps[p.gold]
     if not dvd:
         if step.role != "assistant":
             raise Skip("ground_truth.step", f"trajectory[{raw}] is a {step.role!r} entry; eva labels assistant turns")
         if step.coordinate and step.coordinate.label != str((raw - 2) // 2):
-            p.warnings.append(f"eva scorer's (step - 2) // 2 = {(raw - 2) // 2} but trajectory[{raw}] is assistant turn {step.coordinate.label}")
+            p.warnings.append(
+                f"eva scorer's (step - 2) // 2 = {(raw - 2) // 2} but trajectory[{raw}] is assistant turn"
+                f" {step.coordinate.label}"
+            )
     return p
 
 
@@ -266,14 +367,23 @@ def _tool_actions(entry: dict[str, Any]) -> list[ToolCallRecord]:
         # answering no call, a user message) where it does; the step itself is its own entry
         if isinstance(action, dict) and action.get("type") != "observation":
             args = action.get("args", action.get("arguments", ""))
-            out.append(ToolCallRecord(id=str(action["id"]) if action.get("id") is not None else None, name=str(action.get("name") or action.get("type") or "?"),
-                                      arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+            out.append(
+                ToolCallRecord(
+                    id=str(action["id"]) if action.get("id") is not None else None,
+                    name=str(action.get("name") or action.get("type") or "?"),
+                    arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                )
+            )
     return out
 
 
 def _magentic(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="magentic-one (whowhen_eval/render/magentic.py): kind 'agent' entries (tool_actions as tool calls) and kind 'tool' "
-                          "turns; coordinate 'R.P' from round and position; ground_truth.step is that 'R.P' string")
+    p = Parsed(
+        convention=(
+            "magentic-one (whowhen_eval/render/magentic.py): kind 'agent' entries (tool_actions as tool calls) and kind"
+            " 'tool' turns; coordinate 'R.P' from round and position; ground_truth.step is that 'R.P' string"
+        )
+    )
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
         if kind == "user":
@@ -282,15 +392,34 @@ def _magentic(release: dict[str, Any], gt: dict[str, Any], task_images: list[Ima
         if kind not in ("agent", "tool"):
             continue
         if entry.get("round") is None or entry.get("position") is None:
-            p.warnings.append(f"an {kind} entry of {entry.get('agent') or entry.get('tool_name')!r} has no round/position; the reader skips it")
+            p.warnings.append(
+                f"an {kind} entry of {entry.get('agent') or entry.get('tool_name')!r} has no round/position; the reader"
+                " skips it"
+            )
             continue
         rnd, pos = int(entry["round"]), int(entry["position"])
         if kind == "tool":
-            p.add("tool", str(entry.get("tool_name") or "tool"), "tool", text_of(entry.get("content")), label=f"{rnd}.{pos}", rnd=rnd, pos=pos)
+            p.add(
+                "tool",
+                str(entry.get("tool_name") or "tool"),
+                "tool",
+                text_of(entry.get("content")),
+                label=f"{rnd}.{pos}",
+                rnd=rnd,
+                pos=pos,
+            )
             p.steps[-1].tool_call_id = entry.get("tool_call_id")
         else:
-            p.add("agent", str(entry.get("agent") or "unknown"), str(entry.get("role") or ""), text_of(entry.get("output")),
-                  label=f"{rnd}.{pos}", rnd=rnd, pos=pos, calls=_tool_actions(entry))
+            p.add(
+                "agent",
+                str(entry.get("agent") or "unknown"),
+                str(entry.get("role") or ""),
+                text_of(entry.get("output")),
+                label=f"{rnd}.{pos}",
+                rnd=rnd,
+                pos=pos,
+                calls=_tool_actions(entry),
+            )
         p.steps[-1].recipient = str(entry["recipient"]) if entry.get("recipient") else None
         p.steps[-1].sender = p.steps[-1].agent if entry.get("recipient") else None
     label = _norm_step(gt.get("step_coord")) or _norm_step(gt.get("step"))
@@ -305,8 +434,12 @@ _MACNET_COORD = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink":
 
 
 def _macnet(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="macnet (whowhen_eval/render/macnet.py): coordinate from role (author 0.0, critic 1.0, rewriter 1.1, sink 2.0); "
-                          "ground_truth.round/position")
+    p = Parsed(
+        convention=(
+            "macnet (whowhen_eval/render/macnet.py): coordinate from role (author 0.0, critic 1.0, rewriter 1.1, sink"
+            " 2.0); ground_truth.round/position"
+        )
+    )
     for entry in _entries(release.get("trajectory")):
         if entry.get("kind") == "user":
             _user(p, entry, task_images)
@@ -315,7 +448,15 @@ def _macnet(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
             continue
         role = str(entry["role"])
         rnd, pos = _MACNET_COORD.get(role, (1, sum(1 for s in p.steps if s.coordinate and s.coordinate.round == 1)))
-        p.add("agent", str(entry.get("agent_id") or "unknown"), role, text_of(entry.get("output")), label=f"{rnd}.{pos}", rnd=rnd, pos=pos)
+        p.add(
+            "agent",
+            str(entry.get("agent_id") or "unknown"),
+            role,
+            text_of(entry.get("output")),
+            label=f"{rnd}.{pos}",
+            rnd=rnd,
+            pos=pos,
+        )
     label = _norm_step(gt.get("step_coord")) or _norm_step(gt.get("step"))
     if not label:
         if gt.get("round") is None:
@@ -327,8 +468,12 @@ def _macnet(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
 
 
 def _mathchat(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef]) -> Parsed:
-    p = Parsed(convention="mathchat (whowhen_eval/render/mathchat.py, score.py): entries with round/position; (0,0,user_proxy) is framing; "
-                          "'Step 2R+P'; ground_truth.round/position map to 2*round+position")
+    p = Parsed(
+        convention=(
+            "mathchat (whowhen_eval/render/mathchat.py, score.py): entries with round/position; (0,0,user_proxy) is"
+            " framing; 'Step 2R+P'; ground_truth.round/position map to 2*round+position"
+        )
+    )
     for entry in _entries(release.get("trajectory")):
         if entry.get("kind") == "user":
             _user(p, entry, task_images)
@@ -355,7 +500,13 @@ def _metagpt(release: dict[str, Any], gt: dict[str, Any], task_images: list[Imag
             continue
         if entry.get("kind") == "final_answer" or entry.get("stage") is None:
             continue
-        p.add("agent", str(entry.get("agent_id") or "unknown"), str(entry.get("role") or ""), text_of(entry.get("output")), label=str(int(entry["stage"])))
+        p.add(
+            "agent",
+            str(entry.get("agent_id") or "unknown"),
+            str(entry.get("role") or ""),
+            text_of(entry.get("output")),
+            label=str(int(entry["stage"])),
+        )
     if gt.get("stage") is None:
         raise Skip("ground_truth.stage", "missing")
     _gold_label(p, str(int(gt["stage"])), "ground_truth.stage")
@@ -364,9 +515,15 @@ def _metagpt(release: dict[str, Any], gt: dict[str, Any], task_images: list[Imag
 
 def _rounds(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef], framework: str) -> Parsed:
     """debate, dylan, pixelcraft: 'kind: round' entries holding turns."""
-    p = Parsed(convention=f"{framework} (whowhen_eval/render/{framework}.py, score.py): kind 'round' entries; 'R.P' with P "
-                          + ("the turn's index" if framework == "debate" else "the turn's position")
-                          + ("; ground_truth.round only, any turn of that round counts" if framework != "pixelcraft" else "; ground_truth.round/position"))
+    p = Parsed(
+        convention=f"{framework} (whowhen_eval/render/{framework}.py, score.py): kind 'round' entries; 'R.P' with P "
+        + ("the turn's index" if framework == "debate" else "the turn's position")
+        + (
+            "; ground_truth.round only, any turn of that round counts"
+            if framework != "pixelcraft"
+            else "; ground_truth.round/position"
+        )
+    )
     for entry in _entries(release.get("trajectory")):
         if entry.get("kind") == "user":
             _user(p, entry, task_images)
@@ -378,8 +535,16 @@ def _rounds(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
             if not isinstance(turn, dict):
                 raise Skip(f"trajectory.round[{rnd}].turns[{i}]", "expected an object")
             pos = i if framework == "debate" else int(turn.get("position", 0))
-            p.add("agent", str(turn.get("agent_id") or "unknown"), str(turn.get("role") or ""), text_of(turn.get("output")),
-                  label=f"{rnd}.{pos}", rnd=rnd, pos=pos, images=images_of(turn.get("images")))
+            p.add(
+                "agent",
+                str(turn.get("agent_id") or "unknown"),
+                str(turn.get("role") or ""),
+                text_of(turn.get("output")),
+                label=f"{rnd}.{pos}",
+                rnd=rnd,
+                pos=pos,
+                images=images_of(turn.get("images")),
+            )
     if gt.get("round") is None:
         raise Skip("ground_truth.round", "missing")
     rnd = int(gt["round"])
@@ -398,9 +563,13 @@ def _rounds(release: dict[str, Any], gt: dict[str, Any], task_images: list[Image
 
 def _gui(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef], framework: str) -> Parsed:
     """The image_gui split (coact, openai_cua, agentoccam, gemini): one shared schema, one renderer."""
-    p = Parsed(convention=f"{framework} (whowhen_eval/render/gui.py, score.py): kind 'action' entries numbered "
-                          "by step_number (1-indexed); ground_truth.step is step_number; coact names the agent, "
-                          "the single-agent frameworks label every step with one agent")
+    p = Parsed(
+        convention=(
+            f"{framework} (whowhen_eval/render/gui.py, score.py): kind 'action' entries numbered "
+            "by step_number (1-indexed); ground_truth.step is step_number; coact names the agent, "
+            "the single-agent frameworks label every step with one agent"
+        )
+    )
     label = GUI_SINGLE_LABELS.get(framework)
     for entry in _entries(release.get("trajectory")):
         kind = entry.get("kind")
@@ -418,8 +587,15 @@ def _gui(release: dict[str, Any], gt: dict[str, Any], task_images: list[ImageRef
             body = "\n".join(x for x in (body, f"[action]\n{text_of(entry.get('action')).strip()}") if x)
         if entry.get("error"):
             body = "\n".join(x for x in (body, f"[error]\n{text_of(entry.get('error')).strip()}") if x)
-        p.add("agent", agent, "action", body, label=str(number), calls=calls,
-              images=images_of(entry.get("observation_images")))
+        p.add(
+            "agent",
+            agent,
+            "action",
+            body,
+            label=str(number),
+            calls=calls,
+            images=images_of(entry.get("observation_images")),
+        )
         followed = entry.get("observations")
         if isinstance(followed, list):  # failforge's export: what followed the step, one entry each
             for part in followed:
@@ -447,10 +623,17 @@ def _gold_agents(gt: dict[str, Any]) -> list[str]:
 
 #: framework (as the release writes it) -> how its trajectory is read; the harness's get_renderer() list.
 _CONVENTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any], list[ImageRef]], Parsed]] = {
-    "smolagents": _smolagents, "alfagent": _alfagent, "magentic-one": _magentic, "magentic": _magentic,
-    "macnet": _macnet, "mathchat": _mathchat, "metagpt": _metagpt,
-    "eva": lambda r, g, t: _framed(r, g, t, dvd=False), "dvd": lambda r, g, t: _framed(r, g, t, dvd=True),
-    "debate": lambda r, g, t: _rounds(r, g, t, "debate"), "dylan": lambda r, g, t: _rounds(r, g, t, "dylan"),
+    "smolagents": _smolagents,
+    "alfagent": _alfagent,
+    "magentic-one": _magentic,
+    "magentic": _magentic,
+    "macnet": _macnet,
+    "mathchat": _mathchat,
+    "metagpt": _metagpt,
+    "eva": lambda r, g, t: _framed(r, g, t, dvd=False),
+    "dvd": lambda r, g, t: _framed(r, g, t, dvd=True),
+    "debate": lambda r, g, t: _rounds(r, g, t, "debate"),
+    "dylan": lambda r, g, t: _rounds(r, g, t, "dylan"),
     "pixelcraft": lambda r, g, t: _rounds(r, g, t, "pixelcraft"),
     **{fw: partial(_gui, framework=fw) for fw in ("coact", "openai_cua", "agentoccam", "gemini")},
 }
@@ -465,6 +648,7 @@ def _convention(framework: str) -> Callable[[dict[str, Any], dict[str, Any], lis
 
 
 # --- rows ----------------------------------------------------------------------------------------------
+
 
 def decode_field(row: dict[str, Any], key: str, default: Any) -> Any:
     """A JSON-encoded row field (the release writes strings); already-decoded values are accepted, as the harness does."""
@@ -485,10 +669,16 @@ def release_of(row: dict[str, Any], split: str) -> dict[str, Any]:
     """The harness's ``release_from_row``: decode the four fields, splice extras into the top level."""
     for key in ("id", "framework"):
         if not isinstance(row.get(key), str) or not row.get(key):
-            raise Skip(key, "missing" if row.get(key) is None else f"expected a non-empty string, found {row.get(key)!r}")
+            raise Skip(
+                key, "missing" if row.get(key) is None else f"expected a non-empty string, found {row.get(key)!r}"
+            )
     release: dict[str, Any] = {
-        "id": row["id"], "framework": row["framework"], "benchmark": row.get("benchmark"), "modality": split,
-        "task": decode_field(row, "task", {}), "trajectory": decode_field(row, "trajectory", []),
+        "id": row["id"],
+        "framework": row["framework"],
+        "benchmark": row.get("benchmark"),
+        "modality": split,
+        "task": decode_field(row, "task", {}),
+        "trajectory": decode_field(row, "trajectory", []),
         "ground_truth": decode_field(row, "ground_truth", {}),
     }
     extras = decode_field(row, "extras", {})
@@ -509,7 +699,9 @@ def _question(task: dict[str, Any]) -> str:
     return query
 
 
-def _mode(gt: dict[str, Any], release: dict[str, Any], warnings: list[str], taxonomy: set[str] | None) -> tuple[str | None, str | None]:
+def _mode(
+    gt: dict[str, Any], release: dict[str, Any], warnings: list[str], taxonomy: set[str] | None
+) -> tuple[str | None, str | None]:
     source_mode = gt.get("mode")
     if source_mode is not None and not isinstance(source_mode, str):
         raise Skip("ground_truth.mode", f"expected a code string, found {source_mode!r}")
@@ -544,17 +736,35 @@ def read_row(row: Any, split: str, path: str, line: int, taxonomy: set[str] | No
         raise Skip("ground_truth.agent", "missing for a multi-agent framework")
     warnings = list(parsed.warnings)
     mode, source_mode = _mode(gt, release, warnings, taxonomy)
-    accepted_modes = [m for m in (from_release(a.get("mode")) for a in gt.get("accepted_predictions") or [] if isinstance(a, dict)) if m]
-    accepted_agents = named[1:] + [str(a["agent_name"]) for a in gt.get("accepted_predictions") or [] if isinstance(a, dict) and a.get("agent_name")]
+    accepted_modes = [
+        m
+        for m in (from_release(a.get("mode")) for a in gt.get("accepted_predictions") or [] if isinstance(a, dict))
+        if m
+    ]
+    accepted_agents = named[1:] + [
+        str(a["agent_name"])
+        for a in gt.get("accepted_predictions") or []
+        if isinstance(a, dict) and a.get("agent_name")
+    ]
     agents = release.get("agents")
-    roster = [str(a.get("id")) for a in agents if isinstance(a, dict) and a.get("id")] if isinstance(agents, list) else []
-    roles = {str(a["id"]): str(a["role"]) for a in agents if isinstance(a, dict) and a.get("id") and a.get("role")} if isinstance(agents, list) else {}
+    roster = (
+        [str(a.get("id")) for a in agents if isinstance(a, dict) and a.get("id")] if isinstance(agents, list) else []
+    )
+    roles = (
+        {str(a["id"]): str(a["role"]) for a in agents if isinstance(a, dict) and a.get("id") and a.get("role")}
+        if isinstance(agents, list)
+        else {}
+    )
     for s in parsed.steps:
         if s.kind == "agent" and s.agent not in roster:
             roster.append(s.agent)
     if agent not in roster:
         roster.append(agent)
-    extra = {k: v for k, v in release.items() if k not in ("id", "framework", "benchmark", "modality", "task", "trajectory", "ground_truth", "agents")}
+    extra = {
+        k: v
+        for k, v in release.items()
+        if k not in ("id", "framework", "benchmark", "modality", "task", "trajectory", "ground_truth", "agents")
+    }
     extra["ground_truth"] = gt
     extra["split"] = split
     return LabelledFailure(
@@ -568,9 +778,24 @@ def read_row(row: Any, split: str, path: str, line: int, taxonomy: set[str] | No
         roles=roles,
         task=TaskInfo(question=_question(task), gold_answer=text_of(task.get("answer")) or None),
         steps=parsed.steps,
-        gold=Gold(agent=agent, step=parsed.gold, mode=mode, source_mode=source_mode, step_label=parsed.label,
-                  accepted_steps=parsed.accepted, accepted_agents=accepted_agents, accepted_modes=accepted_modes),
-        origin=Origin(format="whowhen-pro", path=path, line=line, row_id=release["id"], step_convention=parsed.convention, warnings=warnings),
+        gold=Gold(
+            agent=agent,
+            step=parsed.gold,
+            mode=mode,
+            source_mode=source_mode,
+            step_label=parsed.label,
+            accepted_steps=parsed.accepted,
+            accepted_agents=accepted_agents,
+            accepted_modes=accepted_modes,
+        ),
+        origin=Origin(
+            format="whowhen-pro",
+            path=path,
+            line=line,
+            row_id=release["id"],
+            step_convention=parsed.convention,
+            warnings=warnings,
+        ),
         extra=extra,
     )
 
@@ -596,12 +821,16 @@ def split_files(path: Path) -> tuple[Path, list[tuple[Path, str]]]:
     data = path / "data" if (path / "data").is_dir() else path
     files = [(data / f"{s}.jsonl", s) for s in SPLITS if (data / f"{s}.jsonl").is_file()]
     if not files:
-        raise ConfigError(f"{path}: no data/text.jsonl, data/image.jsonl, data/image_gui.jsonl or data/video.jsonl "
-                          "(the Who&When Pro release layout)")
+        raise ConfigError(
+            f"{path}: no data/text.jsonl, data/image.jsonl, data/image_gui.jsonl or data/video.jsonl "
+            "(the Who&When Pro release layout)"
+        )
     return (path if data != path else path.parent), files
 
 
-@importers.register("whowhen-pro", description="Who&When Pro release rows: data/{text,image,video}.jsonl + taxonomy.yaml")
+@importers.register(
+    "whowhen-pro", description="Who&When Pro release rows: data/{text,image,video}.jsonl + taxonomy.yaml"
+)
 def import_whowhen_pro(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
     root, files = split_files(Path(path))
     taxonomy = load_taxonomy_codes(root)
@@ -613,11 +842,24 @@ def import_whowhen_pro(path: Path) -> Iterator[LabelledFailure | RecordProblem]:
             number, row = item
             try:
                 record = read_row(row, split, str(file), number, taxonomy)
-                missing = next((i.path for st in record.steps for i in st.images if i.path and i.path.startswith("images/") and not (root / i.path).is_file()), None)
+                missing = next(
+                    (
+                        i.path
+                        for st in record.steps
+                        for i in st.images
+                        if i.path and i.path.startswith("images/") and not (root / i.path).is_file()
+                    ),
+                    None,
+                )
                 if missing is not None:  # the release layout's images/ folder lacks a screenshot the row names
                     raise Skip("images", f"record {record.id}: {missing} is missing from {root}")
                 yield record
             except Skip as skip:
                 yield skip.at(str(file), number)
             except (ValueError, TypeError, RecursionError) as exc:
-                yield RecordProblem(path=str(file), line=number, field="<row>", problem=" ".join(str(exc).split())[:300] or type(exc).__name__)
+                yield RecordProblem(
+                    path=str(file),
+                    line=number,
+                    field="<row>",
+                    problem=" ".join(str(exc).split())[:300] or type(exc).__name__,
+                )

@@ -24,6 +24,18 @@ from failforge.environments.agentdojo._env import (
 )
 
 __all__ = [
-    "BENCHMARK_VERSION", "DEFAULT_CLOCK", "SUITES", "AgentDojoEnvironment", "AgentDojoEpisode", "AgentDojoOptions", "agentdojo_version",
-    "env_spec", "frozen_clock", "get_suite", "list_user_tasks", "state_fingerprint", "tool_domain", "tool_domains",
+    "BENCHMARK_VERSION",
+    "DEFAULT_CLOCK",
+    "SUITES",
+    "AgentDojoEnvironment",
+    "AgentDojoEpisode",
+    "AgentDojoOptions",
+    "agentdojo_version",
+    "env_spec",
+    "frozen_clock",
+    "get_suite",
+    "list_user_tasks",
+    "state_fingerprint",
+    "tool_domain",
+    "tool_domains",
 ]

@@ -79,7 +79,8 @@ def frozen_clock(instant: str) -> Iterator[None]:
     with _clock_lock:
         if _clock_users and _clock_instant != instant:
             raise ConfigError(
-                f"two AgentDojo runs in one process need different frozen clocks ({_clock_instant} and {instant}); run them separately"
+                f"two AgentDojo runs in one process need different frozen clocks ({_clock_instant} and {instant}); run"
+                " them separately"
             )
         if _clock_users == 0:
             shim = _frozen_datetime_module(_dt.datetime.fromisoformat(instant))
@@ -155,7 +156,9 @@ class AgentDojoToolbox:
     def schemas(self) -> list[dict[str, Any]]:
         return [_tool_schema(f) for f in self.episode.suite.tools]
 
-    def run_function(self, name: str, args: dict[str, Any] | None, call_id: str | None, raw: str | None = None) -> tuple[Any, str | None, Step]:
+    def run_function(
+        self, name: str, args: dict[str, Any] | None, call_id: str | None, raw: str | None = None
+    ) -> tuple[Any, str | None, Step]:
         """Run a tool live, record and (in replay) assert it. Returns AgentDojo's (result, error) and the step."""
         from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
 
@@ -198,7 +201,9 @@ class AgentDojoToolbox:
         toolbox = self
 
         class BoundaryRuntime(FunctionsRuntime):
-            def run_function(self, env: Any, function: str, kwargs: Any, raise_on_error: bool = False) -> tuple[Any, str | None]:  # type: ignore[override]
+            def run_function(
+                self, env: Any, function: str, kwargs: Any, raise_on_error: bool = False
+            ) -> tuple[Any, str | None]:  # type: ignore[override]
                 result, error, _ = toolbox.run_function(function, dict(kwargs), None)
                 if error is not None and raise_on_error:
                     raise RuntimeError(error)
@@ -226,17 +231,35 @@ class InjectionState:
         try:
             task_id, vectors, at_step = str(config["injection_task"]), dict(config["vectors"]), int(config["at_step"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"an AgentDojo injection needs injection_task, vectors and at_step, got {config!r}") from exc
+            raise ConfigError(
+                f"an AgentDojo injection needs injection_task, vectors and at_step, got {config!r}"
+            ) from exc
         if task_id not in suite.injection_tasks:
-            raise ConfigError(f"AgentDojo suite {suite.name!r} has no injection task {task_id!r}; valid: {', '.join(sorted(suite.injection_tasks))}")
+            raise ConfigError(
+                f"AgentDojo suite {suite.name!r} has no injection task {task_id!r}; valid:"
+                f" {', '.join(sorted(suite.injection_tasks))}"
+            )
         known = suite.get_injection_vector_defaults()
         bad = sorted(set(vectors) - set(known))
         if bad:
-            raise ConfigError(f"AgentDojo suite {suite.name!r} has no injection vector {bad[0]!r}; valid: {', '.join(sorted(known))}")
-        return cls(task_id, suite.injection_tasks[task_id], {str(k): str(v) for k, v in vectors.items()}, at_step, config.get("attack"))
+            raise ConfigError(
+                f"AgentDojo suite {suite.name!r} has no injection vector {bad[0]!r}; valid: {', '.join(sorted(known))}"
+            )
+        return cls(
+            task_id,
+            suite.injection_tasks[task_id],
+            {str(k): str(v) for k, v in vectors.items()},
+            at_step,
+            config.get("attack"),
+        )
 
     def config(self) -> dict[str, Any]:
-        return {"injection_task": self.task_id, "vectors": dict(self.vectors), "at_step": self.at_step, "attack": self.attack}
+        return {
+            "injection_task": self.task_id,
+            "vectors": dict(self.vectors),
+            "at_step": self.at_step,
+            "attack": self.attack,
+        }
 
 
 class AgentDojoEpisode:
@@ -247,8 +270,15 @@ class AgentDojoEpisode:
 
     name = "agentdojo"
 
-    def __init__(self, suite_name: str, task_id: str, *, clock: str = DEFAULT_CLOCK, benchmark_version: str = BENCHMARK_VERSION,
-                 injection: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        suite_name: str,
+        task_id: str,
+        *,
+        clock: str = DEFAULT_CLOCK,
+        benchmark_version: str = BENCHMARK_VERSION,
+        injection: dict[str, Any] | None = None,
+    ) -> None:
         from agentdojo.functions_runtime import FunctionsRuntime
 
         self.suite_name = suite_name
@@ -303,7 +333,11 @@ class AgentDojoEpisode:
         state = self.injection
         assert state is not None
         try:
-            return bool(self.suite._check_injection_task_security(state.task, [{"type": "text", "content": output}], self.pre_env, env, traces))
+            return bool(
+                self.suite._check_injection_task_security(
+                    state.task, [{"type": "text", "content": output}], self.pre_env, env, traces
+                )
+            )
         except Exception as exc:  # an evaluator crash on odd agent output: evidence, not a verdict
             return f"{type(exc).__name__}: {exc}"
 
@@ -348,7 +382,10 @@ class AgentDojoEpisode:
             task_id=self.task_id,
             instruction=self.instruction(),
             gold_answer=str(self.task.GROUND_TRUTH_OUTPUT) or None,
-            metadata={"difficulty": str(getattr(self.task, "DIFFICULTY", "")), "benchmark_version": self.benchmark_version},
+            metadata={
+                "difficulty": str(getattr(self.task, "DIFFICULTY", "")),
+                "benchmark_version": self.benchmark_version,
+            },
         )
 
     def toolbox(self, log: RunLog) -> AgentDojoToolbox:
@@ -372,11 +409,15 @@ class AgentDojoEpisode:
                 verdict = self.task.utility(output, self.pre_env, self.env)
                 method = "utility"
         except Exception as exc:  # an evaluator crash on odd agent output is a failed task, not a crash of ours
-            return Outcome(success=False, evaluator="agentdojo.utility", details={"error": f"{type(exc).__name__}: {exc}"})
+            return Outcome(
+                success=False, evaluator="agentdojo.utility", details={"error": f"{type(exc).__name__}: {exc}"}
+            )
         details: dict[str, Any] = {"suite": self.suite_name, "task_id": self.task_id, "final_output": output[:2000]}
         if self.injection is not None:
             details["security"] = self.security_details(output, traces, steps)
-        return Outcome(success=bool(verdict), score=1.0 if verdict else 0.0, evaluator=f"agentdojo.{method}", details=details)
+        return Outcome(
+            success=bool(verdict), score=1.0 if verdict else 0.0, evaluator=f"agentdojo.{method}", details=details
+        )
 
     def security_details(self, output: str, traces: list[Any], steps: list[Step]) -> dict[str, Any]:
         """The injection task's verdict on the finished run (AgentDojo's security check; True: the
@@ -400,11 +441,15 @@ class AgentDojoOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    suite: list[str] = Field(default_factory=list, description="suite(s): workspace, travel, banking, slack (default: all)")
+    suite: list[str] = Field(
+        default_factory=list, description="suite(s): workspace, travel, banking, slack (default: all)"
+    )
     clock: str = Field(default=DEFAULT_CLOCK, description="the instant AgentDojo's email and drive tools read as now")
 
 
-@environments.register("agentdojo", requires=("agentdojo",), description="AgentDojo v1 suites (workspace, travel, banking, slack)")
+@environments.register(
+    "agentdojo", requires=("agentdojo",), description="AgentDojo v1 suites (workspace, travel, banking, slack)"
+)
 class AgentDojoEnvironment(Environment):
     """AgentDojo as an environment plugin: task ids are ``suite/user_task_N``."""
 
@@ -427,8 +472,13 @@ class AgentDojoEnvironment(Environment):
     def open(self, spec: ComponentSpec) -> AgentDojoEpisode:
         cfg = spec.config
         try:
-            return AgentDojoEpisode(cfg["suite"], cfg["task_id"], clock=cfg.get("clock", DEFAULT_CLOCK), benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION),
-                                    injection=cfg.get("injection"))
+            return AgentDojoEpisode(
+                cfg["suite"],
+                cfg["task_id"],
+                clock=cfg.get("clock", DEFAULT_CLOCK),
+                benchmark_version=cfg.get("benchmark_version", BENCHMARK_VERSION),
+                injection=cfg.get("injection"),
+            )
         except KeyError as exc:
             raise ConfigError(f"environment spec for agentdojo lacks {exc.args[0]!r}: {cfg}") from exc
 
@@ -480,7 +530,12 @@ _MODULE_DOMAINS = {
     "slack": "slack",
     "web": "web",
 }
-_TRAVEL_KEYWORDS = (("hotel", "hotels"), ("restaurant", "restaurants"), ("car_rental", "car_rental"), ("car_", "car_rental"))
+_TRAVEL_KEYWORDS = (
+    ("hotel", "hotels"),
+    ("restaurant", "restaurants"),
+    ("car_rental", "car_rental"),
+    ("car_", "car_rental"),
+)
 
 
 def tool_domain(function: Any) -> str:

@@ -193,8 +193,10 @@ class DabenchOptions(BaseModel):
 
     data_dir: str | None = Field(
         default=None,
-        description=f"a copy of InfiAgent's examples/DA-Agent/data (default: ${ENV_VAR}, "
-        "else the 18 questions shipped with failforge)",
+        description=(
+            f"a copy of InfiAgent's examples/DA-Agent/data (default: ${ENV_VAR}, "
+            "else the 18 questions shipped with failforge)"
+        ),
     )
     backend: str = Field(
         default="auto", description="sandbox backend: docker, local or auto (docker when its data image is here)"
@@ -303,7 +305,11 @@ class DabenchEnvironment(Environment):
 
 
 __all__ = [
-    "load_questions", "parse_observation", "question", "resolve_dir", "task_id_of",
+    "load_questions",
+    "parse_observation",
+    "question",
+    "resolve_dir",
+    "task_id_of",
     "BENCHMARK",
     "DATA_IMAGE",
     "DabenchConfig",

@@ -54,9 +54,11 @@ TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": TOOL_NAME,
-        "description": "Run Python code in this run's interpreter; variables persist between calls. "
-        "The table is under ./data/. "
-        "Returns the printed output and the last value. Call final_answer(answer) to finish.",
+        "description": (
+            "Run Python code in this run's interpreter; variables persist between calls. "
+            "The table is under ./data/. "
+            "Returns the printed output and the last value. Call final_answer(answer) to finish."
+        ),
         "parameters": {
             "type": "object",
             "properties": {"code": {"type": "string", "description": "the Python code to run"}},

@@ -136,8 +136,10 @@ def run_block(code, ns, allowed):
         return (
             "",
             "None",
-            f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n"
-            f"{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}",
+            (
+                f"Code parsing failed on line {exc.lineno} due to: {type(exc).__name__}\n"
+                f"{exc.text or ''}{' ' * ((exc.offset or 1) - 1)}^\nError: {exc.msg}"
+            ),
             False,
         )
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

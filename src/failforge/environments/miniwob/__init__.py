@@ -35,7 +35,13 @@ from failforge.environments.miniwob._episode import (
     screenshot_path,
 )
 from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES
-from failforge.environments.miniwob._plugin import BROWSER_SYSTEM_PROMPT, MiniWoBEnvironment, MiniWoBOptions, default_seed, demonstration_script
+from failforge.environments.miniwob._plugin import (
+    BROWSER_SYSTEM_PROMPT,
+    MiniWoBEnvironment,
+    MiniWoBOptions,
+    default_seed,
+    demonstration_script,
+)
 from failforge.environments.miniwob._vision_policy import read_screen
 
 __all__ = [

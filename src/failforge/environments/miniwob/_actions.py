@@ -182,7 +182,9 @@ class Actions:
         from playwright.sync_api import Error as PlaywrightError
 
         method = getattr(self, f"_{'xy' if self.action_space == 'coordinate' else 'do'}_{name}")
-        with self.session.guard(f"running {name}({json.dumps(args.model_dump(), ensure_ascii=False)[:200]})", agent_errors=True):
+        with self.session.guard(
+            f"running {name}({json.dumps(args.model_dump(), ensure_ascii=False)[:200]})", agent_errors=True
+        ):
             try:
                 outcome: ActionOutcome = method(args)
             except PlaywrightError as exc:
@@ -215,7 +217,9 @@ class Actions:
         try:
             element.click(timeout=self.session.config.action_timeout_ms)
         except PlaywrightTimeout:
-            return ActionOutcome(error=f"element [{args.bid}] could not be clicked: another element covers it or it is disabled")
+            return ActionOutcome(
+                error=f"element [{args.bid}] could not be clicked: another element covers it or it is disabled"
+            )
         return ActionOutcome()
 
     def _do_type(self, args: TypeArgs) -> ActionOutcome:
@@ -226,8 +230,9 @@ class Actions:
         if error:
             return ActionOutcome(error=error)
         editable = element.evaluate(
-            "(el) => (el instanceof HTMLInputElement && !['checkbox','radio','button','submit','reset','image','file'].includes(el.type))"
-            " || el instanceof HTMLTextAreaElement || el.isContentEditable"
+            "(el) => (el instanceof HTMLInputElement &&"
+            " !['checkbox','radio','button','submit','reset','image','file'].includes(el.type)) || el instanceof"
+            " HTMLTextAreaElement || el.isContentEditable"
         )
         if not editable:
             return ActionOutcome(error=f"element [{args.bid}] is not a text field")
@@ -259,7 +264,12 @@ class Actions:
         if found.get("error") == "not-select":
             return ActionOutcome(error=f"element [{args.bid}] is not a <select>")
         if found.get("error") == "no-option":
-            return ActionOutcome(error=f"element [{args.bid}] has no option {args.option!r}; its options are {json.dumps(found['options'], ensure_ascii=False)}")
+            return ActionOutcome(
+                error=(
+                    f"element [{args.bid}] has no option {args.option!r}; its options are"
+                    f" {json.dumps(found['options'], ensure_ascii=False)}"
+                )
+            )
         element.select_option(value=found["value"], timeout=self.session.config.action_timeout_ms)
         return ActionOutcome()
 
@@ -273,7 +283,9 @@ class Actions:
         except PlaywrightError as exc:
             if self.session.infrastructure_error(exc, "pressing a key") is not None:
                 raise
-            return ActionOutcome(error=f"unknown key {args.key!r}; use names like Enter, Tab, ArrowDown, Backspace, a, Control+a")
+            return ActionOutcome(
+                error=f"unknown key {args.key!r}; use names like Enter, Tab, ArrowDown, Backspace, a, Control+a"
+            )
         return ActionOutcome()
 
     def _do_scroll(self, args: ScrollArgs) -> ActionOutcome:
@@ -283,7 +295,9 @@ class Actions:
                 return ActionOutcome(error=error)
             element.evaluate("(el, d) => el.scrollBy({left: d[0], top: d[1], behavior: 'instant'})", [args.dx, args.dy])
         else:
-            self.page.evaluate("(d) => window.scrollBy({left: d[0], top: d[1], behavior: 'instant'})", [args.dx, args.dy])
+            self.page.evaluate(
+                "(d) => window.scrollBy({left: d[0], top: d[1], behavior: 'instant'})", [args.dx, args.dy]
+            )
         return ActionOutcome()
 
     def _do_goto(self, args: GotoArgs) -> ActionOutcome:
@@ -294,7 +308,9 @@ class Actions:
         if parts.scheme not in ("http", "https"):
             return ActionOutcome(error=f"goto only opens http(s) URLs, not {args.url!r}")
         if f"{parts.scheme}://{parts.netloc}" != self.origin:
-            return ActionOutcome(error=f"{target} is outside this environment; only {self.origin}/ is served (the browser is offline)")
+            return ActionOutcome(
+                error=f"{target} is outside this environment; only {self.origin}/ is served (the browser is offline)"
+            )
         try:
             self.page.goto(target, wait_until="load")
         except PlaywrightError as exc:

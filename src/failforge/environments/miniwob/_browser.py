@@ -73,7 +73,9 @@ def _clock_instant(text: str) -> _dt.datetime:
     try:
         instant = _dt.datetime.fromisoformat(text)
     except ValueError as exc:
-        raise ConfigError(f"miniwob clock {text!r} is not an ISO-8601 instant (e.g. 2024-05-15T10:00:00+00:00)") from exc
+        raise ConfigError(
+            f"miniwob clock {text!r} is not an ISO-8601 instant (e.g. 2024-05-15T10:00:00+00:00)"
+        ) from exc
     return instant if instant.tzinfo is not None else instant.replace(tzinfo=_dt.UTC)
 
 
@@ -92,10 +94,16 @@ class _SharedBrowser:
         except PlaywrightError as exc:
             raise InfrastructureError(f"Playwright's driver did not start: {exc}") from exc
         except RuntimeError as exc:  # "using Playwright Sync API inside the asyncio loop"
-            raise ConfigError(f"Playwright's sync API cannot run here: {exc}. Run MiniWoB episodes in a worker thread without an event loop.") from exc
+            raise ConfigError(
+                f"Playwright's sync API cannot run here: {exc}. Run MiniWoB episodes in a worker thread without an"
+                " event loop."
+            ) from exc
         try:
             self.browser = self.pw.chromium.launch(
-                executable_path=executable, headless=True, args=[*args, f"--failforge-session={self.token}"], timeout=launch_timeout_s * 1000
+                executable_path=executable,
+                headless=True,
+                args=[*args, f"--failforge-session={self.token}"],
+                timeout=launch_timeout_s * 1000,
             )
         except PlaywrightError as exc:
             with contextlib.suppress(Exception):
@@ -215,7 +223,10 @@ class BrowserSession:
         try:
             from playwright.sync_api import Error as PlaywrightError
         except ImportError as exc:
-            raise ConfigError("the MiniWoB++ environment needs Playwright: pip install 'failforge[browser]' (Chromium comes from Debian, not `playwright install`)") from exc
+            raise ConfigError(
+                "the MiniWoB++ environment needs Playwright: pip install 'failforge[browser]' (Chromium comes from"
+                " Debian, not `playwright install`)"
+            ) from exc
         instant = _clock_instant(cfg.clock)
         self._shared = _acquire(cfg.chromium, tuple(cfg.chromium_args), cfg.operation_timeout_s)
         try:
@@ -239,7 +250,9 @@ class BrowserSession:
         except PlaywrightError as exc:
             shared, self._shared = self._shared, None
             _discard(shared)
-            raise InfrastructureError(f"Chromium ({cfg.chromium}) could not open a page: {str(exc).splitlines()[0]}") from exc
+            raise InfrastructureError(
+                f"Chromium ({cfg.chromium}) could not open a page: {str(exc).splitlines()[0]}"
+            ) from exc
         return self.page
 
     @property
@@ -291,14 +304,19 @@ class BrowserSession:
             if agent_errors:
                 raise
             first = str(exc).split("Call log:")[0].strip().splitlines()
-            raise InfrastructureError(f"the browser failed while {what}: {first[0] if first else type(exc).__name__}") from exc
+            raise InfrastructureError(
+                f"the browser failed while {what}: {first[0] if first else type(exc).__name__}"
+            ) from exc
         finally:
             timer.cancel()
         if self._expired is not None:
             raise self._overrun()
 
     def _overrun(self) -> InfrastructureError:
-        return InfrastructureError(f"the browser did not answer within {self.config.operation_timeout_s:g}s while {self._expired}; it was stopped")
+        return InfrastructureError(
+            f"the browser did not answer within {self.config.operation_timeout_s:g}s while {self._expired}; it was"
+            " stopped"
+        )
 
     def infrastructure_error(self, exc: BaseException, what: str) -> InfrastructureError | None:
         """The InfrastructureError ``exc`` stands for, or None when it is an ordinary (agent-level) failure."""
@@ -310,13 +328,24 @@ class BrowserSession:
         if self.crashed or page_closed or browser_gone or any(m in message for m in _DEAD_BROWSER_MARKERS):
             cause = "the page crashed" if self.crashed or "crash" in message else "the browser is gone"
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return InfrastructureError(f"{cause} while {what} ({first}); the run says nothing about the seed and may be retried")
+            return InfrastructureError(
+                f"{cause} while {what} ({first}); the run says nothing about the seed and may be retried"
+            )
         return None
 
     def check_alive(self, what: str) -> None:
         """Raise InfrastructureError if the browser or page died since the last call."""
-        if self.crashed or self.page is None or self._shared is None or not self._shared.alive() or self._safe(lambda: self.page.is_closed(), True):
-            raise InfrastructureError(f"the browser is gone ({'the page crashed' if self.crashed else 'disconnected'}) before {what}; the run says nothing about the seed and may be retried")
+        if (
+            self.crashed
+            or self.page is None
+            or self._shared is None
+            or not self._shared.alive()
+            or self._safe(lambda: self.page.is_closed(), True)
+        ):
+            raise InfrastructureError(
+                f"the browser is gone ({'the page crashed' if self.crashed else 'disconnected'}) before {what}; the run"
+                " says nothing about the seed and may be retried"
+            )
 
     @staticmethod
     def _safe(fn: Any, default: Any) -> Any:

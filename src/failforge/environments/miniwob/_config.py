@@ -63,7 +63,9 @@ class DomFault(_Model):
     """
 
     after_action: int = Field(ge=-1)
-    script: str = Field(min_length=1, description="JavaScript run in the page, e.g. document.querySelector('#subbtn').textContent = 'X'")
+    script: str = Field(
+        min_length=1, description="JavaScript run in the page, e.g. document.querySelector('#subbtn').textContent = 'X'"
+    )
 
 
 class MiniWoBConfig(_Model):
@@ -72,31 +74,52 @@ class MiniWoBConfig(_Model):
     task: str = Field(description="MiniWoB++ task name, e.g. 'click-button' (html/miniwob/<task>.html)")
     seed: int = Field(description="episode seed, passed to Math.seedrandom before core.startEpisodeReal()")
     data_mode: str = Field(default="train", description="core.setDataMode(...), as miniwob's own environment sets it")
-    random_seed: int | None = Field(default=None, description="seed of the Math.random installed before any page script; None = seed")
+    random_seed: int | None = Field(
+        default=None, description="seed of the Math.random installed before any page script; None = seed"
+    )
     viewport: Viewport = Field(default_factory=Viewport)
     device_scale_factor: float = 1.0
     locale: str = "en-US"
     timezone: str = "UTC"
     clock: str = Field(default=DEFAULT_CLOCK, description="ISO instant the fake clock starts (and stays paused) at")
-    settle_ms: int = Field(default=DEFAULT_SETTLE_MS, ge=0, le=60_000, description="virtual ms run after every action so animations and timers finish")
-    action_timeout_ms: int = Field(default=1500, ge=100, description="real-time wait for an element to become actionable")
-    operation_timeout_s: float = Field(default=60.0, gt=0, description="watchdog: a browser call taking longer is an infrastructure failure")
+    settle_ms: int = Field(
+        default=DEFAULT_SETTLE_MS,
+        ge=0,
+        le=60_000,
+        description="virtual ms run after every action so animations and timers finish",
+    )
+    action_timeout_ms: int = Field(
+        default=1500, ge=100, description="real-time wait for an element to become actionable"
+    )
+    operation_timeout_s: float = Field(
+        default=60.0, gt=0, description="watchdog: a browser call taking longer is an infrastructure failure"
+    )
     origin: str = VIRTUAL_ORIGIN
     cache_dir: str = Field(default_factory=default_cache_dir)
     cache_mode: CacheModeName = Field(
         default="record",
-        description="record: serve recorded pages, fetch and store the rest; replay: a request with no recording is a CacheMiss "
-        "(except in the live steps after a branch point, which fetch and record); off: always fetch, never store",
+        description=(
+            "record: serve recorded pages, fetch and store the rest; replay: a request with no recording is a CacheMiss"
+            " (except in the live steps after a branch point, which fetch and record); off: always fetch, never store"
+        ),
     )
     screenshots: bool = False
     action_space: Literal["bid", "coordinate"] = Field(
-        default="bid", description="bid: tools name elements by bid; coordinate: click(x, y), type, key, scroll on the screenshot (implies screenshots)"
+        default="bid",
+        description=(
+            "bid: tools name elements by bid; coordinate: click(x, y), type, key, scroll on the screenshot (implies"
+            " screenshots)"
+        ),
     )
-    screenshot_dir: str | None = Field(default=None, description="where screenshots are stored by sha256; default <cache_dir>/../screenshots")
+    screenshot_dir: str | None = Field(
+        default=None, description="where screenshots are stored by sha256; default <cache_dir>/../screenshots"
+    )
     chromium: str = CHROMIUM_EXECUTABLE
     chromium_args: tuple[str, ...] = CHROMIUM_ARGS
     normaliser: str = NORMALISER_VERSION
-    dom_faults: tuple[DomFault, ...] = Field(default=(), description="fidelity self-tests only; empty on every real seed")
+    dom_faults: tuple[DomFault, ...] = Field(
+        default=(), description="fidelity self-tests only; empty on every real seed"
+    )
 
     @property
     def math_random_seed(self) -> int:
@@ -109,7 +132,9 @@ class MiniWoBConfig(_Model):
     def screenshot_directory(self) -> Path:
         if self.screenshot_dir:
             return Path(self.screenshot_dir)
-        if self.action_space == "coordinate":  # the screenshots the model sees: the boundary's image store, so each is stored once
+        if (
+            self.action_space == "coordinate"
+        ):  # the screenshots the model sees: the boundary's image store, so each is stored once
             from failforge.images import default_image_dir
 
             return default_image_dir()

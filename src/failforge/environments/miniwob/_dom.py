@@ -205,7 +205,10 @@ class EpisodeStatus:
     reason: str | None
 
     def summary(self) -> str:
-        return f"done={str(self.done).lower()} raw_reward={self.raw_reward:g} reward={self.reward:g} reason={self.reason or '-'}"
+        return (
+            f"done={str(self.done).lower()} raw_reward={self.raw_reward:g} reward={self.reward:g}"
+            f" reason={self.reason or '-'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,9 @@ class DomSnapshot:
                 regions.setdefault(region, []).append(line)
                 labels.setdefault(region, label)
             for region, lines in regions.items():
-                parts[f"{region} {labels[region]} (+{len(lines) - 1} nodes)"] = f"sha256:{sha256_hex(chr(10).join(lines))[:16]} {_short(lines[0], 120)}"
+                parts[f"{region} {labels[region]} (+{len(lines) - 1} nodes)"] = (
+                    f"sha256:{sha256_hex(chr(10).join(lines))[:16]} {_short(lines[0], 120)}"
+                )
         return Fingerprint(digest=digest, parts=parts)
 
 
@@ -270,7 +275,12 @@ def snapshot(page: Any) -> DomSnapshot:
     wob = raw.get("wob")
     status = None
     if wob is not None:
-        status = EpisodeStatus(done=bool(wob["done"]), reward=float(wob["reward"]), raw_reward=float(wob["raw_reward"]), reason=wob["reason"])
+        status = EpisodeStatus(
+            done=bool(wob["done"]),
+            reward=float(wob["reward"]),
+            raw_reward=float(wob["raw_reward"]),
+            reason=wob["reason"],
+        )
     return DomSnapshot(
         url=str(raw["url"]),
         title=str(raw["title"]),
@@ -291,12 +301,15 @@ def dom_fingerprint(page: Any) -> Fingerprint:
 def read_status(page: Any) -> EpisodeStatus | None:
     """MiniWoB's episode globals without a full snapshot (used by the evaluator)."""
     wob = page.evaluate(
-        "() => (typeof WOB_DONE_GLOBAL === 'undefined') ? null : {done: !!WOB_DONE_GLOBAL, reward: Number(WOB_REWARD_GLOBAL),"
-        " raw_reward: Number(WOB_RAW_REWARD_GLOBAL), reason: (typeof WOB_REWARD_REASON === 'undefined' || WOB_REWARD_REASON === null) ? null : String(WOB_REWARD_REASON)}"
+        "() => (typeof WOB_DONE_GLOBAL === 'undefined') ? null : {done: !!WOB_DONE_GLOBAL, reward:"
+        " Number(WOB_REWARD_GLOBAL), raw_reward: Number(WOB_RAW_REWARD_GLOBAL), reason: (typeof WOB_REWARD_REASON ==="
+        " 'undefined' || WOB_REWARD_REASON === null) ? null : String(WOB_REWARD_REASON)}"
     )
     if wob is None:
         return None
-    return EpisodeStatus(done=bool(wob["done"]), reward=float(wob["reward"]), raw_reward=float(wob["raw_reward"]), reason=wob["reason"])
+    return EpisodeStatus(
+        done=bool(wob["done"]), reward=float(wob["reward"]), raw_reward=float(wob["raw_reward"]), reason=wob["reason"]
+    )
 
 
 # --------------------------------------------------------------------------- parsing (for oracles)
@@ -352,6 +365,15 @@ def parse_observation(text: str) -> list[ObservedNode]:
                 flags.add(word)
                 rest = rest.strip()
         out.append(
-            ObservedNode(bid=bid, tag=tag, id=ident or None, classes=tuple(classes), text=str(text_value), attrs=attrs, flags=frozenset(flags), depth=depth)
+            ObservedNode(
+                bid=bid,
+                tag=tag,
+                id=ident or None,
+                classes=tuple(classes),
+                text=str(text_value),
+                attrs=attrs,
+                flags=frozenset(flags),
+                depth=depth,
+            )
         )
     return out

@@ -82,7 +82,6 @@ class MiniWoBToolbox:
         content = step.content or ""
         return content if step.error is None else f"Error: {step.error}\n\n{content}"
 
-
     def _act(self, index: int, name: str, parsed: dict[str, Any] | None, raw: str) -> ToolResult:
         """The action, with the screenshots taken after it; replaying coordinate actions (the model saw these
         screenshots) they must be the seed's byte for byte; with bid actions they stay attachments."""
@@ -90,14 +89,21 @@ class MiniWoBToolbox:
         images = tuple(self.episode.take_pending_images())
         expected = self.log.expected_step(index) if self.log.replaying(index) else None
         if expected is not None and expected.kind == "tool" and self.episode.config.action_space != "coordinate":
-            images = tuple(expected.images)  # bid actions: screenshots are attachments (the DOM is checked), the seed's are kept
+            images = tuple(
+                expected.images
+            )  # bid actions: screenshots are attachments (the DOM is checked), the seed's are kept
         elif expected is not None and expected.kind == "tool" and list(images) != list(expected.images):
             store = ImageStore()
-            where = [str(store.locate(h) or h[:12]) for h in (*expected.images[:1], *images[:1])]  # the two PNGs, to compare
+            where = [
+                str(store.locate(h) or h[:12]) for h in (*expected.images[:1], *images[:1])
+            ]  # the two PNGs, to compare
             raise DomDrift(
-                f"the screenshot after step {index} ({name}) is not the recorded one: the page looks different although replayed exactly"
-                + (f" (recorded {where[0]}, now {where[1]})" if len(where) == 2 else ""),
-                trajectory_id=self.log.error_id, step=index, expected=[h[:12] for h in expected.images], actual=[h[:12] for h in images],
+                f"the screenshot after step {index} ({name}) is not the recorded one: the page looks different although"
+                " replayed exactly" + (f" (recorded {where[0]}, now {where[1]})" if len(where) == 2 else ""),
+                trajectory_id=self.log.error_id,
+                step=index,
+                expected=[h[:12] for h in expected.images],
+                actual=[h[:12] for h in images],
             )
         return ToolResult(content=result.content, error=result.error, images=images)
 
@@ -109,7 +115,9 @@ class MiniWoBEpisode:
     #: The drift type for this environment, also used for the step-0 (instruction) check.
     drift_error = DomDrift
 
-    def __init__(self, task: str | None = None, seed: int = 0, *, config: MiniWoBConfig | None = None, **settings: Any) -> None:
+    def __init__(
+        self, task: str | None = None, seed: int = 0, *, config: MiniWoBConfig | None = None, **settings: Any
+    ) -> None:
         if config is None:
             if task is None:
                 raise ConfigError("MiniWoBEpisode needs a task name or a MiniWoBConfig")
@@ -123,7 +131,9 @@ class MiniWoBEpisode:
         html_dir = miniwob_html_dir()
         if not (html_dir / "miniwob" / f"{config.task}.html").is_file():
             close = [t for t in available_tasks() if config.task.split("-")[0] in t][:8]
-            raise ConfigError(f"MiniWoB++ has no task {config.task!r}" + (f"; similar: {', '.join(close)}" if close else ""))
+            raise ConfigError(
+                f"MiniWoB++ has no task {config.task!r}" + (f"; similar: {', '.join(close)}" if close else "")
+            )
         self._log: RunLog | None = None
         self._actions_done = 0
         self._last: DomSnapshot | None = None
@@ -182,7 +192,10 @@ class MiniWoBEpisode:
             except PlaywrightError as exc:
                 self.network.raise_pending()
                 infra = self.session.infrastructure_error(exc, f"loading {cfg.start_url}")
-                raise (infra or InfrastructureError(f"the task page {cfg.start_url} did not load: {str(exc).splitlines()[0]}")) from exc
+                raise (
+                    infra
+                    or InfrastructureError(f"the task page {cfg.start_url} did not load: {str(exc).splitlines()[0]}")
+                ) from exc
             self.network.raise_pending()
             if not page.evaluate("() => typeof core === 'object' && typeof core.startEpisodeReal === 'function'"):
                 raise ConfigError(f"{cfg.start_url} is not a MiniWoB++ task page (no core.startEpisodeReal)")
@@ -195,7 +208,10 @@ class MiniWoBEpisode:
                     break
                 self.session.run_for(_READY_POLL_MS)
             else:
-                raise InfrastructureError(f"MiniWoB task {cfg.task} never set WOB_TASK_READY within {_READY_POLL_MS * _READY_MAX_POLLS} virtual ms")
+                raise InfrastructureError(
+                    f"MiniWoB task {cfg.task} never set WOB_TASK_READY within {_READY_POLL_MS * _READY_MAX_POLLS}"
+                    " virtual ms"
+                )
             self.session.run_for(cfg.settle_ms)
             self.network.raise_pending()
             self._apply_faults(-1)
@@ -259,7 +275,9 @@ class MiniWoBEpisode:
         else:
             status = self.status()
             if status is not None and status.done and name != "answer":
-                outcome = ActionOutcome(error="the task episode is over (MiniWoB already gave its reward); reply with your final answer")
+                outcome = ActionOutcome(
+                    error="the task episode is over (MiniWoB already gave its reward); reply with your final answer"
+                )
             else:
                 outcome = self.actions.perform(name, args)
         with self.session.guard(f"settling after {name}"):
@@ -278,7 +296,10 @@ class MiniWoBEpisode:
         note = outcome.note
         if outcome.hit is not None:  # the DOM's account of where a coordinate click landed (P.2's truth)
             hit = outcome.hit
-            note = f"{note} on [{hit.get('bid')}] {hit.get('tag')} {json.dumps(hit.get('text', ''), ensure_ascii=False)} box={tuple(hit.get('box') or ())}"
+            note = (
+                f"{note} on [{hit.get('bid')}] {hit.get('tag')} {json.dumps(hit.get('text', ''), ensure_ascii=False)}"
+                f" box={tuple(hit.get('box') or ())}"
+            )
         if note:
             content = f"{note}\n{content}"
         return ToolResult(content=content, error=outcome.error)
@@ -315,7 +336,9 @@ class MiniWoBEpisode:
         digest = hashlib.sha256(data).hexdigest()
         directory = self.config.screenshot_directory()
         directory.mkdir(parents=True, exist_ok=True)
-        if directory != default_image_dir():  # outside the image store: also in it, so writing a seed naming it finds it
+        if (
+            directory != default_image_dir()
+        ):  # outside the image store: also in it, so writing a seed naming it finds it
             ImageStore().put(data)
         target = directory / f"{digest}.png"
         if not target.exists():
@@ -343,7 +366,12 @@ class MiniWoBEpisode:
         """
         status = self.status()
         if status is None:
-            return Outcome(success=False, score=None, evaluator="miniwob.reward", details={"task": self.config.task, "error": "the page has no MiniWoB core"})
+            return Outcome(
+                success=False,
+                score=None,
+                evaluator="miniwob.reward",
+                details={"task": self.config.task, "error": "the page has no MiniWoB core"},
+            )
         return Outcome(
             success=bool(status.done and status.raw_reward > 0),
             score=status.raw_reward if status.done else 0.0,

@@ -38,7 +38,9 @@ _FETCH_TIMEOUT_S = 30.0
 class PageNetwork:
     """The route handler of one page, plus the errors it could not raise itself."""
 
-    def __init__(self, *, origin: str, cache: ToolCache | None, server: LoopbackServer, strict: Callable[[], bool]) -> None:
+    def __init__(
+        self, *, origin: str, cache: ToolCache | None, server: LoopbackServer, strict: Callable[[], bool]
+    ) -> None:
         self.origin = origin.rstrip("/")
         self.cache = cache
         self.server = server
@@ -100,11 +102,13 @@ class PageNetwork:
             return self._fetch(method, url, body)
         self.cache.mode = "replay" if self.strict() else "record"
         try:
-            result, _key, _hit = self.cache.call(TOOL_NAME, args, lambda: self._fetch(method, url, body), version=CACHE_VERSION)
+            result, _key, _hit = self.cache.call(
+                TOOL_NAME, args, lambda: self._fetch(method, url, body), version=CACHE_VERSION
+            )
         except CacheMiss as miss:
             raise CacheMiss(
                 f"page request {method.upper()} {url} has no recording in the tool cache at {self.cache.directory} "
-                f"(cache_mode=replay). Replay it with the cache_dir it was recorded with, or record the seed again. "
+                "(cache_mode=replay). Replay it with the cache_dir it was recorded with, or record the seed again. "
                 f"Cache says: {miss.message}",
                 expected=miss.expected,
                 actual=miss.actual,
@@ -122,10 +126,18 @@ class PageNetwork:
             with self._opener.open(request, timeout=_FETCH_TIMEOUT_S) as response:
                 status, content_type, data = response.status, response.headers.get("Content-Type", ""), response.read()
         except urllib.error.HTTPError as exc:
-            status, content_type, data = exc.code, exc.headers.get("Content-Type", "") if exc.headers else "", exc.read()
+            status, content_type, data = (
+                exc.code,
+                exc.headers.get("Content-Type", "") if exc.headers else "",
+                exc.read(),
+            )
         except (urllib.error.URLError, OSError) as exc:
             raise InfrastructureError(f"the loopback MiniWoB server did not answer {target}: {exc}") from exc
-        return {"status": int(status), "content_type": content_type or "application/octet-stream", "body_b64": base64.b64encode(data).decode("ascii")}
+        return {
+            "status": int(status),
+            "content_type": content_type or "application/octet-stream",
+            "body_b64": base64.b64encode(data).decode("ascii"),
+        }
 
     # ------------------------------------------------------------------ errors
 

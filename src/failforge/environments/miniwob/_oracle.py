@@ -34,8 +34,16 @@ class View:
     history: list[Action] = field(default_factory=list)
 
     # -- lookup helpers ---------------------------------------------------------------------
-    def find_all(self, tag: str | None = None, *, text: str | None = None, id: str | None = None, cls: str | None = None,
-                 attr: tuple[str, str] | None = None, within: ObservedNode | None = None) -> list[ObservedNode]:
+    def find_all(
+        self,
+        tag: str | None = None,
+        *,
+        text: str | None = None,
+        id: str | None = None,
+        cls: str | None = None,
+        attr: tuple[str, str] | None = None,
+        within: ObservedNode | None = None,
+    ) -> list[ObservedNode]:
         pool = self.children(within, deep=True) if within is not None else self.nodes
         out = []
         for n in pool:
@@ -67,7 +75,7 @@ class View:
             return []
         i = self.nodes.index(node)
         out = []
-        for n in self.nodes[i + 1:]:
+        for n in self.nodes[i + 1 :]:
             if n.depth <= node.depth:
                 break
             if deep or n.depth == node.depth + 1:
@@ -240,7 +248,13 @@ def choose_list(v: View) -> Action | None:
     m = re.match(r"Select (.*) from the list and click Submit\.", v.utterance)
     if not m:
         raise OracleError(f"oracle: cannot parse {v.utterance!r}")
-    return _sequence(v, [lambda: ("select", {"bid": v.need("select", id="options").bid, "option": m.group(1)}), lambda: click(v.need("button", text="Submit"))])
+    return _sequence(
+        v,
+        [
+            lambda: ("select", {"bid": v.need("select", id="options").bid, "option": m.group(1)}),
+            lambda: click(v.need("button", text="Submit")),
+        ],
+    )
 
 
 def navigate_tree(v: View) -> Action | None:

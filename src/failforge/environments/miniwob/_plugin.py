@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from failforge.environments._base import Environment
-from failforge.environments.miniwob._episode import ENVIRONMENT_NAME, PAGE_HEADER, MiniWoBEpisode, env_spec, open_episode
+from failforge.environments.miniwob._episode import (
+    ENVIRONMENT_NAME,
+    PAGE_HEADER,
+    MiniWoBEpisode,
+    env_spec,
+    open_episode,
+)
 from failforge.environments.miniwob._oracle import DEMO_TASKS, POLICIES, OracleError, view_from_request
 from failforge.errors import ConfigError, DomDrift, EnvironmentDrift
 from failforge.plugins import environments
@@ -49,12 +55,15 @@ class MiniWoBOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    episode_seed: int | None = Field(default=None, description="MiniWoB episode seed (default: each task's demonstration seed)")
+    episode_seed: int | None = Field(
+        default=None, description="MiniWoB episode seed (default: each task's demonstration seed)"
+    )
     cache_dir: str | None = Field(default=None, description="where page loads are cached (seeds replay from it)")
     screenshots: bool = Field(default=False, description="store a screenshot after every action")
     screenshot_dir: str | None = Field(default=None, description="where screenshots go (default: beside the cache)")
     action_space: Literal["bid", "coordinate"] | None = Field(
-        default=None, description="coordinate: click(x, y)/type/key/scroll on screenshots, for the vision harness (default: bid)"
+        default=None,
+        description="coordinate: click(x, y)/type/key/scroll on screenshots, for the vision harness (default: bid)",
     )
 
 
@@ -77,12 +86,20 @@ def demonstration_script(task: str) -> Any:
         if action is None:
             return "Done: the task is complete.", None
         name, args = action
-        return None, [{"id": f"call_oracle_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]
+        return None, [
+            {
+                "id": f"call_oracle_{ordinal}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+        ]
 
     return script
 
 
-@environments.register("miniwob", requires=("miniwob", "playwright"), description="MiniWoB++ pages in pinned headless Chromium")
+@environments.register(
+    "miniwob", requires=("miniwob", "playwright"), description="MiniWoB++ pages in pinned headless Chromium"
+)
 class MiniWoBEnvironment(Environment):
     """MiniWoB++ as an environment plugin: task ids are MiniWoB task names (``click-button``)."""
 
@@ -113,7 +130,10 @@ class MiniWoBEnvironment(Environment):
         return OracleResponder(demonstration_script(task), name=f"miniwob.demo.{task}")
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
-        return ComponentSpec(name="failforge.tool_calling", config={"system_prompt": BROWSER_SYSTEM_PROMPT, "max_model_calls": MAX_ORACLE_ACTIONS + 2})
+        return ComponentSpec(
+            name="failforge.tool_calling",
+            config={"system_prompt": BROWSER_SYSTEM_PROMPT, "max_model_calls": MAX_ORACLE_ACTIONS + 2},
+        )
 
     def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
         mode = spec.config.get("cache_mode", "record")
@@ -129,5 +149,11 @@ class MiniWoBEnvironment(Environment):
 
         missing = [m for m in ("playwright", "miniwob") if importlib.util.find_spec(m) is None]
         if missing or not shutil.which(CHROMIUM_EXECUTABLE):
-            return False, f"needs Debian chromium at {CHROMIUM_EXECUTABLE} and the python packages playwright, miniwob (missing: {', '.join(missing) or 'none'}): bash scripts/install.sh"
+            return (
+                False,
+                (
+                    f"needs Debian chromium at {CHROMIUM_EXECUTABLE} and the python packages playwright, miniwob"
+                    f" (missing: {', '.join(missing) or 'none'}): bash scripts/install.sh"
+                ),
+            )
         return True, f"chromium at {CHROMIUM_EXECUTABLE}; {len(DEMO_TASKS)} tasks with demonstration policies"

@@ -23,10 +23,15 @@ def miniwob_html_dir() -> Path:
     try:
         import miniwob
     except ImportError as exc:
-        raise ConfigError("the MiniWoB++ environment needs the miniwob package: pip install 'failforge[browser]'") from exc
+        raise ConfigError(
+            "the MiniWoB++ environment needs the miniwob package: pip install 'failforge[browser]'"
+        ) from exc
     path = Path(miniwob.__file__).resolve().parent / "html"
     if not (path / "miniwob").is_dir() or not (path / "core" / "core.js").is_file():
-        raise ConfigError(f"the installed miniwob package has no html/miniwob folder at {path}; reinstall it: pip install --force-reinstall 'miniwob>=1.0'")
+        raise ConfigError(
+            f"the installed miniwob package has no html/miniwob folder at {path}; reinstall it: pip install"
+            " --force-reinstall 'miniwob>=1.0'"
+        )
     return path
 
 
@@ -60,7 +65,9 @@ class LoopbackServer:
         handler = functools.partial(_QuietHandler, directory=str(self.directory))
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="failforge-miniwob-http", daemon=True)
+        thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="failforge-miniwob-http", daemon=True
+        )
         thread.start()
         self._httpd, self._thread = httpd, thread
         return self

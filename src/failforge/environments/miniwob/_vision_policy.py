@@ -87,7 +87,10 @@ class Screen:
         want = _norm(label)
         hits = [b for b in self.buttons() if _norm(b.label) == want]
         if not hits:
-            raise VisionPolicyError(f"vision policy: no button labelled {label!r} on the screen (buttons read: {[b.label for b in self.buttons()]})")
+            raise VisionPolicyError(
+                f"vision policy: no button labelled {label!r} on the screen (buttons read:"
+                f" {[b.label for b in self.buttons()]})"
+            )
         return hits[0]
 
     def word(self, text: str) -> Word:
@@ -96,10 +99,15 @@ class Screen:
         if not hits:  # OCR slips a letter now and then: the closest word, if it is close
             import difflib
 
-            scored = sorted(((difflib.SequenceMatcher(None, _norm(w.text), want).ratio(), i) for i, w in enumerate(self.words)), reverse=True)
+            scored = sorted(
+                ((difflib.SequenceMatcher(None, _norm(w.text), want).ratio(), i) for i, w in enumerate(self.words)),
+                reverse=True,
+            )
             hits = [self.words[i] for ratio, i in scored[:1] if ratio >= 0.75]
         if not hits:
-            raise VisionPolicyError(f"vision policy: no word {text!r} on the screen (read: {[w.text for w in self.words][:30]})")
+            raise VisionPolicyError(
+                f"vision policy: no word {text!r} on the screen (read: {[w.text for w in self.words][:30]})"
+            )
         return hits[0]
 
 
@@ -114,13 +122,21 @@ def tesseract_available() -> bool:
 def _ocr(image: Any, psm: int) -> list[Word]:
     """Words and their boxes (in the given image's pixels / _SCALE) by Tesseract."""
     if not tesseract_available():
-        raise VisionPolicyError("the vision policy needs the tesseract CLI (Debian tesseract-ocr): bash scripts/install_vision.sh")
+        raise VisionPolicyError(
+            "the vision policy needs the tesseract CLI (Debian tesseract-ocr): bash scripts/install_vision.sh"
+        )
     from PIL import Image
 
     big = image.convert("L").resize((image.width * _SCALE, image.height * _SCALE), Image.Resampling.LANCZOS)
     buf = io.BytesIO()
     big.save(buf, format="PNG")
-    out = subprocess.run(["tesseract", "-", "-", "--psm", str(psm), "tsv"], input=buf.getvalue(), capture_output=True, timeout=60, check=False)
+    out = subprocess.run(
+        ["tesseract", "-", "-", "--psm", str(psm), "tsv"],
+        input=buf.getvalue(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     words = []
     for line in out.stdout.decode("utf-8", "replace").splitlines()[1:]:
         cols = line.split("\t")
@@ -145,8 +161,12 @@ def read_screen(png: bytes, *, with_words: bool = False) -> Screen:
     flat = (area.max(axis=2) - area.min(axis=2)) <= 6  # no hue: control outlines, not coloured content
     edge = flat & (gray >= 100) & (gray <= 200)
     # straight strokes of 10+ px only (box sides; glyph edges are shorter or not both ways), corners joined by growing one px
-    outline = ndimage.binary_opening(edge, structure=np.ones((1, 10), bool)) | ndimage.binary_opening(edge, structure=np.ones((10, 1), bool))
-    labels, count = ndimage.label(ndimage.binary_dilation(outline, structure=np.ones((3, 3), bool)), structure=np.ones((3, 3), int))
+    outline = ndimage.binary_opening(edge, structure=np.ones((1, 10), bool)) | ndimage.binary_opening(
+        edge, structure=np.ones((10, 1), bool)
+    )
+    labels, count = ndimage.label(
+        ndimage.binary_dilation(outline, structure=np.ones((3, 3), bool)), structure=np.ones((3, 3), int)
+    )
     widgets: list[Widget] = []
     for index, found in enumerate(ndimage.find_objects(labels), start=1):
         if found is None:
@@ -160,12 +180,14 @@ def read_screen(png: bytes, *, with_words: bool = False) -> Screen:
         ring = int(((labels[found] == index) & outline[found]).sum())
         if ring < (w + h):  # not an outline (a glyph, a line)
             continue
-        inner = area[ys.start + 3: ys.stop - 3, xs.start + 3: xs.stop - 3]
+        inner = area[ys.start + 3 : ys.stop - 3, xs.start + 3 : xs.stop - 3]
         if inner.size and int(np.median(inner)) >= 250:  # white inside: a text field or a check box
             box = Box(xs.start + x0, ys.start + y0, w, h)
             widgets.append(Widget("checkbox" if w <= 18 and h <= 18 else "field", box))
     # buttons by their face: Chromium fills a default <button> with (239, 239, 239), jQuery UI with (246, 246, 246)
-    face = flat & (((gray >= 237) & (gray <= 240)) | (np.abs(gray - 246) <= 1))  # Chromium's <button>; jQuery UI's ui-state-default
+    face = flat & (
+        ((gray >= 237) & (gray <= 240)) | (np.abs(gray - 246) <= 1)
+    )  # Chromium's <button>; jQuery UI's ui-state-default
     face_labels, _ = ndimage.label(face)
     for found in ndimage.find_objects(face_labels):
         if found is None:
@@ -223,7 +245,9 @@ def _click(target: Widget | Word | Box) -> Action:
 Plan = Callable[[str, list[Action], Callable[[], Screen]], Action | None]
 
 
-def _sequence(steps: list[Callable[[Screen], Action]], words: bool = False) -> Callable[[list[Action], Callable[..., Screen]], Action | None]:
+def _sequence(
+    steps: list[Callable[[Screen], Action]], words: bool = False
+) -> Callable[[list[Action], Callable[..., Screen]], Action | None]:
     def run(history: list[Action], screen: Callable[..., Screen]) -> Action | None:
         if len(history) >= len(steps):
             return None
@@ -259,21 +283,47 @@ def _plan(utterance: str) -> Callable[[list[Action], Callable[..., Screen]], Act
     m = re.fullmatch(r"Enter \"(.*)\" into the text field and press Submit\.", u)
     if m:
         text = m.group(1)
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": text}), lambda s: _click(s.button("Submit"))])
+        return _sequence(
+            [
+                lambda s: _click(_nth(s.fields(), 0, "text field")),
+                lambda s: ("type", {"text": text}),
+                lambda s: _click(s.button("Submit")),
+            ]
+        )
     m = re.fullmatch(r"Type \"(.*)\" in all (lower|upper) case letters in the text input and press Submit\.", u)
     if m:
         text = m.group(1).lower() if m.group(2) == "lower" else m.group(1).upper()
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": text}), lambda s: _click(s.button("Submit"))])
+        return _sequence(
+            [
+                lambda s: _click(_nth(s.fields(), 0, "text field")),
+                lambda s: ("type", {"text": text}),
+                lambda s: _click(s.button("Submit")),
+            ]
+        )
     m = re.fullmatch(r"Enter the password \"(.*)\" into both text fields and press submit\.", u)
     if m:
         pw = m.group(1)
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": pw}), lambda s: _click(_field_below(s)),
-                          lambda s: ("type", {"text": pw}), lambda s: _click(s.button("Submit"))])
+        return _sequence(
+            [
+                lambda s: _click(_nth(s.fields(), 0, "text field")),
+                lambda s: ("type", {"text": pw}),
+                lambda s: _click(_field_below(s)),
+                lambda s: ("type", {"text": pw}),
+                lambda s: _click(s.button("Submit")),
+            ]
+        )
     m = re.fullmatch(r"Enter the username \"(.*)\" and the password \"(.*)\" into the text fields and press login\.", u)
     if m:
         user, pw = m.group(1), m.group(2)
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": user}), lambda s: _click(_field_below(s)),
-                          lambda s: ("type", {"text": pw}), lambda s: _click(s.button("Login"))])
+        return _sequence(
+            [
+                lambda s: _click(_nth(s.fields(), 0, "text field")),
+                lambda s: ("type", {"text": user}),
+                lambda s: _click(_field_below(s)),
+                lambda s: ("type", {"text": pw}),
+                lambda s: _click(s.button("Login")),
+            ]
+        )
     if u == "Focus into the textbox.":
         return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field"))])
     m = re.fullmatch(r"Focus into the (\d)(?:st|nd|rd|th) input textbox\.", u)
@@ -297,8 +347,14 @@ def _plan(utterance: str) -> Callable[[list[Action], Callable[..., Screen]], Act
         kind = m.group(1)
         return _sequence([lambda s: _click(_nth(s.checkboxes() if kind == "checkbox" else s.buttons(), 0, kind))])
     if u == "Solve the math problem and type your answer into the textbox. Press submit when done.":
-        return _sequence([lambda s: _click(_nth(s.fields(), 0, "text field")), lambda s: ("type", {"text": _arithmetic(s)}),
-                          lambda s: _click(s.button("Submit"))], words=True)
+        return _sequence(
+            [
+                lambda s: _click(_nth(s.fields(), 0, "text field")),
+                lambda s: ("type", {"text": _arithmetic(s)}),
+                lambda s: _click(s.button("Submit")),
+            ],
+            words=True,
+        )
     if u == 'Close the dialog box by clicking the "x".':
         return _sequence([lambda s: _click(_close_glyph(s))])
     m = re.fullmatch(r"Click the button in the dialog box labeled \"(.*)\"\.", u)
@@ -314,11 +370,23 @@ def _plan(utterance: str) -> Callable[[list[Action], Callable[..., Screen]], Act
     m = re.fullmatch(r"Enter (\d\d/\d\d/\d{4}) as the date and hit submit\.", u)
     if m:
         date = m.group(1)
-        return _sequence([lambda s: _click(_field_start(s)), lambda s: ("type", {"text": date}), lambda s: _click(s.button("Submit"))])
+        return _sequence(
+            [
+                lambda s: _click(_field_start(s)),
+                lambda s: ("type", {"text": date}),
+                lambda s: _click(s.button("Submit")),
+            ]
+        )
     m = re.fullmatch(r"Enter (\d{1,2}):(\d\d) (AM|PM) as the time and press submit\.", u)
     if m:
         keys = f"{int(m.group(1)):02d}{m.group(2)}{m.group(3)[0]}"
-        return _sequence([lambda s: _click(_field_start(s)), lambda s: ("type", {"text": keys}), lambda s: _click(s.button("Submit"))])
+        return _sequence(
+            [
+                lambda s: _click(_field_start(s)),
+                lambda s: ("type", {"text": keys}),
+                lambda s: _click(s.button("Submit")),
+            ]
+        )
     raise VisionPolicyError(f"vision policy: no plan for the task {u!r}")
 
 
@@ -361,10 +429,14 @@ def _close_glyph(screen: Screen) -> Box:
     if not dialogs:
         raise VisionPolicyError("vision policy: no dialog box on the screen")
     box = dialogs[0].box
-    small = [b for b in screen.buttons() if b.box.w <= 24 and b.box.h <= 24 and box.y <= b.box.y <= box.y + 30 and b.box.x > box.x + box.w // 2]
+    small = [
+        b
+        for b in screen.buttons()
+        if b.box.w <= 24 and b.box.h <= 24 and box.y <= b.box.y <= box.y + 30 and b.box.x > box.x + box.w // 2
+    ]
     if small:
         return small[0].box
-    band = screen.pixels[box.y: box.y + 30, box.x + box.w // 2: box.x + box.w].astype(int).mean(axis=2) < 110
+    band = screen.pixels[box.y : box.y + 30, box.x + box.w // 2 : box.x + box.w].astype(int).mean(axis=2) < 110
     labels, count = ndimage.label(band)
     if count == 0:
         raise VisionPolicyError("vision policy: no close glyph in the dialog's title bar")
@@ -395,11 +467,29 @@ def _checkbox_of(screen: Screen, name: str) -> Widget:
 
 
 _COLOURS = {
-    "red": (255, 0, 0), "green": (0, 128, 0), "blue": (0, 0, 255), "yellow": (255, 255, 0), "black": (0, 0, 0), "white": (255, 255, 255),
-    "grey": (128, 128, 128), "gray": (128, 128, 128), "purple": (128, 0, 128), "orange": (255, 165, 0), "pink": (255, 192, 203),
-    "brown": (165, 42, 42), "cyan": (0, 255, 255), "magenta": (255, 0, 255), "aqua": (0, 255, 255), "lime": (0, 255, 0),
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "yellow": (255, 255, 0),
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "grey": (128, 128, 128),
+    "gray": (128, 128, 128),
+    "purple": (128, 0, 128),
+    "orange": (255, 165, 0),
+    "pink": (255, 192, 203),
+    "brown": (165, 42, 42),
+    "cyan": (0, 255, 255),
+    "magenta": (255, 0, 255),
+    "aqua": (0, 255, 255),
+    "lime": (0, 255, 0),
     "ui-active": (0, 127, 255),  # jQuery UI's active header / selected tab
-    "maroon": (128, 0, 0), "navy": (0, 0, 128), "olive": (128, 128, 0), "silver": (192, 192, 192), "teal": (0, 128, 128), "fuchsia": (255, 0, 255),
+    "maroon": (128, 0, 0),
+    "navy": (0, 0, 128),
+    "olive": (128, 128, 0),
+    "silver": (192, 192, 192),
+    "teal": (0, 128, 128),
+    "fuchsia": (255, 0, 255),
 }
 
 
@@ -454,7 +544,9 @@ def vision_action(body: dict[str, Any]) -> Action | None:
     """The next action for ``body`` (None: the task is done). Pure: the same request gives the same action."""
     png = last_image(body)
     if png is None:
-        raise VisionPolicyError("vision policy: the request carries no screenshot (run the harness with observation='image')")
+        raise VisionPolicyError(
+            "vision policy: the request carries no screenshot (run the harness with observation='image')"
+        )
     steered = _noted_action(body)
     if steered is not None:
         return steered
@@ -472,13 +564,37 @@ def vision_script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[
     if action is None:
         return "Done: the task is complete.", None
     name, args = action
-    return None, [{"id": f"call_vision_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
+    return None, [
+        {"id": f"call_vision_{ordinal}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    ]
 
 
 #: Tasks the policy has a plan for (how many it solves is measured, not claimed: scripts/vision_seeds.py).
 VISION_TASKS = (
-    "click-button", "click-test", "click-test-2", "click-button-sequence", "enter-text", "enter-text-2", "enter-password", "login-user",
-    "focus-text", "focus-text-2", "click-checkboxes", "click-option", "click-color", "click-link", "click-widget", "simple-arithmetic",
-    "click-dialog", "click-dialog-2", "click-tab", "click-collapsible", "enter-text-dynamic", "click-test-transfer",
-    "click-checkboxes-large", "click-checkboxes-transfer", "enter-date", "enter-time",
+    "click-button",
+    "click-test",
+    "click-test-2",
+    "click-button-sequence",
+    "enter-text",
+    "enter-text-2",
+    "enter-password",
+    "login-user",
+    "focus-text",
+    "focus-text-2",
+    "click-checkboxes",
+    "click-option",
+    "click-color",
+    "click-link",
+    "click-widget",
+    "simple-arithmetic",
+    "click-dialog",
+    "click-dialog-2",
+    "click-tab",
+    "click-collapsible",
+    "enter-text-dynamic",
+    "click-test-transfer",
+    "click-checkboxes-large",
+    "click-checkboxes-transfer",
+    "enter-date",
+    "enter-time",
 )

@@ -74,7 +74,11 @@ class DoctorRow(NamedTuple):
 
 
 def open_sandbox(
-    backend: BackendName, limits: SandboxLimits | None = None, *, image: str = DEFAULT_IMAGE, python_hash_seed: str = "0"
+    backend: BackendName,
+    limits: SandboxLimits | None = None,
+    *,
+    image: str = DEFAULT_IMAGE,
+    python_hash_seed: str = "0",
 ) -> Sandbox:
     """A fresh sandbox of ``backend``; close it (or use it as a context manager) to destroy it."""
     return sandboxes.get(backend).open(limits, image=image, python_hash_seed=python_hash_seed)
@@ -87,7 +91,7 @@ def sandbox_doctor(image: str = DEFAULT_IMAGE, backends: tuple[BackendName, ...]
     the failures that matter (engine down, image missing, namespace refused) only show when tried.
     The local row says "CANNOT ISOLATE THE NETWORK" when the kernel refuses a network namespace.
     """
-    classes = [sandboxes.get(b) for b in (backends or tuple(sandboxes.names()))]
+    classes = [sandboxes.get(b) for b in backends or tuple(sandboxes.names())]
     rows = []
     for name, cls in zip(backends or tuple(sandboxes.names()), classes, strict=False):
         try:

@@ -31,7 +31,11 @@ EXCLUDE: tuple[str, ...] = ("__pycache__", "*.pyc")
 #: message that names a file is the same on every run. The local backend now runs its commands at the
 #: real /workspace and /tmp of its own mount namespace, so no host path reaches its output any more and
 #: nothing needs rewriting; the declaration is unchanged because what the fingerprint means is.
-VOLATILE: tuple[str, ...] = ("local workspace path -> /workspace", "local temp path -> /tmp", "local sandbox root -> /sandbox")
+VOLATILE: tuple[str, ...] = (
+    "local workspace path -> /workspace",
+    "local temp path -> /tmp",
+    "local sandbox root -> /sandbox",
+)
 
 #: Where the workspace is, as commands and the model see it, on every backend.
 WORKSPACE = "/workspace"
@@ -49,15 +53,31 @@ class SandboxLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command_timeout: float = Field(default=10.0, gt=0, description="wall-clock seconds per command; the whole process tree is killed after it")
+    command_timeout: float = Field(
+        default=10.0, gt=0, description="wall-clock seconds per command; the whole process tree is killed after it"
+    )
     cpu_seconds: int = Field(default=30, ge=1, description="RLIMIT_CPU per process")
     cpus: float = Field(default=1.0, gt=0, description="CPUs the whole sandbox may use (its cgroup's CPU quota)")
-    memory_mb: int = Field(default=512, ge=32, description="RLIMIT_AS per process; the sandbox's memory cgroup holds this plus the tmpfs pages and the server")
+    memory_mb: int = Field(
+        default=512,
+        ge=32,
+        description="RLIMIT_AS per process; the sandbox's memory cgroup holds this plus the tmpfs pages and the server",
+    )
     pids: int = Field(default=64, ge=4, description="processes in the whole sandbox, its server included (pids cgroup)")
-    file_size_mb: int = Field(default=32, ge=1, description="RLIMIT_FSIZE: largest file (and captured output) a command may write")
-    workspace_mb: int = Field(default=64, ge=1, description="size of each RAM-backed writable mount: /workspace, /tmp, /dev/shm (local: /var/tmp too)")
+    file_size_mb: int = Field(
+        default=32, ge=1, description="RLIMIT_FSIZE: largest file (and captured output) a command may write"
+    )
+    workspace_mb: int = Field(
+        default=64,
+        ge=1,
+        description="size of each RAM-backed writable mount: /workspace, /tmp, /dev/shm (local: /var/tmp too)",
+    )
     open_files: int = Field(default=256, ge=16, description="RLIMIT_NOFILE")
-    lifetime_seconds: int = Field(default=3600, ge=10, description="the sandbox server stops itself (and the sandbox) after this, whatever happens to failforge")
+    lifetime_seconds: int = Field(
+        default=3600,
+        ge=10,
+        description="the sandbox server stops itself (and the sandbox) after this, whatever happens to failforge",
+    )
     output_limit: int = Field(default=65536, ge=256, description="bytes of stdout and of stderr kept per command")
 
     def total_memory_bytes(self) -> int:
@@ -114,7 +134,9 @@ class WorkspaceListing(BaseModel):
     @classmethod
     def from_raw(cls, raw: dict[str, Any]) -> WorkspaceListing:
         return cls(
-            entries=tuple(WorkspaceEntry(kind=k, path=p, size=int(s), sha256=h) for k, p, s, h in raw.get("entries", [])),
+            entries=tuple(
+                WorkspaceEntry(kind=k, path=p, size=int(s), sha256=h) for k, p, s, h in raw.get("entries", [])
+            ),
             overflow=bool(raw.get("overflow", False)),
         )
 
@@ -134,13 +156,17 @@ def compose_fingerprint(listing: WorkspaceListing, last: ExecResult | None) -> F
     older normaliser fail loudly rather than match by accident.
     """
     parts: dict[str, str] = {}
-    entries = [e for e in listing.entries if not any(fnmatch.fnmatchcase(c, p) for c in e.path.split("/") for p in EXCLUDE)]
+    entries = [
+        e for e in listing.entries if not any(fnmatch.fnmatchcase(c, p) for c in e.path.split("/") for p in EXCLUDE)
+    ]
     for entry in entries[:MAX_FILE_PARTS]:
         key, value = _entry_part(entry)
         parts[key] = value
     rest = entries[MAX_FILE_PARTS:]
     if rest or listing.overflow:
-        parts["files:rest"] = f"{len(rest)}{'+' if listing.overflow else ''}:" + canonical_hash([_entry_part(e) for e in rest])
+        parts["files:rest"] = f"{len(rest)}{'+' if listing.overflow else ''}:" + canonical_hash(
+            [_entry_part(e) for e in rest]
+        )
     if last is not None:
         parts.update(last.fingerprint_parts())
     digest = canonical_hash({"normaliser": NORMALISER_VERSION, "parts": parts})
@@ -163,7 +189,9 @@ class Sandbox(abc.ABC):
     limits: SandboxLimits
 
     @abc.abstractmethod
-    def exec(self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None) -> ExecResult:
+    def exec(
+        self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None
+    ) -> ExecResult:
         """Run ``command`` (a shell string, or an argv list) in the workspace; never raises for a failing command."""
 
     @abc.abstractmethod

@@ -101,19 +101,30 @@ def _probe_v2(mounts: list[tuple[str, str, set[str]]], own: dict[str, str]) -> C
         return CgroupSupport(None, problems=(f"cgroup v2 at {mount}: cannot read cgroup.controllers ({exc.strerror})",))
     missing = [c for c in CONTROLLERS if c not in available]
     if missing:
-        return CgroupSupport(None, problems=(f"cgroup v2 at {mount} lacks the {', '.join(missing)} controller(s) (they are bound to a v1 hierarchy or disabled)",))
+        return CgroupSupport(
+            None,
+            problems=(
+                (
+                    f"cgroup v2 at {mount} lacks the {', '.join(missing)} controller(s) (they are bound to a v1"
+                    " hierarchy or disabled)"
+                ),
+            ),
+        )
     own_dir = os.path.normpath(os.path.join(mount, own.get("", "/").lstrip("/")))
     enable = " ".join(f"+{c}" for c in CONTROLLERS)
     try:
         _write(os.path.join(own_dir, "cgroup.subtree_control"), enable)
     except OSError as exc:
         why = (
-            "it holds processes itself, and the kernel hands controllers only to the children of a cgroup without processes; "
-            "start failforge in a delegated cgroup of its own (e.g. a systemd unit with Delegate=yes whose processes sit in a leaf)"
+            "it holds processes itself, and the kernel hands controllers only to the children of a cgroup without"
+            " processes; start failforge in a delegated cgroup of its own (e.g. a systemd unit with Delegate=yes whose"
+            " processes sit in a leaf)"
             if exc.errno == errno.EBUSY
             else exc.strerror or str(exc)
         )
-        return CgroupSupport(None, problems=(f"cgroup v2: cannot enable {', '.join(CONTROLLERS)} for children of {own_dir}: {why}",))
+        return CgroupSupport(
+            None, problems=(f"cgroup v2: cannot enable {', '.join(CONTROLLERS)} for children of {own_dir}: {why}",)
+        )
     return CgroupSupport(2, parents={c: own_dir for c in CONTROLLERS})
 
 
@@ -144,7 +155,9 @@ def cgroup_support(refresh: bool = False) -> CgroupSupport:
     if _support is not None and not refresh:
         return _support
     if os.geteuid() != 0:
-        _support = CgroupSupport(None, problems=(f"creating a cgroup per sandbox needs root (failforge runs as uid {os.geteuid()})",))
+        _support = CgroupSupport(
+            None, problems=(f"creating a cgroup per sandbox needs root (failforge runs as uid {os.geteuid()})",)
+        )
         return _support
     try:
         mounts, own = _mounts(), _own_paths()
@@ -193,7 +206,14 @@ class SandboxCgroup:
 
     def join_argv(self) -> list[str]:
         """The prefix that starts a command inside this group: ``sh -c JOIN_SCRIPT ... --``."""
-        return ["/bin/sh", "-c", JOIN_SCRIPT, "failforge-sandbox", *(os.path.join(d, "cgroup.procs") for d in self._unique_dirs), "--"]
+        return [
+            "/bin/sh",
+            "-c",
+            JOIN_SCRIPT,
+            "failforge-sandbox",
+            *(os.path.join(d, "cgroup.procs") for d in self._unique_dirs),
+            "--",
+        ]
 
     def pids(self) -> list[int]:
         try:
@@ -279,13 +299,19 @@ def sweep_stale_groups(support: CgroupSupport, claim: Callable[[int], Callable[[
             names = os.listdir(parent)
         except OSError:
             continue
-        uids.update(int(n[len(GROUP_PREFIX) :]) for n in names if n.startswith(GROUP_PREFIX) and n[len(GROUP_PREFIX) :].isdigit())
+        uids.update(
+            int(n[len(GROUP_PREFIX) :])
+            for n in names
+            if n.startswith(GROUP_PREFIX) and n[len(GROUP_PREFIX) :].isdigit()
+        )
     for uid in sorted(uids):
         release = claim(uid)
         if release is None:
             continue
         try:
-            for directory in sorted({os.path.join(parent, f"{GROUP_PREFIX}{uid}") for parent in support.parents.values()}):
+            for directory in sorted(
+                {os.path.join(parent, f"{GROUP_PREFIX}{uid}") for parent in support.parents.values()}
+            ):
                 SandboxCgroup._empty(directory)
                 SandboxCgroup._rmdir(directory)
         finally:

@@ -56,7 +56,8 @@ def docker_client(timeout: float = 60.0) -> Any:
         client.ping()
     except docker.errors.DockerException as exc:
         raise InfrastructureError(
-            f"the docker engine is not reachable ({exc}); start it (scripts/install_sandbox.sh starts dockerd) or use backend='local'"
+            f"the docker engine is not reachable ({exc}); start it (scripts/install_sandbox.sh starts dockerd) or use"
+            " backend='local'"
         ) from exc
     return client
 
@@ -70,13 +71,17 @@ def image_present(client: Any, image: str) -> bool:
         return False
 
 
-@sandboxes.register("docker", requires=("docker",), description="one locked-down container per run on the real Docker engine")
+@sandboxes.register(
+    "docker", requires=("docker",), description="one locked-down container per run on the real Docker engine"
+)
 class DockerSandbox(ServedSandbox):
     """One container per run (see module doc). ``container_id`` is public so audits can find it."""
 
     backend = "docker"
 
-    def __init__(self, limits: SandboxLimits | None = None, *, image: str = DEFAULT_IMAGE, python_hash_seed: str = "0") -> None:
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, image: str = DEFAULT_IMAGE, python_hash_seed: str = "0"
+    ) -> None:
         docker = _docker_module()
         self.limits = limits or SandboxLimits()
         self.image = image
@@ -93,7 +98,10 @@ class DockerSandbox(ServedSandbox):
             self.image_id: str = self._client.images.get(image).id
         except docker.errors.ImageNotFound:
             self._client.close()
-            raise InfrastructureError(f"sandbox image {image!r} is not built: run scripts/build_sandbox_image.sh (nothing is pulled from a registry)") from None
+            raise InfrastructureError(
+                f"sandbox image {image!r} is not built: run scripts/build_sandbox_image.sh (nothing is pulled from a"
+                " registry)"
+            ) from None
         except docker.errors.DockerException as exc:
             self._client.close()
             raise InfrastructureError(f"the docker engine could not look up image {image!r}: {exc}") from exc
@@ -146,7 +154,9 @@ class DockerSandbox(ServedSandbox):
                 host_config=host_config,
             )["Id"]
             # Attach before start, so no byte of the server's output can be missed.
-            self._socket = api.attach_socket(self.container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self._socket = api.attach_socket(
+                self.container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             api.start(self.container_id)
         except docker.errors.DockerException as exc:
             self._abandon()
@@ -168,7 +178,10 @@ class DockerSandbox(ServedSandbox):
         try:
             version = client.version().get("Version", "?")
             if not image_present(client, image):
-                return (False, f"engine {version} is up but image {image!r} is not built: run scripts/build_sandbox_image.sh")
+                return (
+                    False,
+                    f"engine {version} is up but image {image!r} is not built: run scripts/build_sandbox_image.sh",
+                )
         finally:
             client.close()
         started = time.perf_counter()
@@ -189,8 +202,9 @@ class DockerSandbox(ServedSandbox):
         if interfaces not in (["lo"], []):
             return (False, f"container sees network interfaces {interfaces}; expected none but loopback")
         said = (
-            f"engine {version}, image {image} (python {lines[0]}), network none, read-only root, a uid of its own (this one ran as {uid}), "
-            f"cgroup cpu/memory/pids limits, logging off; a container start+exec+remove took {seconds:.2f}s"
+            f"engine {version}, image {image} (python {lines[0]}), network none, read-only root, a uid of its own (this"
+            f" one ran as {uid}), cgroup cpu/memory/pids limits, logging off; a container start+exec+remove took"
+            f" {seconds:.2f}s"
         )
         return (True, said)
 
@@ -233,7 +247,10 @@ class DockerSandbox(ServedSandbox):
     def _state(self) -> str:
         try:
             info = self._client.api.inspect_container(self.container_id)["State"]
-            state = f"container state: {info.get('Status')} (exit code {info.get('ExitCode')}, OOM-killed {info.get('OOMKilled')})"
+            state = (
+                f"container state: {info.get('Status')} (exit code {info.get('ExitCode')}, OOM-killed"
+                f" {info.get('OOMKilled')})"
+            )
         except Exception:  # removed already (auto_remove) or the engine is gone
             state = "container state: gone (died and was removed, or the engine is unreachable)"
         if self._stderr:
@@ -304,4 +321,3 @@ class DockerSandbox(ServedSandbox):
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.backend, "network_isolated": True, "image": self.image, "image_id": self.image_id}
-

@@ -53,7 +53,11 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getat
 
 
 def _hash_at(dir_fd: int, name: str) -> tuple[int, str]:
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+    fd = os.open(
+        name,
+        os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0),
+        dir_fd=dir_fd,
+    )
     try:
         digest = hashlib.sha256()
         size = 0
@@ -128,7 +132,14 @@ def list_workspace(root: str, exclude: list[str] | tuple[str, ...], max_entries:
                             target = os.readlink(name, dir_fd=dir_fd)
                         except OSError:
                             continue
-                        entries.append([KIND_LINK, rel, len(target), hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest()])
+                        entries.append(
+                            [
+                                KIND_LINK,
+                                rel,
+                                len(target),
+                                hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest(),
+                            ]
+                        )
                     elif stat.S_ISDIR(st.st_mode):
                         entries.append([KIND_DIR, rel, 0, ""])
                         stack.append(rel)
@@ -378,7 +389,9 @@ def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
 
 
 def _link_refusal(rel: str) -> PermissionError:
-    return PermissionError(f"path {rel!r} goes through a symbolic link; the sandbox does not follow links from the host side")
+    return PermissionError(
+        f"path {rel!r} goes through a symbolic link; the sandbox does not follow links from the host side"
+    )
 
 
 def _parent_at(root: str, rel: str, create: bool) -> tuple[int, str]:

@@ -111,9 +111,10 @@ class LocalIsolation:
         if not self.works:
             return "CANNOT ISOLATE: " + "; ".join(self.problems)
         return (
-            "bubblewrap: private mount, PID, network, IPC, UTS and user namespaces (no network), read-only /usr and /etc, "
-            "private size-capped /workspace /tmp /var/tmp /dev/shm, seccomp (no user namespaces, mounts, ptrace), "
-            f"dies with failforge; {self.cgroup.summary()}; a uid of its own per sandbox from {self.uids.start}..{self.uids.stop - 1}"
+            "bubblewrap: private mount, PID, network, IPC, UTS and user namespaces (no network), read-only /usr and"
+            " /etc, private size-capped /workspace /tmp /var/tmp /dev/shm, seccomp (no user namespaces, mounts,"
+            f" ptrace), dies with failforge; {self.cgroup.summary()}; a uid of its own per sandbox from"
+            f" {self.uids.start}..{self.uids.stop - 1}"
         )
 
 
@@ -126,7 +127,11 @@ def _userns_problem() -> str | None:
     checks = (
         ("/proc/sys/user/max_user_namespaces", lambda v: int(v) > 0, "user.max_user_namespaces is 0"),
         ("/proc/sys/kernel/unprivileged_userns_clone", lambda v: v == "1", "kernel.unprivileged_userns_clone is 0"),
-        ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", lambda v: v == "0", "kernel.apparmor_restrict_unprivileged_userns is 1"),
+        (
+            "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            lambda v: v == "0",
+            "kernel.apparmor_restrict_unprivileged_userns is 1",
+        ),
     )
     for path, fine, said in checks:
         try:
@@ -148,12 +153,14 @@ def local_isolation(refresh: bool = False) -> LocalIsolation:
         problems: list[str] = []
         if os.geteuid() != 0:
             problems.append(
-                f"the local sandbox must be started by root (failforge runs as uid {os.geteuid()}): it gives every sandbox "
-                "a uid of its own and a cgroup with total limits"
+                f"the local sandbox must be started by root (failforge runs as uid {os.geteuid()}): it gives every"
+                " sandbox a uid of its own and a cgroup with total limits"
             )
         bwrap, setpriv = shutil.which("bwrap"), shutil.which("setpriv")
         if bwrap is None:
-            problems.append("bubblewrap is not installed: apt-get install bubblewrap (scripts/install_sandbox.sh installs it)")
+            problems.append(
+                "bubblewrap is not installed: apt-get install bubblewrap (scripts/install_sandbox.sh installs it)"
+            )
         if setpriv is None:
             problems.append("setpriv is missing: apt-get install util-linux")
         userns = _userns_problem()
@@ -170,7 +177,10 @@ def local_isolation(refresh: bool = False) -> LocalIsolation:
             uids = range(0)
         clashes = range_conflicts(uids) if uids else []
         if clashes:
-            problems.append(f"accounts exist in the reserved sandbox uid range {uids.start}..{uids.stop - 1}: {', '.join(clashes[:5])}; set FAILFORGE_SANDBOX_UIDS")
+            problems.append(
+                f"accounts exist in the reserved sandbox uid range {uids.start}..{uids.stop - 1}:"
+                f" {', '.join(clashes[:5])}; set FAILFORGE_SANDBOX_UIDS"
+            )
         cgroup = cgroup_support(refresh=refresh) if os.geteuid() == 0 else CgroupSupport(None, problems=("needs root",))
         if os.geteuid() == 0 and not cgroup.usable:
             problems.append("no cgroup can hold the sandbox's total limits: " + "; ".join(cgroup.problems))
@@ -205,12 +215,17 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits, seccomp_fd: int) -> list[str]:
         "--die-with-parent",
         "--new-session",
         "--as-pid-1",
-        "--uid", str(INSIDE_UID),
-        "--gid", str(INSIDE_UID),
-        "--hostname", "sandbox",
+        "--uid",
+        str(INSIDE_UID),
+        "--gid",
+        str(INSIDE_UID),
+        "--hostname",
+        "sandbox",
         *_system_binds(),
-        "--proc", "/proc",
-        "--dev", "/dev",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
     ]
     for mount in (WORKSPACE, "/tmp", "/var/tmp", "/dev/shm"):
         argv += ["--perms", "1777", "--size", size, "--tmpfs", mount]
@@ -218,7 +233,9 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits, seccomp_fd: int) -> list[str]:
     return argv
 
 
-@sandboxes.register("local", description="bubblewrap namespaces, a seccomp filter, a cgroup and a uid of its own per sandbox")
+@sandboxes.register(
+    "local", description="bubblewrap namespaces, a seccomp filter, a cgroup and a uid of its own per sandbox"
+)
 class LocalSandbox(ServedSandbox):
     """One bubblewrap namespace per run, its server as PID 1 (see module doc)."""
 
@@ -228,7 +245,10 @@ class LocalSandbox(ServedSandbox):
         self.limits = limits or SandboxLimits()
         self.isolation = local_isolation()
         if not self.isolation.works:
-            raise InfrastructureError("the local sandbox cannot isolate on this machine, so it does not run: " + "; ".join(self.isolation.problems))
+            raise InfrastructureError(
+                "the local sandbox cannot isolate on this machine, so it does not run: "
+                + "; ".join(self.isolation.problems)
+            )
         self.network_isolated = True
         self._env = sandbox_env(python_hash_seed=python_hash_seed)
         self._init_channel()
@@ -251,7 +271,9 @@ class LocalSandbox(ServedSandbox):
         assert self.isolation.bwrap and self.isolation.setpriv
         try:
             sweep_stale_groups(self.isolation.cgroup, _claim)
-            self._cgroup = SandboxCgroup(self.isolation.cgroup, self.uid, memory_bytes=lim.total_memory_bytes(), pids=lim.pids, cpus=lim.cpus)
+            self._cgroup = SandboxCgroup(
+                self.isolation.cgroup, self.uid, memory_bytes=lim.total_memory_bytes(), pids=lim.pids, cpus=lim.cpus
+            )
         except OSError as exc:
             raise InfrastructureError(f"could not create the local sandbox's cgroup: {exc}") from exc
         read_end, write_end = os.pipe()
@@ -260,7 +282,14 @@ class LocalSandbox(ServedSandbox):
             os.close(write_end)
             argv = (
                 self._cgroup.join_argv()
-                + [self.isolation.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs", "--"]
+                + [
+                    self.isolation.setpriv,
+                    f"--reuid={self.uid}",
+                    f"--regid={self.uid}",
+                    "--clear-groups",
+                    "--no-new-privs",
+                    "--",
+                ]
                 + bwrap_argv(self.isolation.bwrap, lim, read_end)
                 + ["python3", "-I", "-S", "-c", HELPER_SOURCE, "--serve", str(lim.lifetime_seconds)]
             )

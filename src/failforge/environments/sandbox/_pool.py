@@ -44,7 +44,9 @@ def default_pool_size() -> int:
     try:
         size = int(text)
     except ValueError:
-        raise ConfigError(f"FAILFORGE_SANDBOX_POOL={text!r} is not a number (idle sandboxes kept per thread; 0 turns pooling off)") from None
+        raise ConfigError(
+            f"FAILFORGE_SANDBOX_POOL={text!r} is not a number (idle sandboxes kept per thread; 0 turns pooling off)"
+        ) from None
     if size < 0:
         raise ConfigError(f"FAILFORGE_SANDBOX_POOL={size} must be 0 or more")
     return size

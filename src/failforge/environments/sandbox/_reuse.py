@@ -84,12 +84,21 @@ class Namespaces:
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "MOUNT_NS": f"/proc/self/fd/{self.mount}"}
         try:
             done = subprocess.run(
-                argv, capture_output=True, text=True, timeout=HOST_TIMEOUT, check=False, env=env, pass_fds=(self.pid, self.mount), stdin=subprocess.DEVNULL
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=HOST_TIMEOUT,
+                check=False,
+                env=env,
+                pass_fds=(self.pid, self.mount),
+                stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise OSError(f"nsenter into the sandbox's namespaces failed: {exc}") from exc
         if done.returncode != 0:
-            raise OSError(f"nsenter into the sandbox's namespaces exited {done.returncode}: {done.stderr.strip()[-300:]}")
+            raise OSError(
+                f"nsenter into the sandbox's namespaces exited {done.returncode}: {done.stderr.strip()[-300:]}"
+            )
         return done.stdout
 
     def close(self) -> None:
@@ -128,8 +137,13 @@ def reset_namespaces(ns: Namespaces, mounts: tuple[TmpfsMount, ...], next_proces
     The counter is set last, after every process the script started (they are processes of the
     sandbox's PID namespace too, and take PIDs).
     """
-    steps = " && ".join(f"umount {m.path} && mount -t tmpfs -o {m.options} {m.source} {m.path} && chmod 1777 {m.path}" for m in mounts)
-    ns.run(f'nsenter --mount="$MOUNT_NS" -- /bin/sh -c "{steps}" && echo {int(next_process) - 1} > /proc/sys/kernel/ns_last_pid')
+    steps = " && ".join(
+        f"umount {m.path} && mount -t tmpfs -o {m.options} {m.source} {m.path} && chmod 1777 {m.path}" for m in mounts
+    )
+    ns.run(
+        f'nsenter --mount="$MOUNT_NS" -- /bin/sh -c "{steps}" && echo {int(next_process) - 1} >'
+        " /proc/sys/kernel/ns_last_pid"
+    )
 
 
 def cgroup_dirs_of(pid: int) -> dict[str, str]:

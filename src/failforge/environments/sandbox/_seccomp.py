@@ -51,20 +51,66 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 #: x86-64 numbers (arch/x86/entry/syscalls/syscall_64.tbl) of every call the filter refuses outright.
 DENIED_X86_64: dict[str, int] = {
     # namespaces, mounts, root changes
-    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "unshare": 272,
+    "setns": 308,
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
     "mount_setattr": 442,
     # other processes and the kernel's internals
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
-    "perf_event_open": 298, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "fanotify_init": 300, "open_by_handle_at": 304, "name_to_handle_at": 303,
-    "add_key": 248, "request_key": 249, "keyctl": 250, "syslog": 103, "lookup_dcookie": 212,
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "kcmp": 312,
+    "pidfd_getfd": 438,
+    "perf_event_open": 298,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "fanotify_init": 300,
+    "open_by_handle_at": 304,
+    "name_to_handle_at": 303,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "syslog": 103,
+    "lookup_dcookie": 212,
     # administering the machine
-    "init_module": 175, "finit_module": 313, "delete_module": 176, "create_module": 174,
-    "get_kernel_syms": 177, "query_module": 178, "kexec_load": 246, "kexec_file_load": 320, "reboot": 169,
-    "swapon": 167, "swapoff": 168, "acct": 163, "settimeofday": 164, "clock_settime": 227,
-    "clock_adjtime": 305, "quotactl": 179, "quotactl_fd": 443, "iopl": 172, "ioperm": 173, "vhangup": 153,
-    "nfsservctl": 180, "uselib": 134, "ustat": 136, "sysfs": 139, "_sysctl": 156, "afs_syscall": 183,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "create_module": 174,
+    "get_kernel_syms": 177,
+    "query_module": 178,
+    "kexec_load": 246,
+    "kexec_file_load": 320,
+    "reboot": 169,
+    "swapon": 167,
+    "swapoff": 168,
+    "acct": 163,
+    "settimeofday": 164,
+    "clock_settime": 227,
+    "clock_adjtime": 305,
+    "quotactl": 179,
+    "quotactl_fd": 443,
+    "iopl": 172,
+    "ioperm": 173,
+    "vhangup": 153,
+    "nfsservctl": 180,
+    "uselib": 134,
+    "ustat": 136,
+    "sysfs": 139,
+    "_sysctl": 156,
+    "afs_syscall": 183,
     "vserver": 236,
 }
 NR_CLONE, NR_CLONE3, NR_IOCTL = 56, 435, 16
@@ -86,7 +132,9 @@ def _resolve(target: str | int, here: int, labels: dict[str, int]) -> int:
         return target
     offset = labels[target] - (here + 1)
     if not 0 <= offset <= 255:
-        raise ValueError(f"BPF jump from {here} to {target!r} is {offset} instructions; classic BPF allows 0..255 forward")
+        raise ValueError(
+            f"BPF jump from {here} to {target!r} is {offset} instructions; classic BPF allows 0..255 forward"
+        )
     return offset
 
 

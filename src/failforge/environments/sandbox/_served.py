@@ -114,7 +114,11 @@ class ServedSandbox(Sandbox):
             self._send(json.dumps(request).encode("utf-8") + b"\n", wait)
             reply = json.loads(self._read_reply(wait))
         except (OSError, EOFError, ValueError) as exc:
-            what = "did not answer in time" if isinstance(exc, TimeoutError) else f"stopped answering ({type(exc).__name__}: {exc})"
+            what = (
+                "did not answer in time"
+                if isinstance(exc, TimeoutError)
+                else f"stopped answering ({type(exc).__name__}: {exc})"
+            )
             state = self._state()
             self._abandon()
             raise InfrastructureError(f"{self._what} {what}; {state}") from exc
@@ -130,7 +134,9 @@ class ServedSandbox(Sandbox):
         message = str(reply.get("error", "unknown error"))
         if kind == "PermissionError" and ("leaves the workspace" in message or "symbolic link" in message):
             raise PermissionError(message)
-        error_type = {t.__name__: t for t in (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)}.get(kind)
+        error_type = {
+            t.__name__: t for t in (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+        }.get(kind)
         if error_type is not None:
             raise workspace_os_error(error_type(message), path)
         if kind == "ValueError":
@@ -139,7 +145,9 @@ class ServedSandbox(Sandbox):
 
     # -- Sandbox --------------------------------------------------------------------------------
 
-    def exec(self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None) -> ExecResult:
+    def exec(
+        self, command: str | list[str], timeout: float | None = None, *, stdin: str | bytes | None = None
+    ) -> ExecResult:
         limit = float(timeout if timeout is not None else self.limits.command_timeout)
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
@@ -184,7 +192,9 @@ class ServedSandbox(Sandbox):
         rel = workspace_relative(path)
         data = content.encode("utf-8") if isinstance(content, str) else content
         if len(data) > self.limits.file_size_mb * 1024 * 1024:
-            raise ValueError(f"file is {len(data)} bytes, over the sandbox's file size limit of {self.limits.file_size_mb} MiB")
+            raise ValueError(
+                f"file is {len(data)} bytes, over the sandbox's file size limit of {self.limits.file_size_mb} MiB"
+            )
         with self._lock:
             reply = self._call("write", path=rel, content_b64=base64.b64encode(data).decode("ascii"))
         self._raise_op_error(reply, rel)
@@ -195,7 +205,9 @@ class ServedSandbox(Sandbox):
             reply = self._call("list")
             snapshot, self._snapshot = self._snapshot, None
         if snapshot is None:
-            raise InfrastructureError(f"the {self._what} could not list its workspace: {reply.get('error_type')}: {reply.get('error')}")
+            raise InfrastructureError(
+                f"the {self._what} could not list its workspace: {reply.get('error_type')}: {reply.get('error')}"
+            )
         return snapshot
 
     def fingerprint(self) -> Fingerprint:

@@ -39,7 +39,9 @@ def uid_range() -> range:
     except ValueError:
         raise ConfigError(f"FAILFORGE_SANDBOX_UIDS={raw!r}: expected BASE:COUNT, e.g. {UID_BASE}:{UID_COUNT}") from None
     if base < 1000 or count < 1 or base + count > 0xFFFF_FFFE:
-        raise ConfigError(f"FAILFORGE_SANDBOX_UIDS={raw!r}: the range must lie in 1000 .. 4294967293 and hold at least one uid")
+        raise ConfigError(
+            f"FAILFORGE_SANDBOX_UIDS={raw!r}: the range must lie in 1000 .. 4294967293 and hold at least one uid"
+        )
     return range(base, base + count)
 
 
@@ -105,5 +107,6 @@ def lease_uid(lock_dir: str = LOCK_DIR) -> UidLease:
         if lease is not None:
             return lease
     raise InfrastructureError(
-        f"all {len(uids)} sandbox uids ({uids.start}..{uids.stop - 1}) are in use; close sandboxes or widen FAILFORGE_SANDBOX_UIDS"
+        f"all {len(uids)} sandbox uids ({uids.start}..{uids.stop - 1}) are in use; close sandboxes or widen"
+        " FAILFORGE_SANDBOX_UIDS"
     )

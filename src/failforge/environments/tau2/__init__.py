@@ -45,7 +45,9 @@ class Tau2Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     domain: Literal["airline", "retail", "telecom"] | None = Field(
-        default=None, description="tau2 domain: airline, retail or telecom (default: all three, task ids then DOMAIN/ID)")
+        default=None,
+        description="tau2 domain: airline, retail or telecom (default: all three, task ids then DOMAIN/ID)",
+    )
     split: str = Field(default="base", description="task split (base, test, train; telecom also small, full)")
     id_seed: int = Field(default=0, description="seed of telecom's bill-id stream (uuid4)")
 
@@ -104,12 +106,21 @@ class Tau2Toolbox:
                 holder["content"] = f"Error: tool arguments are not a JSON object: {arguments!r}"
                 return ToolResult(content=holder["content"], error=holder["content"])
             with self.episode.ids():
-                message = self.episode.env.get_response(ToolCall(id=call_id or "", name=name, arguments=parsed, requestor=requestor))
+                message = self.episode.env.get_response(
+                    ToolCall(id=call_id or "", name=name, arguments=parsed, requestor=requestor)
+                )
             holder["content"] = str(message.content)
             return ToolResult(content=holder["content"], error=holder["content"] if message.error else None)
 
-        observe_tool_call(self.log, name=name, arguments=parsed, call_id=call_id, run=run,
-                          fingerprint=lambda: state_fingerprint(self.episode.env), drift=EnvStateDrift)
+        observe_tool_call(
+            self.log,
+            name=name,
+            arguments=parsed,
+            call_id=call_id,
+            run=run,
+            fingerprint=lambda: state_fingerprint(self.episode.env),
+            drift=EnvStateDrift,
+        )
         return holder["content"]
 
 
@@ -131,8 +142,11 @@ class Tau2Episode:
         env = pkg.constructor(self.domain)()
         state = self.task.initial_state
         if state is not None:
-            env.set_state(initialization_data=state.initialization_data, initialization_actions=state.initialization_actions,
-                          message_history=state.message_history or [])
+            env.set_state(
+                initialization_data=state.initialization_data,
+                initialization_actions=state.initialization_actions,
+                message_history=state.message_history or [],
+            )
         return env
 
     def ids(self) -> Any:
@@ -163,7 +177,10 @@ class Tau2Episode:
             task_id=self.task_id,
             instruction=self.instruction(),
             gold_answer=None,
-            metadata={"split": self.split, "reward_basis": [str(b.value) for b in criteria.reward_basis] if criteria else []},
+            metadata={
+                "split": self.split,
+                "reward_basis": [str(b.value) for b in criteria.reward_basis] if criteria else [],
+            },
         )
 
     def toolbox(self, log: RunLog) -> Tau2Toolbox:
@@ -186,16 +203,31 @@ class Tau2Episode:
                 calls = []
                 for call in step.tool_calls:
                     args = call.parsed_arguments()
-                    calls.append(ToolCall(id=call.id, name=call.name, arguments=args if args is not None else {}, requestor=requestor))
+                    calls.append(
+                        ToolCall(
+                            id=call.id, name=call.name, arguments=args if args is not None else {}, requestor=requestor
+                        )
+                    )
                     requestors[call.id] = requestor
                 cls = UserMessage if requestor == "user" else AssistantMessage
-                message = cls(role=requestor, content=step.content if not calls else (step.content or None), tool_calls=calls or None)
+                message = cls(
+                    role=requestor,
+                    content=step.content if not calls else (step.content or None),
+                    tool_calls=calls or None,
+                )
                 out.append(message)
                 if requestor == "user" and not calls and message.content and UserSimulator.is_stop(message):
                     stopped = True
             elif step.kind == "tool" and step.tool_call_id in requestors:
-                out.append(ToolMessage(id=step.tool_call_id, role="tool", content=step.content or "", requestor=requestors[step.tool_call_id],
-                                       error=step.error is not None))
+                out.append(
+                    ToolMessage(
+                        id=step.tool_call_id,
+                        role="tool",
+                        content=step.content or "",
+                        requestor=requestors[step.tool_call_id],
+                        error=step.error is not None,
+                    )
+                )
         return out, stopped
 
     def evaluate(self, final_output: str | None, steps: list[Step]) -> Outcome:
@@ -206,7 +238,9 @@ class Tau2Episode:
         return evaluate(self, messages, stopped)
 
 
-@environments.register("tau2", requires=("tau2",), description="tau2-bench conversations (airline, retail, telecom) with a simulated user")
+@environments.register(
+    "tau2", requires=("tau2",), description="tau2-bench conversations (airline, retail, telecom) with a simulated user"
+)
 class Tau2Environment(Environment):
     """tau2-bench as an environment plugin: task ids are tau2's own ids within the options' domain and split."""
 
@@ -228,9 +262,20 @@ class Tau2Environment(Environment):
         writes = pkg.write_tools(domain)
         criteria = pkg.task(domain, split, task_id).evaluation_criteria
         expected = [a.name for a in ((criteria.actions or []) if criteria else []) if a.name in writes]
-        agent = [c.name for s in trajectory.steps if s.kind == "agent" and s.agent != CUSTOMER for c in s.tool_calls if c.name in writes]
+        agent = [
+            c.name
+            for s in trajectory.steps
+            if s.kind == "agent" and s.agent != CUSTOMER
+            for c in s.tool_calls
+            if c.name in writes
+        ]
         breakdown = (trajectory.outcome.details or {}).get("reward_breakdown") or {}
-        return {"expected_writes": expected, "agent_writes": agent, "db_check": breakdown.get("DB"), "reward_breakdown": breakdown}
+        return {
+            "expected_writes": expected,
+            "agent_writes": agent,
+            "db_check": breakdown.get("DB"),
+            "reward_breakdown": breakdown,
+        }
 
     def _opts(self, options: BaseModel) -> Tau2Options:
         return Tau2Options.model_validate(options.model_dump())
@@ -250,19 +295,32 @@ class Tau2Environment(Environment):
         opts = self._opts(options)
         domain, _, own = task_id.partition("/") if "/" in task_id else (opts.domain, "", task_id)
         if domain is None:
-            raise ConfigError(f"tau2 task {task_id!r} names no domain: give --domain, or the task as DOMAIN/ID (e.g. airline/{task_id})")
+            raise ConfigError(
+                f"tau2 task {task_id!r} names no domain: give --domain, or the task as DOMAIN/ID (e.g."
+                f" airline/{task_id})"
+            )
         if opts.domain is not None and domain != opts.domain:
             raise ConfigError(f"tau2 task {task_id!r} is not in --domain {opts.domain}")
         task_id = own
         pkg.task(domain, opts.split, task_id)
-        return ComponentSpec(name="tau2", version=pkg.tau2_version(), config={
-            "domain": domain, "split": opts.split, "task_id": task_id, "id_seed": opts.id_seed, "normaliser": NORMALISER_VERSION,
-        })
+        return ComponentSpec(
+            name="tau2",
+            version=pkg.tau2_version(),
+            config={
+                "domain": domain,
+                "split": opts.split,
+                "task_id": task_id,
+                "id_seed": opts.id_seed,
+                "normaliser": NORMALISER_VERSION,
+            },
+        )
 
     def open(self, spec: ComponentSpec) -> Tau2Episode:
         cfg = spec.config
         try:
-            return Tau2Episode(cfg["domain"], cfg.get("split", "base"), cfg["task_id"], id_seed=int(cfg.get("id_seed", 0)))
+            return Tau2Episode(
+                cfg["domain"], cfg.get("split", "base"), cfg["task_id"], id_seed=int(cfg.get("id_seed", 0))
+            )
         except KeyError as exc:
             raise ConfigError(f"environment spec for tau2 lacks {exc.args[0]!r}: {cfg}") from exc
 
@@ -270,13 +328,18 @@ class Tau2Environment(Environment):
         from failforge.environments.tau2._oracle import conversation_oracle
 
         cfg = spec.config
-        return conversation_oracle(pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"]), pkg.write_tools(cfg["domain"]))
+        return conversation_oracle(
+            pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"]), pkg.write_tools(cfg["domain"])
+        )
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
         cfg = spec.config
         task = pkg.task(cfg["domain"], cfg.get("split", "base"), cfg["task_id"])
         actions = len((task.evaluation_criteria.actions or []) if task.evaluation_criteria else [])
-        return ComponentSpec(name="failforge.conversation", config={"max_turns": max(30, 4 * actions + 10), "max_calls_per_turn": max(10, actions + 4)})
+        return ComponentSpec(
+            name="failforge.conversation",
+            config={"max_turns": max(30, 4 * actions + 10), "max_calls_per_turn": max(10, actions + 4)},
+        )
 
     def seed_name(self, spec: ComponentSpec) -> str:
         cfg = spec.config
@@ -290,6 +353,20 @@ class Tau2Environment(Environment):
 
 
 __all__ = [
-    "AGENT", "CONFIRM", "CUSTOMER", "GREETING", "NORMALISER_VERSION", "STOP", "Tau2Environment", "Tau2Episode", "Tau2Options", "Tau2Toolbox",
-    "confirmation_request", "final_message", "opening", "state_fingerprint", "task", "write_tools",
+    "AGENT",
+    "CONFIRM",
+    "CUSTOMER",
+    "GREETING",
+    "NORMALISER_VERSION",
+    "STOP",
+    "Tau2Environment",
+    "Tau2Episode",
+    "Tau2Options",
+    "Tau2Toolbox",
+    "confirmation_request",
+    "final_message",
+    "opening",
+    "state_fingerprint",
+    "task",
+    "write_tools",
 ]

@@ -138,16 +138,31 @@ def evaluate(episode: Tau2Episode, messages: list[Any], stopped: bool) -> Outcom
 
         return _LazyEnvironment(f"{episode.domain}/{episode.split}/ids-{episode.id_seed}/{solo_mode}", real)
 
-    sim = SimulationRun(id=f"failforge-{episode.task_id}", task_id=episode.task_id, timestamp="0", start_time="0", end_time="0", duration=0.0,
-                        termination_reason=TerminationReason.USER_STOP if stopped else TerminationReason.MAX_STEPS, messages=messages)
+    sim = SimulationRun(
+        id=f"failforge-{episode.task_id}",
+        task_id=episode.task_id,
+        timestamp="0",
+        start_time="0",
+        end_time="0",
+        duration=0.0,
+        termination_reason=TerminationReason.USER_STOP if stopped else TerminationReason.MAX_STEPS,
+        messages=messages,
+    )
     started = time.perf_counter()
     with _lock:
         saved = tau2_evaluator.registry
         tau2_evaluator.registry = _Registry(saved, build)
         try:
-            reward = tau2_evaluator.evaluate_simulation(sim, episode.task, tau2_evaluator.EvaluationType.ALL, solo_mode=False, domain=episode.domain)
+            reward = tau2_evaluator.evaluate_simulation(
+                sim, episode.task, tau2_evaluator.EvaluationType.ALL, solo_mode=False, domain=episode.domain
+            )
         except Exception as exc:  # an evaluator crash on odd agent output is a failed task, not a crash of ours
-            return Outcome(success=False, score=0.0, evaluator="tau2.evaluate_simulation", details={"error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            return Outcome(
+                success=False,
+                score=0.0,
+                evaluator="tau2.evaluate_simulation",
+                details={"error": f"{type(exc).__name__}: {str(exc)[:500]}"},
+            )
         finally:
             tau2_evaluator.registry = saved
     details: dict[str, Any] = {
@@ -159,4 +174,9 @@ def evaluate(episode: Tau2Episode, messages: list[Any], stopped: bool) -> Outcom
         "info": reward.info if isinstance(reward.info, dict) and "note" in reward.info else None,
         "seconds": round(time.perf_counter() - started, 3),
     }
-    return Outcome(success=reward.reward >= 1.0 - 1e-9, score=float(reward.reward), evaluator="tau2.evaluate_simulation", details=details)
+    return Outcome(
+        success=reward.reward >= 1.0 - 1e-9,
+        score=float(reward.reward),
+        evaluator="tau2.evaluate_simulation",
+        details=details,
+    )

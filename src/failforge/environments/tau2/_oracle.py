@@ -67,7 +67,9 @@ class _Script:
         self.cursor += 1
         return [oracle_tool_call(agent, ordinal, action.name, dict(action.arguments))]
 
-    def agent(self, ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def agent(
+        self, ordinal: int, body: dict[str, Any], purpose: str | None
+    ) -> tuple[str | None, list[dict[str, Any]] | None]:
         action = self._pending("assistant")
         if action is not None:
             if action.name in self.writes and self.confirmed != self.cursor:
@@ -76,11 +78,19 @@ class _Script:
             return None, self._call(AGENT, ordinal)
         user_action = self._pending("user")
         if user_action is not None:
-            return f"Please do this on your side: {user_action.name} {json.dumps(dict(user_action.arguments), sort_keys=True)}.", None
+            return (
+                (
+                    f"Please do this on your side: {user_action.name}"
+                    f" {json.dumps(dict(user_action.arguments), sort_keys=True)}."
+                ),
+                None,
+            )
         self.final_sent = True
         return final_message(self.task), None
 
-    def customer(self, ordinal: int, body: dict[str, Any], purpose: str | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+    def customer(
+        self, ordinal: int, body: dict[str, Any], purpose: str | None
+    ) -> tuple[str | None, list[dict[str, Any]] | None]:
         if ordinal == 0:
             return opening(self.task), None
         if self._pending("user") is not None:

@@ -78,7 +78,9 @@ def task(domain: str, split: str, task_id: str) -> Any:
         return tasks(domain, split)[task_id]
     except KeyError:
         known = list(tasks(domain, split))
-        raise ConfigError(f"tau2 {domain}/{split} has no task {task_id!r} ({len(known)} tasks, e.g. {', '.join(known[:3])})") from None
+        raise ConfigError(
+            f"tau2 {domain}/{split} has no task {task_id!r} ({len(known)} tasks, e.g. {', '.join(known[:3])})"
+        ) from None
 
 
 @functools.cache

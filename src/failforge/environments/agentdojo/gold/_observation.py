@@ -62,7 +62,9 @@ def check_vector(suite_name: str, vector: str) -> str:
 
     known = sorted(get_suite(suite_name).get_injection_vector_defaults())
     if vector not in known:
-        raise ConfigError(f"AgentDojo suite {suite_name!r} has no injection vector {vector!r}; valid: {', '.join(known)}")
+        raise ConfigError(
+            f"AgentDojo suite {suite_name!r} has no injection vector {vector!r}; valid: {', '.join(known)}"
+        )
     return vector
 
 
@@ -71,13 +73,18 @@ def check_injection_task(suite_name: str, task_id: str) -> str:
 
     known = sorted(get_suite(suite_name).injection_tasks, key=lambda s: int(s.rsplit("_", 1)[-1]))
     if task_id not in known:
-        raise ConfigError(f"AgentDojo suite {suite_name!r} has no injection task {task_id!r}; valid: {', '.join(known)}")
+        raise ConfigError(
+            f"AgentDojo suite {suite_name!r} has no injection task {task_id!r}; valid: {', '.join(known)}"
+        )
     return task_id
 
 
 def _suite_and_task(seed: Trajectory) -> tuple[str, str]:
     if seed.environment.name != "agentdojo":
-        raise ConfigError(f"seed {seed.id!r} is from {seed.environment.name!r}; environment-side injection is built for AgentDojo only")
+        raise ConfigError(
+            f"seed {seed.id!r} is from {seed.environment.name!r}; environment-side injection is built for AgentDojo"
+            " only"
+        )
     return str(seed.environment.config["suite"]), str(seed.environment.config["task_id"])
 
 
@@ -121,10 +128,15 @@ def injection_points(seed: Trajectory) -> InjectionPoints:
             if found:
                 vectors[step.index] = found
             else:
-                why[step.index] = f"{step.tool_name} shows no injection vector of suite {suite_name} (no injectable content)"
+                why[step.index] = (
+                    f"{step.tool_name} shows no injection vector of suite {suite_name} (no injectable content)"
+                )
     for step in seed.steps:
         if step.kind != "tool":
-            why.setdefault(step.index, f"step {step.index} is a{'n agent' if step.kind == 'agent' else ' task'} step, not an observation")
+            why.setdefault(
+                step.index,
+                f"step {step.index} is a{'n agent' if step.kind == 'agent' else ' task'} step, not an observation",
+            )
     return InjectionPoints(vectors=vectors, not_injectable=dict(sorted(why.items())))
 
 
@@ -145,7 +157,15 @@ def _attack(suite_name: str, attack: str, target: str) -> Any:
     return load_attack(attack, get_suite(suite_name), _Target(target))  # type: ignore[arg-type]
 
 
-def attack_text(suite_name: str, user_task: str, injection_task: str, attack: str, vector: str, *, target: str = DEFAULT_ATTACK_TARGET) -> str:
+def attack_text(
+    suite_name: str,
+    user_task: str,
+    injection_task: str,
+    attack: str,
+    vector: str,
+    *,
+    target: str = DEFAULT_ATTACK_TARGET,
+) -> str:
     """The text AgentDojo's attack puts in ``vector`` for (user task, injection task): ``attack.attack``'s own
     output, so the vector is filled exactly as AgentDojo's benchmark fills it."""
     from failforge.environments.agentdojo import get_suite
@@ -153,9 +173,14 @@ def attack_text(suite_name: str, user_task: str, injection_task: str, attack: st
     check_vector(suite_name, vector)
     check_injection_task(suite_name, injection_task)
     suite = get_suite(suite_name)
-    texts = _attack(suite_name, attack, target).attack(suite.user_tasks[user_task], suite.injection_tasks[injection_task])
+    texts = _attack(suite_name, attack, target).attack(
+        suite.user_tasks[user_task], suite.injection_tasks[injection_task]
+    )
     if vector not in texts:
-        raise ConfigError(f"AgentDojo's attack {attack!r} fills vectors {', '.join(sorted(texts))} for {suite_name}/{user_task}, not {vector!r}")
+        raise ConfigError(
+            f"AgentDojo's attack {attack!r} fills vectors {', '.join(sorted(texts))} for {suite_name}/{user_task}, not"
+            f" {vector!r}"
+        )
     return str(texts[vector])
 
 
@@ -185,13 +210,28 @@ class InjectionSpec(AttackPoint, frozen=True):
 
 def injected_spec(seed: Trajectory, spec: InjectionSpec, text: str) -> ComponentSpec:
     """The seed's environment spec with the injection: what a branch records, so it rebuilds attacked."""
-    config = {**seed.environment.config, "injection": {"injection_task": spec.injection_task, "vectors": {spec.vector: text},
-                                                       "at_step": spec.step, "attack": spec.attack}}
+    config = {
+        **seed.environment.config,
+        "injection": {
+            "injection_task": spec.injection_task,
+            "vectors": {spec.vector: text},
+            "at_step": spec.step,
+            "attack": spec.attack,
+        },
+    }
     return seed.environment.model_copy(update={"config": config})
 
 
-def inject_branch(seed: Trajectory, spec: InjectionSpec, text: str, *, agent: Responder, agent_model: ComponentSpec, branch_id: str,
-                  deadline: float | None = None) -> Trajectory:
+def inject_branch(
+    seed: Trajectory,
+    spec: InjectionSpec,
+    text: str,
+    *,
+    agent: Responder,
+    agent_model: ComponentSpec,
+    branch_id: str,
+    deadline: float | None = None,
+) -> Trajectory:
     """Replay ``seed`` exactly before step t (drift raises), serve the attacked observation at t (phase
     ``injected``), continue live with ``agent``; the trajectory's outcome carries utility and security."""
     t = spec.step
@@ -199,8 +239,14 @@ def inject_branch(seed: Trajectory, spec: InjectionSpec, text: str, *, agent: Re
         raise ConfigError(f"step {t} of {seed.id} is not a tool observation; an injection needs one")
     attacked = seed.model_copy(update={"environment": injected_spec(seed, spec, text)})
     result = run_from_seed(attacked, Plan.observe(t), upstream=agent, run_id=branch_id, deadline=deadline)
-    return result.session.trajectory(task=seed.task, outcome=result.outcome, harness=seed.harness, environment=attacked.environment,
-                                     model=agent_model, provenance={**result.extra, "injection_version": INJECTION_VERSION})
+    return result.session.trajectory(
+        task=seed.task,
+        outcome=result.outcome,
+        harness=seed.harness,
+        environment=attacked.environment,
+        model=agent_model,
+        provenance={**result.extra, "injection_version": INJECTION_VERSION},
+    )
 
 
 def _action(step: Step) -> tuple[Any, ...]:
@@ -210,7 +256,7 @@ def _action(step: Step) -> tuple[Any, ...]:
 
 def first_divergence(seed: Trajectory, branch: Trajectory, after: int) -> int | None:
     """The first agent step after ``after`` whose action differs from the seed's at the same index (or the seed has none)."""
-    for step in branch.steps[after + 1:]:
+    for step in branch.steps[after + 1 :]:
         if step.kind != "agent":
             continue
         other = seed.steps[step.index] if step.index < len(seed.steps) else None
@@ -245,7 +291,9 @@ def unsafe_target(branch: Trajectory) -> tuple[int | None, str]:
     return None, "none"
 
 
-def check_chains(primary: int, target: int, attack: Sequence[int], execution: Sequence[int], *, complied: bool = False) -> list[str]:
+def check_chains(
+    primary: int, target: int, attack: Sequence[int], execution: Sequence[int], *, complied: bool = False
+) -> list[str]:
     """The seed system's chain rules (seed_systems.md §1): attack chain strictly before the primary,
     execution chain strictly between primary and target, neither containing them, both sorted; the
     primary before the target. Returns the broken rules (empty: all hold).
@@ -255,8 +303,10 @@ def check_chains(primary: int, target: int, attack: Sequence[int], execution: Se
     complied with) — the same exception :func:`failforge.attribution._components.check_label` makes."""
     problems = []
     if not (primary < target or (complied and primary == target and len(attack) > 0)):
-        problems.append(f"the primary (step {primary}) is not before the target (step {target})"
-                        + (" nor its own target after an attack chain" if complied else ""))
+        problems.append(
+            f"the primary (step {primary}) is not before the target (step {target})"
+            + (" nor its own target after an attack chain" if complied else "")
+        )
     if any(i >= primary for i in attack):
         problems.append(f"attack chain {list(attack)} reaches the primary (step {primary}) or beyond")
     if any(not primary < i < target for i in execution):

@@ -7,7 +7,13 @@ import random
 from collections.abc import Sequence
 
 from failforge.environments.agentdojo._env import get_suite
-from failforge.environments.agentdojo.gold._observation import InjectionSpec, check_attack, check_injection_task, check_vector, injection_points
+from failforge.environments.agentdojo.gold._observation import (
+    InjectionSpec,
+    check_attack,
+    check_injection_task,
+    check_vector,
+    injection_points,
+)
 from failforge.gold import CampaignConfig, JobSpec, Planned
 from failforge.trajectory import Trajectory
 
@@ -36,8 +42,11 @@ def plan_injections(
     points = injection_points(seed)  # ConfigError for a seed that is not AgentDojo's
     for vector in vectors or ():
         check_vector(suite_name, vector)
-    tasks = [check_injection_task(suite_name, t) for t in injection_tasks] if injection_tasks else \
-        sorted(get_suite(suite_name).injection_tasks, key=lambda s: int(s.rsplit("_", 1)[-1]))
+    tasks = (
+        [check_injection_task(suite_name, t) for t in injection_tasks]
+        if injection_tasks
+        else sorted(get_suite(suite_name).injection_tasks, key=lambda s: int(s.rsplit("_", 1)[-1]))
+    )
     why = dict(points.not_injectable)
     usable: dict[int, list[str]] = {}
     for t, shown in points.vectors.items():
@@ -45,7 +54,9 @@ def plan_injections(
         if kept:
             usable[t] = kept
         else:
-            why[t] = f"the observation shows vector(s) {', '.join(shown)}, none of the requested {', '.join(vectors or ())}"
+            why[t] = (
+                f"the observation shows vector(s) {', '.join(shown)}, none of the requested {', '.join(vectors or ())}"
+            )
     rng = random.Random(f"{rng_seed}:{seed.id}:inject")
     chosen = sorted(rng.sample(sorted(usable), min(steps_per_seed, len(usable))))
     for t in sorted(set(usable) - set(chosen)):
@@ -54,9 +65,14 @@ def plan_injections(
     for t in chosen:
         for attack in attacks:
             for vector in usable[t]:
-                picked = sorted(rng.sample(tasks, min(tasks_per_point, len(tasks))), key=lambda s: int(s.rsplit("_", 1)[-1]))
-                plan.extend(InjectionSpec(seed_id=seed.id, step=t, vector=vector, attack=attack, injection_task=task, sample=k)
-                            for task in picked for k in range(samples))
+                picked = sorted(
+                    rng.sample(tasks, min(tasks_per_point, len(tasks))), key=lambda s: int(s.rsplit("_", 1)[-1])
+                )
+                plan.extend(
+                    InjectionSpec(seed_id=seed.id, step=t, vector=vector, attack=attack, injection_task=task, sample=k)
+                    for task in picked
+                    for k in range(samples)
+                )
     return plan, dict(sorted(why.items()))
 
 
@@ -73,16 +89,34 @@ def plan_injection_jobs(config: CampaignConfig, seeds: Sequence[Trajectory]) -> 
         return Planned()
     for seed in seeds:
         if seed.environment.name != "agentdojo":
-            why.append(f"{seed.id}: environment {seed.environment.name!r}; environment-side injection is built for AgentDojo only")
+            why.append(
+                f"{seed.id}: environment {seed.environment.name!r}; environment-side injection is built for AgentDojo"
+                " only"
+            )
             continue
         suite = get_suite(str(seed.environment.config.get("suite")))
-        vectors = [v for v in cfg.vectors if v in suite.get_injection_vector_defaults()] if cfg.vectors is not None else None
-        tasks = [t for t in cfg.injection_tasks if t in suite.injection_tasks] if cfg.injection_tasks is not None else None
+        vectors = (
+            [v for v in cfg.vectors if v in suite.get_injection_vector_defaults()] if cfg.vectors is not None else None
+        )
+        tasks = (
+            [t for t in cfg.injection_tasks if t in suite.injection_tasks] if cfg.injection_tasks is not None else None
+        )
         if vectors == [] or tasks == []:
-            why.append(f"{seed.id}: suite {suite.name} has none of the requested {'vectors' if vectors == [] else 'injection tasks'}")
+            why.append(
+                f"{seed.id}: suite {suite.name} has none of the requested"
+                f" {'vectors' if vectors == [] else 'injection tasks'}"
+            )
             continue
-        specs, reasons = plan_injections(seed, attacks=cfg.attacks, vectors=vectors, injection_tasks=tasks, steps_per_seed=cfg.steps_per_seed,
-                                         tasks_per_point=cfg.tasks_per_point, samples=cfg.samples, rng_seed=config.plan.rng_seed)
+        specs, reasons = plan_injections(
+            seed,
+            attacks=cfg.attacks,
+            vectors=vectors,
+            injection_tasks=tasks,
+            steps_per_seed=cfg.steps_per_seed,
+            tasks_per_point=cfg.tasks_per_point,
+            samples=cfg.samples,
+            rng_seed=config.plan.rng_seed,
+        )
         why.extend(f"{seed.id}@{t}: {reason}" for t, reason in reasons.items() if seed.steps[t].kind == "tool")
         jobs.extend((seed, spec) for spec in specs)
         if cfg.compliance:
