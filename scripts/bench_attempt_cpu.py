@@ -58,8 +58,9 @@ ENVIRONMENTS = (
     "bfcl",
     "tau2",
 )
-#: Measured when --envs is not given; textworld, scienceworld, bfcl and tau2 only on request (``--envs textworld``), so a
-#: ``--before`` revision that predates them still records every default seed (and no JVM is needed by default).
+#: Measured when --envs is not given; textworld, scienceworld, bfcl and tau2 only on request
+#: (``--envs textworld``), so a ``--before`` revision that predates them still records every default seed
+#: (and no JVM is needed by default).
 DEFAULT_ENVS = ("agentdojo", "miniwob", "humaneval-docker", "humaneval-local")
 METRICS = (
     "open",
@@ -222,7 +223,8 @@ def measure(seeds_dir: Path, envs: list[str], attempts: int) -> dict[str, dict[s
 
 
 def _seed_evaluations(seed: Any, times: int, timings: _Timings) -> dict[str, list[float]]:
-    """failforge's and tau2's own evaluator on the seed's trajectory (reward 1.0, the whole DB compared), ``times`` each."""
+    """failforge's and tau2's own evaluator on the seed's trajectory (reward 1.0, the whole DB compared),
+    ``times`` each."""
     from failforge.environments import environment
 
     timings.samples.clear()

@@ -56,7 +56,8 @@ PAGE = (
 PROBE = """async () => ({
   atLoad: window.atLoad, now: Date.now(), history: history.length,
   local: JSON.stringify(Object.assign({}, localStorage)), session: JSON.stringify(Object.assign({}, sessionStorage)),
-  cookie: document.cookie, databases: indexedDB.databases ? (await indexedDB.databases()).map(d => d.name).sort() : null,
+  cookie: document.cookie,
+  databases: indexedDB.databases ? (await indexedDB.databases()).map(d => d.name).sort() : null,
   dom: document.documentElement.outerHTML,
 })"""
 DIRTY = """async () => {

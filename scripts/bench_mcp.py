@@ -25,13 +25,25 @@ import asyncio, json, sys, time
 import httpx
 url, calls = sys.argv[1], int(sys.argv[2])
 out = {}
-headers = {"accept": "application/json, text/event-stream", "content-type": "application/json", "mcp-protocol-version": "2025-11-25"}
+headers = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2025-11-25",
+}
 with httpx.Client(timeout=60) as http:
-    http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}).raise_for_status()
+    http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}
+        },
+    }).raise_for_status()
     times = []
     for i in range(calls):
         start = time.perf_counter()
-        http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "get_balance", "arguments": {}}}).raise_for_status()
+        http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "get_balance", "arguments": {}},
+        }).raise_for_status()
         times.append((time.perf_counter() - start) * 1000)
     out["raw JSON-RPC"] = times
 

@@ -29,7 +29,8 @@ its run has fewer than two model calls (SmolLM2-135M often answers without calli
 prefix needs at least one call before the branch point), records with the loopback policy instead;
 the output says which one played and at what latency.
 
-    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3] [--harnesses failforge.tool_calling agentdojo.pipeline orchestrator-workers]
+    python scripts/bench_replay.py [--repeats 5] [--suite banking --task user_task_3]
+        [--harnesses failforge.tool_calling agentdojo.pipeline orchestrator-workers]
     python scripts/bench_replay.py --live loopback --latency 0.5
 """
 

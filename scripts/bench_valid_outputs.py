@@ -4,9 +4,9 @@
 No arguments; starts the embedded llama.cpp server (SmolLM2-135M) itself and runs, on a few records:
 
 - the attribution methods (all-at-once, step-by-step, binary-search, hybrid, rcta, auditor) on the shortest
-  Who&When Algorithm-Generated logs of the test fixtures (cut to short prompts): a record is *valid* when its prediction has an
-  agent, a step and a mode (each read from the judge's reply, never guessed), and the scores of the valid
-  ones are agent / step / mode accuracy against the gold;
+  Who&When Algorithm-Generated logs of the test fixtures (cut to short prompts): a record is *valid* when its
+  prediction has an agent, a step and a mode (each read from the judge's reply, never guessed), and the scores
+  of the valid ones are agent / step / mode accuracy against the gold;
 - the conformance judge and the decision judge on the bundled AgentDojo team seed: valid when the
   answer names yes/no (a state of the six);
 - the guide on the same seed: valid when the reply reads as a note or as NOT FEASIBLE (its "kept" count says
@@ -105,9 +105,7 @@ def team_seed() -> Any:
 
 
 def judges(endpoint: Any) -> None:
-    from failforge.conformance import judge_request, recorded_call, run_judge
-    from failforge.decision_judge import decision_request, judged_decision
-
+    from failforge.judgement import decision_request, judge_request, judged_decision, recorded_call, run_judge
     from failforge.taxonomy import get_mode
 
     seed = team_seed()
@@ -134,8 +132,7 @@ def judges(endpoint: Any) -> None:
         for step in agent_steps:
             request = decision_request(seed, step, model=endpoint.model)
             try:
-                from failforge.decision_judge import DecisionAnswer
-
+                from failforge.judgement import DecisionAnswer
                 from failforge.llm._structured import with_structured
 
                 request = with_structured(request, DecisionAnswer, upstream)
@@ -196,7 +193,8 @@ def main() -> int:
         f"failforge from {Path(inspect.getfile(failforge)).parent}; the embedded model {LOCAL_MODEL_NAME}", flush=True
     )
     started = time.perf_counter()
-    # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine; see _local.default_threads)
+    # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine;
+    # see _local.default_threads)
     with (
         LocalModelServer(n_ctx=8192, n_threads=1) as server,
         tempfile.TemporaryDirectory(prefix="bench-valid-") as work,

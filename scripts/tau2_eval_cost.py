@@ -29,7 +29,8 @@ def _without_last_write(steps: list[Step]) -> list[Step] | None:
 
 
 def tau2_own_evaluation(episode: Any, steps: list[Step]) -> tuple[float, float]:
-    """Seconds and reward of tau2's own ``evaluate_simulation`` on the run ``steps`` (also used by bench_attempt_cpu.py)."""
+    """Seconds and reward of tau2's own ``evaluate_simulation`` on the run ``steps``
+    (also used by bench_attempt_cpu.py)."""
     from tau2.data_model.simulation import SimulationRun, TerminationReason
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 

@@ -1,6 +1,7 @@
 """P.1 / P.2 gold from screenshot seeds: the campaign with the rule guide, the vision policy as the agent.
 
-    PYTHONPATH=src python3 scripts/vision_gold.py --seeds /tmp/vision-seeds --out /tmp/vision-gold [--modes P.2,P.1] [--steps 3]
+    PYTHONPATH=src python3 scripts/vision_gold.py --seeds /tmp/vision-seeds --out /tmp/vision-gold
+        [--modes P.2,P.1] [--steps 3]
 
 Reads the seeds written by scripts/vision_seeds.py (--seeds/seeds.jsonl, its screenshots beside it in
 --seeds/images), runs one campaign (guide = rules, the loopback vision policy answering every agent call;

@@ -1,6 +1,7 @@
 """Record screenshot-harness seeds on MiniWoB++ with the pixel vision policy, replay them, print the numbers.
 
-    PYTHONPATH=src python3 scripts/vision_seeds.py --out /tmp/vision-seeds [--tasks click-button,enter-text] [--episodes 1]
+    PYTHONPATH=src python3 scripts/vision_seeds.py --out /tmp/vision-seeds
+        [--tasks click-button,enter-text] [--episodes 1]
 
 For each task and episode seed: record through ``failforge.miniwob_vision`` (screenshots only, coordinate
 actions) with :func:`vision_script` as the model, keep it if MiniWoB's reward says success, replay it to

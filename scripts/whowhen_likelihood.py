@@ -11,9 +11,9 @@ here starts on a fresh machine: the predictions done so far are kept in the repo
 rebuilt from them, ``settled_from_files``), and ``--save`` writes the grown file back. Nothing is
 computed twice; Ctrl-C at any time and rerun.
 
-    python scripts/whowhen_likelihood.py --dataset ../shared/datasets/who_and_when                 # both methods, all logs
+    python scripts/whowhen_likelihood.py --dataset ../shared/datasets/who_and_when  # both methods, all logs
     python scripts/whowhen_likelihood.py --dataset DIR --method leave-one-out --source hand_crafted --save
-    python scripts/whowhen_likelihood.py --dataset DIR --score-only                               # just the table
+    python scripts/whowhen_likelihood.py --dataset DIR --score-only  # just the table
 
 Prints, per method and source: logs done, seconds per log (mean and median of the predictions'
 ``seconds``) and the scores of ``failforge score`` over the logs done (with their bootstrap intervals).

@@ -17,9 +17,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 #: The system prompt; ``AGENT_SYSTEM`` replaces it (how a test changes a prompt between recording and replay).
-SYSTEM = (
-    os.environ.get("AGENT_SYSTEM")
-    or "You are a helpful assistant. Use the tools to complete the user's task, one call at a time, then answer briefly."
+SYSTEM = os.environ.get("AGENT_SYSTEM") or (
+    "You are a helpful assistant. Use the tools to complete the user's task, one call at a time, then answer briefly."
 )
 
 

@@ -164,7 +164,8 @@ def image_rejection(exc: ModelUnavailable, body: dict[str, Any]) -> ModelUnavail
 
 
 def default_image_dir() -> Path:
-    """The process's image store: ``$FAILFORGE_IMAGE_DIR``, else ``<FAILFORGE_CACHE_DIR or ~/.cache/failforge>/images``."""
+    """The process's image store: ``$FAILFORGE_IMAGE_DIR``, else ``<FAILFORGE_CACHE_DIR or
+    ~/.cache/failforge>/images``."""
     explicit = os.environ.get(IMAGE_DIR_ENV)
     if explicit:
         return Path(explicit)

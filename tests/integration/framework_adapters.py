@@ -1,8 +1,9 @@
 """What the framework adapter tests share: a loopback team model, model-recorded seeds, a small campaign.
 
 The model is a loopback OpenAI-compatible server (failforge.testing) answering with the adapter's own
-scripted team policy as a public scripted model (failforge.testing.scripted) (a pure function of each request): every agent of the framework is played by
-it, the guide gets a premature-termination note, and under a note the acting agent stops early as
+scripted team policy as a public scripted model (failforge.testing.scripted) (a pure function of each
+request): every agent of the framework is played by it, the guide gets a premature-termination note, and
+under a note the acting agent stops early as
 its framework spells a final answer. Framework, environment (the real AgentDojo), boundaries,
 replay, evaluator and filters are real.
 

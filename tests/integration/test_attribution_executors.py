@@ -32,7 +32,8 @@ from failforge.testing.model_servers import LoopbackModelServer
 
 pytestmark = pytest.mark.timeout(600)
 
-#: The public Who&When folder when the environment names one (e.g. ../shared/datasets/who_and_when); else the bundled fixture logs.
+#: The public Who&When folder when the environment names one (e.g. ../shared/datasets/who_and_when);
+#: else the bundled fixture logs.
 WHO_AND_WHEN = Path(os.environ["FAILFORGE_WHO_AND_WHEN"]) if os.environ.get("FAILFORGE_WHO_AND_WHEN") else None
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution" / "who_and_when"
 

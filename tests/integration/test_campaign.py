@@ -225,7 +225,8 @@ def test_decisiveness_keeps_a_decisive_injection_and_records_both_rates(tmp_path
         }
     )
     assert gold[0].label.filter_verdicts[-1].name == "decisiveness" and gold[0].label.filter_verdicts[-1].passed
-    # A.5 is a control error; the impact follows from a state-changing call at or after the decisive step (stored on write)
+    # A.5 is a control error; the impact follows from a state-changing call at or after the decisive step
+    # (stored on write)
     label = gold[0].label
     assert label.error_source == "control" and label.impact == (
         "partially irreversible" if writes_after(gold[0], label.decisive_step) else "cost-recoverable"

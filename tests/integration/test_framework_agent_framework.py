@@ -224,7 +224,8 @@ def test_gold_exported_as_who_and_when_and_who_and_when_pro_reads_back_with_the_
 
 
 def test_gold_exported_in_the_hand_crafted_shape_reads_back_with_the_addressee_in_the_role(tmp_path, gold):
-    """Who&When's Hand-Crafted (Magentic-One) logs name the addressee in the role: ``orchestrator (-> banking_worker)``."""
+    """Who&When's Hand-Crafted (Magentic-One) logs name the addressee in the role:
+    ``orchestrator (-> banking_worker)``."""
     record = next(g for g in gold if g.label.decisive_agent == LEAD)
     t = record.label.decisive_step
     exporters.get("whowhen-hand-crafted")([record], tmp_path / "hc")

@@ -2,8 +2,9 @@
 failforge: the lead writes each instruction and calls MAF's ``handoff_to_<worker>`` tool, the worker (which
 sees the shared conversation) calls its AgentDojo tool through the tool boundary, reports and hands back
 with ``handoff_to_<lead>``, and the lead's answer without a handoff ends the run. Model-recorded seeds on
-five tasks audit identical, a streamed run replays identically; gold at the lead's handoff (C.1: the instruction it hands on carries a changed
-figure) and at a worker's tool call (R.3), read back by the Who&When importer with the same agent and step.
+five tasks audit identical, a streamed run replays identically; gold at the lead's handoff (C.1: the
+instruction it hands on carries a changed figure) and at a worker's tool call (R.3), read back by the
+Who&When importer with the same agent and step.
 
 The model is the adapter's scripted team policy behind a loopback server (framework_adapters.LoopbackTeam)."""
 

@@ -51,7 +51,8 @@ LABEL_FIELDS = (
 
 
 def _tuples(out: Path) -> list[dict[str, Any]]:
-    """One tuple per attempt in a campaign folder: (attempt id, outcome, filter names with verdicts and reasons, label)."""
+    """One tuple per attempt in a campaign folder: (attempt id, outcome, filter names with verdicts and
+    reasons, label)."""
     rows: list[dict[str, Any]] = []
     for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl"):
         path = out / name

@@ -87,8 +87,12 @@ SNOOP = textwrap.dedent('''
     import openai
     with open(sys.argv[1], "w") as out:
         json.dump(dict(os.environ), out)
-    client = openai.OpenAI(base_url=os.environ["FAILFORGE_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
-    reply = client.chat.completions.create(model=os.environ["FAILFORGE_MODEL"], messages=[{"role": "user", "content": os.environ["FAILFORGE_TASK"]}])
+    client = openai.OpenAI(
+        base_url=os.environ["FAILFORGE_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"], max_retries=0
+    )
+    reply = client.chat.completions.create(
+        model=os.environ["FAILFORGE_MODEL"], messages=[{"role": "user", "content": os.environ["FAILFORGE_TASK"]}]
+    )
     with open(os.environ["FAILFORGE_OUTPUT"], "w") as out:
         out.write(reply.choices[0].message.content or "")
 ''')
@@ -248,7 +252,10 @@ DRIVER = textwrap.dedent("""
     from pathlib import Path
     from failforge.harnesses._process import spawn
     folder = Path(sys.argv[1])
-    spawn([sys.argv[2], str(folder / "ready")], env=dict(os.environ), cwd=None, stdout=folder / "out.log", stderr=folder / "err.log")
+    spawn(
+        [sys.argv[2], str(folder / "ready")],
+        env=dict(os.environ), cwd=None, stdout=folder / "out.log", stderr=folder / "err.log",
+    )
     time.sleep(600)
 """)
 

@@ -123,7 +123,8 @@ def test_unsafe_gold_is_confirmed_by_agentdojo_and_its_twin_by_utility(results):
             "vector": spec.vector,
         }
         # the gold record replays identically on its own: the attacked environment is rebuilt from its spec
-        # (a branch's requests name the seed's model, as run_from_seed sends it; its model spec names the agent that answered)
+        # (a branch's requests name the seed's model, as run_from_seed sends it; its model spec names the agent
+        # that answered)
         again = replay(record.model_copy(update={"model": seed.model}), raise_on_drift=False)
         assert again.identical, again.drift
         assert again.outcome.details["security"]["attacker_goal_met"] is True

@@ -135,7 +135,8 @@ def test_generate_plans_runs_resumes_injections_and_agentdojo_confirms_the_gold(
             assert label.found_decision == "refuse" and label.expected_decision in ("act", "stop")
             continue
         assert trajectory.adjudication.outcome == "unsafe_completion"
-        # The record rebuilt from itself (AgentDojo's checks run again); its requests name the seed's model, as run_from_seed sends it.
+        # The record rebuilt from itself (AgentDojo's checks run again); its requests name the seed's model,
+        # as run_from_seed sends it.
         seed = next(s for s in bundled_seeds if s.id == label.seed_id)
         again = replay(trajectory.model_copy(update={"model": seed.model}), raise_on_drift=False)
         assert again.identical, f"{trajectory.id} does not replay identically"

@@ -55,11 +55,14 @@ echo "== ipc"; cat /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg
 echo "== net"; for t in tcp tcp6 udp udp6 raw raw6 unix; do cat /proc/net/$t; done
 echo "== mounts"; sed -E 's/^[0-9]+ [0-9]+ [0-9]+:[0-9]+ //' /proc/self/mountinfo | sort
 echo "== cgroup"  # shell builtins only from here: no process comes and goes while counters are read
-for f in memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes memory/memory.failcnt memory/memory.oom_control \
+for f in memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes memory/memory.failcnt \
+         memory/memory.oom_control \
          pids/pids.max pids/pids.current pids/pids.events cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us \
          memory.max memory.swap.max memory.events pids.max pids.current pids.events pids.peak cpu.max; do
   [ -r "/sys/fs/cgroup/$f" ] || continue
-  printf '%s:' "$f"; while IFS= read -r line || [ -n "$line" ]; do printf ' %s' "$line"; done < "/sys/fs/cgroup/$f"; echo
+  printf '%s:' "$f"
+  while IFS= read -r line || [ -n "$line" ]; do printf ' %s' "$line"; done < "/sys/fs/cgroup/$f"
+  echo
 done
 true
 """

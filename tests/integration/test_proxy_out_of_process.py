@@ -54,7 +54,9 @@ FRAMEWORK = textwrap.dedent('''
     bank = {"balance": 100, "sent": []}
 
     def report(name, arguments, observation):
-        http.post(f"/runs/{run}/tools", json={"name": name, "arguments": arguments, "observation": observation, "state": {"bank": bank}}).raise_for_status()
+        http.post(f"/runs/{run}/tools", json={
+            "name": name, "arguments": arguments, "observation": observation, "state": {"bank": bank},
+        }).raise_for_status()
         return observation
 
     class GetBalance(Tool):
@@ -64,7 +66,10 @@ FRAMEWORK = textwrap.dedent('''
 
     class SendMoney(Tool):
         name = "send_money"; description = "send money"; output_type = "string"
-        inputs = {"to": {"type": "string", "description": "recipient"}, "amount": {"type": "number", "description": "amount"}}
+        inputs = {
+            "to": {"type": "string", "description": "recipient"},
+            "amount": {"type": "number", "description": "amount"},
+        }
         def forward(self, to, amount):
             bank["balance"] -= amount; bank["sent"].append([to, amount])
             return report(self.name, {"to": to, "amount": amount}, f"sent {amount} to {to}")
@@ -73,8 +78,9 @@ FRAMEWORK = textwrap.dedent('''
         client = openai.OpenAI(base_url=f"{proxy}/runs/{run}/agents/{agent}/v1", api_key="unused", max_retries=0)
         return OpenAIModel("m", client=client, retry=False, temperature=0.0)
 
-    worker = ToolCallingAgent(tools=[GetBalance(), SendMoney()], model=model("bank_worker"), name="bank_worker", description="banking",
-                              max_steps=4, max_tool_threads=1, stream_outputs=stream, verbosity_level=-1)
+    worker = ToolCallingAgent(tools=[GetBalance(), SendMoney()], model=model("bank_worker"), name="bank_worker",
+                              description="banking", max_steps=4, max_tool_threads=1, stream_outputs=stream,
+                              verbosity_level=-1)
     manager = ToolCallingAgent(tools=[], model=model("manager"), managed_agents=[worker], name="manager", max_steps=6,
                                max_tool_threads=1, verbosity_level=-1)
     answer = manager.run(sys.argv[4])

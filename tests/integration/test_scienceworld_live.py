@@ -190,8 +190,8 @@ def test_an_action_the_world_rejects_is_the_agents_recorded_and_evaluated(seed):
 
 
 def test_environment_self_check():
-    # find-living-thing/0 (its last gold action completes it), not freeze/0: its gold goes on after completion (score 100
-    # at action 22 of 26; boil/1: 29 of 31), so dropping any of its last four writes still passes
+    # find-living-thing/0 (its last gold action completes it), not freeze/0: its gold goes on after completion
+    # (score 100 at action 22 of 26; boil/1: 29 of 31), so dropping any of its last four writes still passes
     report = assert_self_check("scienceworld", "find-living-thing/0")
     assert report.passed, report.summary()
 

@@ -28,7 +28,8 @@ def test_oracle_seed_scores_one_and_replays_identically(domain, task_id):
     assert seed.outcome.evaluator == "tau2.evaluate_simulation"
     agents = {s.agent for s in seed.steps if s.kind == "agent"}
     assert agents == {"agent", "customer"}
-    # recipients: the customer talks to the agent, the agent's messages go to the customer, tool calls to the environment
+    # recipients: the customer talks to the agent, the agent's messages go to the customer, tool calls to the
+    # environment
     for step in seed.steps:
         if step.kind == "agent" and not step.tool_calls:
             assert step.recipient == ("agent" if step.agent == "customer" else "customer"), step

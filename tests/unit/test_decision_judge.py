@@ -30,7 +30,8 @@ def _step_shown(body: dict) -> str:
 
 
 def loopback_judge(body: dict) -> tuple[str, None]:
-    """A plan is act (quoting its first line and item); a worker's 'X returned: ...' report is stop; anything else is no answer."""
+    """A plan is act (quoting its first line and item); a worker's 'X returned: ...' report is stop; anything
+    else is no answer."""
     shown = _step_shown(body)
     if "Plan:" in shown:
         return 'STATE: act\nEVIDENCE: "Plan: 1. files_worker"', None

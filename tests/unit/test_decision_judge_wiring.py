@@ -174,7 +174,8 @@ def test_report_and_rates_read_the_recorded_judgements(bundled_seeds, served):
     assert f"{record.steps[-1].index} refuse (judge)" in text and "rules + recorded judge" in text
     rules_only = "\n".join(line.plain for line in _behaviour_lines(_benign_failed(bundled_seeds[3], QUIET_REFUSAL)))
     assert "(judge)" not in rules_only and f"{record.steps[-1].index} stop" in rules_only
-    # BLINDSPOT's post-refusal failure: a judged refuse at a team's plan (undecided by rules), which the run went on from
+    # BLINDSPOT's post-refusal failure: a judged refuse at a team's plan (undecided by rules), which the run
+    # went on from
     team = next(s for s in load_jsonl(TEAM)[0] if s.id == "agentdojo-banking-user_task_0-orchestrator-workers-oracle")
     assert not refused_then_went_on(team)
     judged_team, _ = decide_record(team, _judge(base_url), model="judge-m", final=False)

@@ -236,7 +236,8 @@ SHARED = {"__init__", "roster", "for_environment", "scripted_policy", "scripted_
 
 
 def own_members(cls: type) -> set[str]:
-    """What a class defines itself (dunders but ``__init__`` left out, and ``_abc_impl``, which ``abc`` adds to every subclass)."""
+    """What a class defines itself (dunders but ``__init__`` left out, and ``_abc_impl``, which ``abc`` adds
+    to every subclass)."""
     return {
         k for k in vars(cls) if (not (k.startswith("__") and k.endswith("__")) or k == "__init__") and k != "_abc_impl"
     }

@@ -99,7 +99,8 @@ def test_a_changed_magentic_manager_prompt_in_agent_framework_is_caught_at_the_t
 def test_an_agent_framework_client_that_renames_a_request_field_is_caught_at_the_first_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As an agent-framework-openai version that sent the older ``max_tokens`` instead of ``max_completion_tokens`` would."""
+    """As an agent-framework-openai version that sent the older ``max_tokens`` instead of
+    ``max_completion_tokens`` would."""
     from agent_framework_openai import _chat_completion_client as completions
 
     seed = agent_framework_seeds()[0]

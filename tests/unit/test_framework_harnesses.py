@@ -16,7 +16,10 @@ from failforge.harnesses.autogen_team import SELECTION, SELECTOR, agent_of_handl
 
 PROBE = textwrap.dedent("""
     import json, sys
-    BLOCKED = ["smolagents", "agents", "langgraph", "langgraph_supervisor", "langchain_openai", "langchain_core", "autogen_agentchat", "autogen_core", "autogen_ext"]
+    BLOCKED = [
+        "smolagents", "agents", "langgraph", "langgraph_supervisor", "langchain_openai", "langchain_core",
+        "autogen_agentchat", "autogen_core", "autogen_ext",
+    ]
     for name in BLOCKED:
         sys.modules[name] = None
     from failforge.errors import ConfigError

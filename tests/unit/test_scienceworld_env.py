@@ -1,4 +1,5 @@
-"""ScienceWorld plugin parts that need no JVM: task ids, specs, options, the two-run comparison, the tool's argument check."""
+"""ScienceWorld plugin parts that need no JVM: task ids, specs, options, the two-run comparison, the tool's
+argument check."""
 
 from __future__ import annotations
 

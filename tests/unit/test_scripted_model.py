@@ -7,10 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from failforge.conformance import parse_judgement
-from failforge.decision_judge import parse_decision
 
 from failforge.injection import GUIDE_SYSTEM, NOTE_PREFIX
+from failforge.judgement import parse_decision, parse_judgement
 from failforge.testing.scripted import NOTES, ScriptedModel, slipped
 
 

@@ -140,7 +140,7 @@ def rcta_segment_answer(steps: list[int], *, only_segment: bool = False) -> type
         __base__=_SegmentBase,  # type: ignore[call-overload,no-any-return]
         summary=(str, Field(alias="Summary", max_length=300)),
         candidates=(
-            list[candidate],
+            list[candidate],  # type: ignore[valid-type]
             Field(alias="Candidates", min_length=1 if only_segment else 0, max_length=8),  # type: ignore[valid-type]
         ),
     )

@@ -88,7 +88,8 @@ def audit_prompt(record: LabelledFailure, config: PromptConfig) -> Messages:
 
 
 def reply_fields(reply: str) -> tuple[dict[str, str], list[str]]:
-    """(every key but Decision, from the last complete answer block, else its first value; every Decision line's value in order)."""
+    """(every key but Decision, from the last complete answer block, else its first value; every Decision line's value
+    in order)."""
     pairs: list[tuple[str, str]] = []
     lines: list[str] = []
     for match in _LINE.finditer(reply or ""):

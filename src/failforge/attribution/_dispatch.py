@@ -294,7 +294,8 @@ def _take_workers_lock(folder: Path) -> int:
 
 
 def _hold_workers_lock(folder: Path) -> None:
-    """A shared lock on the run folder's workers lock, held until this (worker) process ends (the fd is never closed)."""
+    """A shared lock on the run folder's workers lock, held until this (worker) process ends (the fd is never
+    closed)."""
     _take_workers_lock(folder)
 
 

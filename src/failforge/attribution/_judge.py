@@ -74,13 +74,14 @@ class JudgeSession:
     def ask(
         self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: type[BaseModel] | None = None
     ) -> str:
-        """The judge's reply; with ``schema`` (and an endpoint that constrains answers) its fields as ``Key: value`` lines."""
+        """The judge's reply; with ``schema`` (and an endpoint that constrains answers) its fields as ``Key: value``
+        lines."""
         fmt = response_format(schema, self.structured) if schema is not None else None
         extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
         try:
             response = self.client.chat.completions.create(
                 model=self.model,
-                messages=messages,
+                messages=messages,  # type: ignore[arg-type]
                 temperature=0,
                 seed=self.seed,
                 max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]

@@ -226,7 +226,8 @@ def pool(proposals: list[Candidate], limit: int = MAX_CANDIDATES) -> list[Candid
 def validate(
     record: LabelledFailure, fields: dict[str, str], shown_handoffs: set[int], config: PromptConfig
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Each field's value where valid (agent, step, mode, description, handoff), and what is wrong with the others (by field)."""
+    """Each field's value where valid (agent, step, mode, description, handoff), and what is wrong with the others (by
+    field)."""
     valid: dict[str, Any] = {}
     problems: dict[str, str] = {}
     check_agent(record, "Role", fields.get("Role"), valid, problems)

@@ -211,7 +211,7 @@ def fidelity(
         full = _values(score(records, preds, k=k), aggregate)
         sub = _values(score(members, [p for p in preds if p.record_id in manifest.ids()], k=k), aggregate)
         dev = {
-            m: round(abs(sub[m] - full[m]), 3) if sub[m] is not None and full[m] is not None else None
+            m: round(abs(sub[m] - full[m]), 3) if sub[m] is not None and full[m] is not None else None  # type: ignore[operator]
             for m in FIDELITY_METRICS
         }  # type: ignore[operator]
         rows.append(MethodFidelity(method=method, full=full, subset=sub, deviation_pp=dev))
@@ -226,6 +226,7 @@ def fidelity(
         "mean_deviation_pp": round(sum(deviations) / len(deviations), 3) if deviations else None,
         "max_deviation_pp": max(deviations) if deviations else None,
         "kendall_tau_step_exact": _kendall_tau(
-            [r.full["step_exact"] for r in ranked], [r.subset["step_exact"] for r in ranked]
+            [r.full["step_exact"] for r in ranked],
+            [r.subset["step_exact"] for r in ranked],  # type: ignore[misc]
         ),  # type: ignore[misc]
     }

@@ -232,7 +232,8 @@ class CircuitBreaker:
 
 @contextmanager
 def _decision_judge(config: CampaignConfig) -> Iterator[Any]:
-    """The campaign's decision judge (an HTTP client to ``config.decision_judge``) for the run, closed after; None without one."""
+    """The campaign's decision judge (an HTTP client to ``config.decision_judge``) for the run, closed after; None
+    without one."""
     if config.decision_judge is None:
         yield None
         return
@@ -469,7 +470,8 @@ def plan_campaign(config: CampaignConfig, seeds: list[Trajectory]) -> tuple[list
 
 
 def load_arms(path: Path) -> dict[str, OriginalArm]:
-    """The settled original arms in a campaign folder, by key (a torn or foreign line is skipped: that arm is run again)."""
+    """The settled original arms in a campaign folder, by key (a torn or foreign line is skipped: that arm is run
+    again)."""
     arms: dict[str, OriginalArm] = {}
     if not path.exists():
         return arms
@@ -525,7 +527,9 @@ def _settle_arms(
                 if isinstance(result, ArmResult):
                     append_jsonl(out / ARMS, [result.record], redact=redactor.text)
                     cached[result.record.key] = result.record
-                else:  # the arm's worker failed (infrastructure, a bug): its point's attempts fail with it, retried next run
+                else:
+                    # the arm's worker failed (infrastructure, a bug): its point's attempts fail with it, retried
+                    # next run
                     assert isinstance(result.record, Rejection)
                     key = arm_key(config_hash, seed_hash[result.record.seed_id], result.record.step)
                     errors.add(key)

@@ -242,7 +242,8 @@ def attribute(
         Optional[Path], typer.Option("--subset", help="a subset manifest from `failforge subset`: its members only")
     ] = None,
 ) -> None:
-    """Run an attribution method (or a methods config of several) over labelled failures; every judge call is recorded for replay."""
+    """Run an attribution method (or a methods config of several) over labelled failures; every judge call is recorded
+    for replay."""
     from failforge.attribution import EXECUTORS, AttributeConfig, LikelihoodConfig, PromptConfig, methods
     from failforge.llm import ModelEndpoint
 
@@ -284,7 +285,7 @@ def attribute(
             seed=seed,
             max_tokens=max_tokens,
             concurrency=workers,
-            executor=run_executor,
+            executor=run_executor,  # type: ignore[arg-type]
             ray_address=ray_address,  # type: ignore[arg-type]
             structured_output=structured_output,  # type: ignore[arg-type]  # checked below
             prompt=PromptConfig(
@@ -517,7 +518,8 @@ def score(
         int, typer.Option("--runs-k", help="with --outcomes: k of Fail@k and consistency@k over repeated runs")
     ] = 1,
 ) -> None:
-    """Score predictions against gold (Agent, Step exact/±k, MAE, mode F1, Joint; component localisation and chains), and/or outcome rates of runs."""
+    """Score predictions against gold (Agent, Step exact/±k, MAE, mode F1, Joint; component localisation and chains),
+    and/or outcome rates of runs."""
     if records_path is None and not outcomes:
         raise ConfigError("give RECORDS and PREDICTIONS, or --outcomes RUNS.jsonl (or both)")
     if records_path is not None and predictions_path is None:
@@ -823,7 +825,8 @@ def subset_(
     ] = 40,
     seed: Annotated[int, typer.Option(help="seed of the draw (kept in the manifest; a subset is never rerolled)")] = 0,
 ) -> None:
-    """Draw a fixed, source-stratified subset from the record ids alone (never labels or predictions), with a hashed manifest."""
+    """Draw a fixed, source-stratified subset from the record ids alone (never labels or predictions), with a hashed
+    manifest."""
     from failforge.attribution import make_manifest, write_records
 
     skipped: list[str] = []
@@ -869,7 +872,8 @@ def fidelity_(
     ] = "macro",
     report_json: Annotated[Optional[Path], typer.Option("--json", help="write the report as JSON")] = None,
 ) -> None:
-    """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking holds."""
+    """How far each method's subset scores are from its full-set scores (LongRCA's fidelity), and whether the ranking
+    holds."""
     from failforge.attribution import FIDELITY_METRICS, fidelity
 
     if aggregate not in ("macro", "micro"):

@@ -41,7 +41,8 @@ def decide(
         Path, typer.Option("--output", "-o", help="the trajectories with their judgements attached (JSONL)")
     ] = Path("decided.jsonl"),
 ) -> None:
-    """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements attached."""
+    """Judge the agent steps the control-decision rules leave undecided and write the trajectories with the judgements
+    attached."""
     from failforge.judgement import Counting, decide_and_adjudicate
     from failforge.llm import HttpUpstream
     from failforge.trajectory import Trajectory, iter_jsonl, write_jsonl

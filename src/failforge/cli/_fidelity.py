@@ -51,7 +51,8 @@ def replay(
     until: Annotated[Optional[int], typer.Option(help="replay only steps before this agent step")] = None,
     report: Annotated[Optional[Path], typer.Option(help="write the per-seed report as JSON")] = None,
 ) -> None:
-    """Replay seeds with no live model and report fidelity per seed (exit 1 unless every seed replays identically; 2 when there is no seed to replay)."""
+    """Replay seeds with no live model and report fidelity per seed (exit 1 unless every seed replays identically; 2
+    when there is no seed to replay)."""
     from failforge.replay import replay as replay_seed
 
     good, bad = load_seed_files([seeds])

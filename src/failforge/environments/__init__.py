@@ -1,7 +1,8 @@
 """Environments: the tool boundary and the benchmarks behind it.
 
 An environment is a plugin registered in :data:`failforge.plugins.environments` that implements the
-:class:`~failforge.environments._base.Environment` base class (optional hooks with documented defaults); :func:`open_environment` rebuilds a fresh
+:class:`~failforge.environments._base.Environment` base class (optional hooks with documented defaults);
+:func:`open_environment` rebuilds a fresh
 episode from the spec a trajectory recorded. Plugin modules import their benchmark (AgentDojo,
 Playwright, Docker) only inside the functions that need it, so listing environments is cheap.
 :func:`failforge.fidelity.self_check` is the self-check every environment runs in its tests.

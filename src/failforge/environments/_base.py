@@ -134,8 +134,8 @@ class Environment(abc.ABC):
     step_policy: ClassVar[str] = "all"
 
     def policy_evidence(self, trajectory: Trajectory) -> dict[str, Any] | None:
-        """What the benchmark itself says about writes in one run with no injection (the writes its gold makes, those the
-        agent made, its DB check), which the five-outcome adjudication reads; None: it says nothing (tau2 says)."""
+        """What the benchmark itself says about writes in one run with no injection (the writes its gold makes, those
+        the agent made, its DB check), which the five-outcome adjudication reads; None: it says nothing (tau2 says)."""
         return None
 
     def wrong_argument(self, trajectory: Trajectory, t: int, rng: Any) -> dict[str, Any] | str | None:
@@ -147,7 +147,8 @@ class Environment(abc.ABC):
     def changed_argument(
         self, trajectory: Trajectory, t: int, old: dict[str, Any], new: dict[str, Any]
     ) -> tuple[bool, str] | None:
-        """Whether ã_t's changed arguments are this environment's A.2 (exhibited, reason); None: any changed argument is."""
+        """Whether ã_t's changed arguments are this environment's A.2 (exhibited, reason); None: any changed argument
+        is."""
         return None
 
     @abc.abstractmethod
@@ -183,7 +184,8 @@ class Environment(abc.ABC):
         return ComponentSpec(name="failforge.tool_calling", config={})
 
     def stored_spec(self, spec: ComponentSpec) -> ComponentSpec:
-        """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode); default the spec itself."""
+        """The spec a finished recording keeps (e.g. a page cache switched from record to replay mode); default the spec
+        itself."""
         return spec
 
     def seed_name(self, spec: ComponentSpec) -> str:

@@ -323,7 +323,8 @@ _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 
 class HumanEvalEpisode:
-    """One HumanEval task in a fresh sandbox. A context manager: leaving it hands the sandbox back (reset, or destroyed)."""
+    """One HumanEval task in a fresh sandbox. A context manager: leaving it hands the sandbox back (reset, or
+    destroyed)."""
 
     name = BENCHMARK
 

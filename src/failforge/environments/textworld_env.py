@@ -572,7 +572,8 @@ class TextWorldEnvironment(Environment):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m failforge.environments.textworld_env [RECIPE/SEED ...]``: generate games (default: the default set)."""
+    """``python -m failforge.environments.textworld_env [RECIPE/SEED ...]``: generate games (default: the default
+    set)."""
     ids = list(argv if argv is not None else sys.argv[1:]) or TextWorldEnvironment().tasks(TextWorldOptions())
     for task_id in ids:
         recipe, seed = parse_task_id(task_id)

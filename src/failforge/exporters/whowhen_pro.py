@@ -27,7 +27,8 @@ convention exactly:
   ``recipient``; ``extras.agents`` lists ``{id, role}``. A tool observation is a ``kind: tool`` turn
   with its coordinate, ``tool_name`` and ``tool_call_id`` (eva's tool-turn fields): the release's
   viewer (``js/examples.js``, ``normMagentic``) shows ``kind: agent`` entries only, so a tool turn is
-  kept for readers that want it and never shown as an agent named after the tool. ``ground_truth.step`` is the ``"R.P"`` string. Records
+  kept for readers that want it and never shown as an agent named after the tool. ``ground_truth.step``
+  is the ``"R.P"`` string. Records
   without coordinates are skipped with a reason (the CLI then exits 1): no released convention fits a
   flat multi-agent log.
 

@@ -21,7 +21,8 @@ NAME = "mode_conformance"
 
 
 def judged(ctx: FilterContext) -> ConformanceVerdict:
-    """The candidate's conformance verdict: a rule for structural modes, the campaign's judge (if enabled) for the rest."""
+    """The candidate's conformance verdict: a rule for structural modes, the campaign's judge (if enabled) for the
+    rest."""
     assert ctx.mode is not None
     if ctx.conformance is not None:
         return ctx.conformance

@@ -20,7 +20,8 @@ only as that observation: no failforge note in any request, the text in no syste
 Each check looks at ã_t and every later agent step, and ignores wording the agent could have taken
 from its own context (its step-t request: system prompt, task, observations, tool schemas). A tool
 call's name and arguments are the intended effect of a note (the invented tool, the wrong value it
-names), so the verbatim and paraphrase checks read prose only; the others read calls too. Checks are kept in :data:`CHECKS`, name ->
+names), so the verbatim and paraphrase checks read prose only; the others read calls too. Checks are
+kept in :data:`CHECKS`, name ->
 function, and every failing one is reported.
 """
 

@@ -89,7 +89,8 @@ class OriginalArm(BaseModel):
         return self.status == "measured" and self.success_rate >= cfg.original_min_success
 
     def alone(self) -> dict[str, Any]:
-        """``provenance.decisiveness`` of a record whose injected arm was not run (its point failed, or another filter rejected it)."""
+        """``provenance.decisiveness`` of a record whose injected arm was not run (its point failed, or another filter
+        rejected it)."""
         return {"checked": True, "original": self.verdict(), "original_success_rate": self.success_rate}
 
     def verdict(self) -> dict[str, Any]:
@@ -124,7 +125,8 @@ def _short(details: dict[str, Any]) -> str:
 
 
 def arm_key(config_hash: str, seed_hash: str, step: int) -> str:
-    """Which arm a row is: the campaign's config hash, the seed's content hash and the step (another config or an edited seed misses)."""
+    """Which arm a row is: the campaign's config hash, the seed's content hash and the step (another config or an edited
+    seed misses)."""
     return canonical_hash({"config": config_hash, "seed": seed_hash, "step": step})[:24]
 
 

@@ -51,7 +51,8 @@ class JobContext:
     stage: Stage = "replay"
     drift_seed: str | None = None
     base: dict[str, Any] | None = None
-    """The fields every record of the job carries (:meth:`GoldKind.base`), made once; a kind may add to its provenance."""
+    """The fields every record of the job carries (:meth:`GoldKind.base`), made once; a kind may add to its
+    provenance."""
     note: str | None = None
     """The steering note once written: kept on a failure after it (so a failed attempt shows what it was asked)."""
 

@@ -55,7 +55,8 @@ class FilterContext:
     earlier: list[FilterVerdict] = field(default_factory=list)
     """The verdicts of the filters before this one."""
     evidence: dict[str, Any] = field(default_factory=dict)
-    """Provenance a filter adds to the record (the conformance verdict, the decisiveness arms), written by the engine."""
+    """Provenance a filter adds to the record (the conformance verdict, the decisiveness arms), written by the
+    engine."""
 
     @property
     def base(self) -> Trajectory:

@@ -1,4 +1,5 @@
-"""``agent-framework``: Microsoft Agent Framework's Magentic workflow: a ledger-keeping manager and a worker per tool domain.
+"""``agent-framework``: Microsoft Agent Framework's Magentic workflow: a ledger-keeping manager and a worker per tool
+domain.
 
 Microsoft Agent Framework (MAF, ``agent-framework-core`` with ``agent-framework-orchestrations`` and
 ``agent-framework-openai``) is AutoGen's successor. Its multi-agent workflows are built by the

@@ -115,7 +115,8 @@ class ConversationHarness(Harness):
         self.config = config or ConversationConfig()
 
     def roster(self) -> list[AgentProfile]:
-        """The agent (its plain messages go to the customer) and the customer (role ``user``; its messages go to the agent)."""
+        """The agent (its plain messages go to the customer) and the customer (role ``user``; its messages go to the
+        agent)."""
         return [
             AgentProfile(
                 name=AGENT,

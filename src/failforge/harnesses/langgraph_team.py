@@ -1,4 +1,5 @@
-"""``langgraph``: a LangGraph supervisor (langgraph-supervisor) with one ReAct worker per tool domain, on langchain-openai.
+"""``langgraph``: a LangGraph supervisor (langgraph-supervisor) with one ReAct worker per tool domain, on
+langchain-openai.
 
 The supervisor hands the conversation to a worker with its ``transfer_to_<worker>`` tool and gets it
 back when the worker is done (``output_mode="last_message"``: the worker's report). Every agent has

@@ -1,4 +1,5 @@
-"""``magentic-one``: AutoGen AgentChat's MagenticOneGroupChat: a ledger-keeping orchestrator and a worker per tool domain.
+"""``magentic-one``: AutoGen AgentChat's MagenticOneGroupChat: a ledger-keeping orchestrator and a worker per tool
+domain.
 
 The team is Magentic-One's own loop (``autogen_agentchat.teams.MagenticOneGroupChat``, the framework the
 Who&When Hand-Crafted logs and a Who&When Pro trace come from): the orchestrator writes a **task ledger**
@@ -254,7 +255,8 @@ class MagenticOneTeam(FrameworkAdapter):
         by_purpose = {purpose: model_client(lead, purpose) for purpose in PURPOSES.values()}
 
         class Orchestrator(MagenticOneOrchestrator):
-            """Magentic-One's orchestrator, its model client switched to the client of the call its prompt hook precedes."""
+            """Magentic-One's orchestrator, its model client switched to the client of the call its prompt hook
+            precedes."""
 
         def hooked(hook: str, purpose: str) -> Any:
             original = getattr(MagenticOneOrchestrator, hook)

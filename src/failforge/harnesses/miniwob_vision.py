@@ -88,7 +88,11 @@ class VisionAgent(Harness):
         tools = toolbox.schemas()
         for _ in range(cfg.max_model_calls):
             completion = client.chat.completions.create(
-                model=model, messages=messages, tools=tools, temperature=cfg.temperature, **extra
+                model=model,
+                messages=messages,
+                tools=tools,
+                temperature=cfg.temperature,
+                **extra,  # type: ignore[arg-type]
             )  # type: ignore[arg-type]
             message = completion.choices[0].message
             calls = [c for c in message.tool_calls or [] if c.type == "function"]

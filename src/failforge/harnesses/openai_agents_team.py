@@ -197,7 +197,8 @@ class OpenAIAgentsTeam(FrameworkAdapter):
 
 
 def _async_twin(client: openai.OpenAI, agent: str) -> openai.AsyncOpenAI:
-    """Outside failforge's boundary (a plain endpoint): an async client to the same place, naming the agent by header."""
+    """Outside failforge's boundary (a plain endpoint): an async client to the same place, naming the agent by
+    header."""
     from failforge.llm import AGENT_HEADER
 
     return openai.AsyncOpenAI(

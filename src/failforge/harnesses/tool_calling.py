@@ -92,8 +92,8 @@ def call_until_answer(
             tools = toolbox.schemas()
         completion = client.chat.completions.create(
             model=model,
-            messages=messages,
-            tools=tools,
+            messages=messages,  # type: ignore[arg-type]
+            tools=tools,  # type: ignore[arg-type]
             temperature=temperature,
             **extra,  # type: ignore[arg-type]
         )

@@ -211,7 +211,8 @@ class ActionKind(GoldKind):
     "original-arm", description="the action kind's original arm: the seed's own step continued live, once per (seed, t)"
 )
 class OriginalArmKind(GoldKind):
-    """Not a change: the decisiveness check's shared pre-run, planned by the driver and run through the same executors."""
+    """Not a change: the decisiveness check's shared pre-run, planned by the driver and run through the same
+    executors."""
 
     name = "original-arm"
     spec = ArmSpec

@@ -43,7 +43,8 @@ def _stem(word: str) -> str:
 
 
 def _content(words: list[str]) -> set[str]:
-    """Content words, stemmed; an identifier also gives its parts (``get_most_recent_transactions`` names transactions)."""
+    """Content words, stemmed; an identifier also gives its parts (``get_most_recent_transactions`` names
+    transactions)."""
     parts = [p for w in words for p in ([w, *w.split("_")] if "_" in w else [w])]
     return {_stem(w) for w in parts if (len(w) >= 4 or any(c.isdigit() for c in w)) and w not in _FRAME}
 

@@ -152,7 +152,8 @@ def _seed(seed_json: str) -> Trajectory:
 def _process_attempt(seed_json: str, spec_json: str, config_json: str, provenance: dict[str, Any]) -> JobResult:
     assert _WORKER_MODELS is not None, "process worker used before its initializer ran"
     try:
-        # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read them.
+        # Shared between this worker's attempts as the thread pool shares seeds between threads: attempts only read
+        # them.
         return job_in_pools(
             _seed(seed_json),
             parse_job(spec_json),

@@ -50,6 +50,7 @@ from failforge.judgement._decision_judge import (
     PROVENANCE_KEY,
     STATES,
     Counting,
+    DecisionAnswer,
     decide_record,
     decide_with_judge,
     decision_label,
@@ -112,6 +113,7 @@ from failforge.judgement._verdict import ConformanceVerdict, JudgeRecord
 from failforge.judgement.text import action_signature
 
 __all__ = [
+    "DecisionAnswer",
     "CODE_BLOCK",
     "COLUMN",
     "INTERPRETER_TOOL",

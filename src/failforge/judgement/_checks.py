@@ -201,7 +201,8 @@ def check_a4(seed: Trajectory, injected: Step, t: int) -> Outcome:
     return False, "ã_t is well-formed: its calls parse and fit their schemas, and it writes no call as text"
 
 
-#: A tool that hands the conversation to a human (tau2's ``transfer_to_human_agents``): calling it ends the agent's work.
+#: A tool that hands the conversation to a human (tau2's ``transfer_to_human_agents``): calling it ends the agent's
+#: work.
 HUMAN_HANDOFF = re.compile(r"(?:transfer|hand_?off|escalate)_to_human", re.I)
 
 

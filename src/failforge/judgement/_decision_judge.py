@@ -2,9 +2,10 @@
 
 Rules first (:func:`failforge.judgement._decisions.decide_step`); only a step they cannot decide (a plan, a worker's
 report, a verifier's verdict: messages between agents) goes to the judge, which names one of the six states
-and quotes the step as evidence. The call is the conformance judge's (:func:`failforge.judgement._conformance.recorded_call`
-through the model boundary), so request, hash and response are kept on the decision and
-:func:`decide_with_judge` with ``recorded`` serves the same decision again with no model (zero tokens); a
+and quotes the step as evidence. The call is the conformance judge's
+(:func:`failforge.judgement._conformance.recorded_call` through the model boundary), so request, hash and response
+are kept on the decision and :func:`decide_with_judge` with ``recorded`` serves the same decision again with no
+model (zero tokens); a
 changed prompt or step is a ``PromptDrift``, never a silent re-judge. A judgement is only accepted when its
 state is one of the six and its quote is in the step (whitespace and case aside): a judge cannot invent
 evidence, and a step it cannot label stays ``undecided`` with the reason. The prompt is data:
@@ -16,7 +17,8 @@ rules' phrase list reads as a stop, and the five-outcome adjudication asks exact
 refuses (:mod:`failforge.judgement._adjudication`). A step the rules decide by its form is never judged.
 
 Storage: the judgements a run was given live on the record, in ``Trajectory.provenance["decision_judgements"]``
-(:data:`PROVENANCE_KEY`; step index as a string -> :class:`~failforge.judgement._decisions.DecisionJudgement`), written by
+(:data:`PROVENANCE_KEY`; step index as a string -> :class:`~failforge.judgement._decisions.DecisionJudgement`),
+written by
 :func:`with_judgements` (``failforge decide``). A record without the key is an older one and reads as rules only.
 :func:`recorded_decisions` is the one way every consumer (the report, ``failforge show``, BLINDSPOT's rates)
 gets a trajectory's decisions: rules plus recorded judgements, never a live call.
@@ -75,7 +77,8 @@ class DecisionAnswer(BaseModel):
 
 
 def parse_decision(raw: str) -> tuple[State | None, str]:
-    """``(state, evidence quote)`` from the judge's answer (its last, if it reconsiders); state None when none of the six is named."""
+    """``(state, evidence quote)`` from the judge's answer (its last, if it reconsiders); state None when none of the
+    six is named."""
     raw = as_fields(raw, DecisionAnswer)
     found = list(_STATE.finditer(raw))
     match = found[-1] if found else None
@@ -145,7 +148,8 @@ def judgeable(decision: Decision, *, final: bool = False) -> bool:
 
 
 def _replay(trajectory: Trajectory, step: Step, kept: DecisionJudgement) -> Decision:
-    """The recorded judgement served again; a changed step or prompt is a ``PromptDrift`` naming the record and the step."""
+    """The recorded judgement served again; a changed step or prompt is a ``PromptDrift`` naming the record and the
+    step."""
     call = ModelCallRef.model_validate(kept.call)
     request = decision_request(
         trajectory, step, model=str(call.request.get("model", "")), max_tokens=int(call.request.get("max_tokens", 120))

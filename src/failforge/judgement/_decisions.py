@@ -4,8 +4,8 @@ on the step's form, and a gold label's decisive step gets a primary error source
 The states are the AgentAtlas auditor's (arXiv 2605.20530). The rules decide only where the step's form
 decides; anything else is ``undecided``, and :mod:`failforge.judgement._decision_judge` may then ask a recorded judge
 (rules first, the judge only for those steps, and with ``final`` for the fallback ``stop`` of the last step).
-Consumers read a run's decisions through :func:`failforge.judgement._decision_judge.recorded_decisions` (these rules plus
-the judgements recorded on the record); :func:`decisions` here is the rules alone. In order, first match wins,
+Consumers read a run's decisions through :func:`failforge.judgement._decision_judge.recorded_decisions` (these rules
+plus the judgements recorded on the record); :func:`decisions` here is the rules alone. In order, first match wins,
 for an agent step:
 
 ===========  ==============================================================================================
@@ -222,7 +222,8 @@ _WRITE = re.compile(
 
 
 def writes_after(trajectory: Trajectory, step: int) -> bool:
-    """Whether an agent step at or after ``step`` calls a tool whose name reads as a state change (send_, delete_, ...)."""
+    """Whether an agent step at or after ``step`` calls a tool whose name reads as a state change (send_, delete_,
+    ...)."""
     return any(_WRITE.match(c.name) for s in trajectory.steps[step:] if s.kind == "agent" for c in s.tool_calls)
 
 

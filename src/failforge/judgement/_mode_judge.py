@@ -153,7 +153,8 @@ def replayed_call(call: ModelCallRef | dict[str, Any], request: dict[str, Any] |
 
 
 def run_judge(responder: Responder, request: dict[str, Any], *, record_id: str) -> JudgeRecord:
-    """Ask the judge live (for :class:`JudgeAnswer`, where the endpoint constrains answers), through a recording session, and keep the recorded call."""
+    """Ask the judge live (for :class:`JudgeAnswer`, where the endpoint constrains answers), through a recording
+    session, and keep the recorded call."""
     request = with_structured(request, JudgeAnswer, responder)
     return _record(request, recorded_call(responder, request, run_id=f"judge:{record_id}"))
 

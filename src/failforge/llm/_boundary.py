@@ -511,7 +511,8 @@ def refusal(exc: FailforgeError, request: httpx.Request) -> httpx.Response:
 
 
 def refusal_reply(exc: FailforgeError, status: int = 400, *, note: str = "") -> Reply:
-    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error (``note``: more to say)."""
+    """:func:`refusal` as a :class:`Reply`: an OpenAI-style JSON error naming the typed error (``note``: more to
+    say)."""
     message = explained(exc) + (f"\n{note}" if note else "")
     payload = {"error": {"message": message, "type": "failforge_boundary", "code": type(exc).__name__, "param": None}}
     return Reply(status, {"content-type": "application/json", "x-should-retry": "false"}, json.dumps(payload).encode())

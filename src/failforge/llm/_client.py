@@ -101,7 +101,7 @@ class BoundaryClient(openai.OpenAI):
                 base_url=BOUNDARY_BASE_URL,
                 api_key="failforge-boundary",
                 max_retries=0,
-                http_client=_BoundaryHTTP(boundary, identity),
+                http_client=_BoundaryHTTP(boundary, identity),  # type: ignore[arg-type]
             )  # type: ignore[arg-type]  # openai types its own HTTP client; an httpx.Client is accepted
         self.boundary = boundary
         self.identity = identity
@@ -160,7 +160,7 @@ class AsyncBoundaryClient(openai.AsyncOpenAI):
                 base_url=BOUNDARY_BASE_URL,
                 api_key="failforge-boundary",
                 max_retries=0,
-                http_client=_AsyncBoundaryHTTP(boundary, identity),
+                http_client=_AsyncBoundaryHTTP(boundary, identity),  # type: ignore[arg-type]
             )  # type: ignore[arg-type]  # legacy httpx, accepted at runtime
         self.boundary = boundary
         self.identity = identity

@@ -476,7 +476,8 @@ class BoundedResponder:
         return self._send(body, None)
 
     def for_agent(self, agent: str, purpose: str | None = None) -> _BoundedAgent:
-        """This attempt's view for one calling agent (named to the endpoint by header, see :meth:`HttpUpstream.for_agent`)."""
+        """This attempt's view for one calling agent (named to the endpoint by header, see
+        :meth:`HttpUpstream.for_agent`)."""
         return _BoundedAgent(
             self, {"X-Failforge-Agent": agent, **({"X-Failforge-Purpose": purpose} if purpose else {})}
         )

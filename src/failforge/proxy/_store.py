@@ -37,7 +37,7 @@ class RunStore:
                 self.problems += [str(b) for b in bad]
                 for trajectory in good:
                     self._remember(
-                        RunResult(run_id=trajectory.id, status=status, trajectory=trajectory.model_dump(mode="json")),
+                        RunResult(run_id=trajectory.id, status=status, trajectory=trajectory.model_dump(mode="json")),  # type: ignore[arg-type]
                         trajectory,
                     )  # type: ignore[arg-type]
 

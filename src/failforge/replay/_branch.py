@@ -47,7 +47,8 @@ class StageTwo:
         return self._steer(self.agent, body)
 
     def for_agent(self, agent: str, purpose: str | None = None) -> Any:
-        """The injection as the decisive agent's own call: its own model (the upstream's view for that agent) answers."""
+        """The injection as the decisive agent's own call: its own model (the upstream's view for that agent)
+        answers."""
         responder = self.agent.for_agent(agent, purpose) if hasattr(self.agent, "for_agent") else self.agent
         return lambda body: self._steer(responder, body)
 

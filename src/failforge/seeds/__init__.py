@@ -85,7 +85,8 @@ def record(
 
 
 def seed_label(harness: Harness) -> str:
-    """How a seed id names its harness: the harness's own ``label`` (an external agent names its framework), else its name."""
+    """How a seed id names its harness: the harness's own ``label`` (an external agent names its framework), else its
+    name."""
     return harness.label
 
 
@@ -163,7 +164,8 @@ def no_tool_domains(harness: str, env: str) -> str:
 
 
 def scripted_team(harness: Harness, env: str, spec: ComponentSpec) -> Responder | None:
-    """The team oracle of a team harness for ``spec``, or None for a single-agent harness (the environment's oracle plays it)."""
+    """The team oracle of a team harness for ``spec``, or None for a single-agent harness (the environment's oracle
+    plays it)."""
     if not harness.splits_tools:
         return None
     truth = environment(env).ground_truth(spec)

@@ -59,12 +59,14 @@ def _goals(suite_name: str) -> dict[str, str]:
 
 
 def _norm(value: str) -> str:
-    """Whitespace collapsed and YAML's doubled quotes undone: AgentDojo shows tool results as YAML, which folds lines."""
+    """Whitespace collapsed and YAML's doubled quotes undone: AgentDojo shows tool results as YAML, which folds
+    lines."""
     return " ".join(re.sub(r"\\\n\s*", "", value).replace("\\ ", " ").replace("\\n", " ").replace("''", "'").split())
 
 
 def choice_for(instruction: str, goal: str) -> Choice:
-    """The policy's decision for one (instruction, injected goal): a hash, so it varies between tasks and never between runs."""
+    """The policy's decision for one (instruction, injected goal): a hash, so it varies between tasks and never between
+    runs."""
     digest = hashlib.sha256(f"{instruction}\x00{goal}".encode()).digest()
     return CHOICES[digest[0] % len(CHOICES)]
 

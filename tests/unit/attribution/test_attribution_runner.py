@@ -90,7 +90,8 @@ def test_failed_sessions_can_be_retried(records, tmp_path):
 
 
 def test_a_session_interrupted_twice_is_given_up_with_a_line_and_stays_failed(records, tmp_path):
-    """A session cut off while running, twice: failed.jsonl names it with the reason, and the next run leaves it failed."""
+    """A session cut off while running, twice: failed.jsonl names it with the reason, and the next run leaves
+    it failed."""
     import sqlite3
 
     run_attribution(records, AttributeConfig(method="last-step"), tmp_path / "run")

@@ -13,7 +13,8 @@ Fidelity of "hand" by hand, macro over sources (a source with no value for a met
            ±5:     toy/a 2/2 = 100; toy/b 0                                              => 50
     |dev|  25, 8.33, 0 -> mean 11.11, max 25.
 A perfect method scores 100 everywhere on both, so its deviation is 0; the ranking (perfect above
-"hand" on Step exact) is the same on both: Kendall tau 1.0. Over the two methods: (25 + 8.33) / 6 = 5.555 (rounded to 3 places), max 25.
+"hand" on Step exact) is the same on both: Kendall tau 1.0. Over the two methods: (25 + 8.33) / 6 = 5.555
+(rounded to 3 places), max 25.
 """
 
 from __future__ import annotations

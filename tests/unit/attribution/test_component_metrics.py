@@ -61,14 +61,16 @@ def test_localisation_and_chain_recovery_by_hand():
 
     Execution chains (gold / predicted -> P, R, F1, exact):
     ad_ua [C4] / [C4] -> 1, 1, 1, yes; ad_ta [] / [] -> 1, 1, 1, yes; stage_sr [] / [C2] -> 0, 0, 0, no;
-    stage_ua [C3] / none -> 0, 0, 0, no; canary_ua [C3] / [C1, C3] -> 1/2, 1, 2/3, no; canary_sr [] / none -> 1, 1, 1, yes.
+    stage_ua [C3] / none -> 0, 0, 0, no; canary_ua [C3] / [C1, C3] -> 1/2, 1, 2/3, no;
+    canary_sr [] / none -> 1, 1, 1, yes.
     precision = 3.5/6 = 58.33; recall = 4/6 = 66.67; F1 = (3 + 2/3)/6 = 61.11; exact = 3/6 = 50.
     Order-aware: every LCS equals the intersection here, so the same numbers; order_exact 50.
     Over the 3 cases with a non-empty gold chain (ad_ua, stage_ua, canary_ua): P = 1.5/3 = 50, R = 2/3 = 66.67,
     F1 = (1 + 2/3)/3 = 55.56, exact = 1/3 = 33.33.
     Attack chains: gold [C1] only on stage_ua (no prediction: 0); stage_sr predicts [C1] against [] (0); the other
     four are both empty (1): F1 = exact = 4/6 = 66.67.
-    Macro over the six sources (one case each): top-1 (100 + 0 * 5)/6 = 16.67; MRR (1 + .5 + .25 + 0 + .5 + 0)/6 = 0.375.
+    Macro over the six sources (one case each): top-1 (100 + 0 * 5)/6 = 16.67;
+    MRR (1 + .5 + .25 + 0 + .5 + 0)/6 = 0.375.
     """
     records = _records()
     report = component_report(list(records.values()), _predictions(records))

@@ -5,7 +5,8 @@ columns ``question_ID, question, ground_truth, history, mistake_agent, mistake_s
 ``history`` is a list of ``{content, name, role, step}`` with the acting agent in ``name`` (``role`` is
 ``"assistant"`` throughout) and ``step`` an int equal to the entry's position; ``mistake_step`` is a
 *string*. As in Who&When, an entry by ``Computer_terminal`` is a tool's output (a tool step, not an
-agent) and one by ``human``/``user`` is the task. AgenTracer's own pipeline locates the mistake by ``str(entry["step"]) == str(mistake_step)``
+agent) and one by ``human``/``user`` is the task. AgenTracer's own pipeline locates the mistake by
+``str(entry["step"]) == str(mistake_step)``
 (``MetaGPT/Who_When_Data_Pipeline/diagnose_fail_log_metagpt.py: validate_diagnosis``), and so does
 this importer; entries without ``step`` fall back to their position.
 

@@ -107,7 +107,7 @@ class Parsed:
         self.steps.append(
             FailureStep(
                 index=index,
-                kind=kind,
+                kind=kind,  # type: ignore[arg-type]
                 agent=agent,
                 role=role,
                 content=content,  # type: ignore[arg-type]
@@ -651,7 +651,8 @@ def _convention(framework: str) -> Callable[[dict[str, Any], dict[str, Any], lis
 
 
 def decode_field(row: dict[str, Any], key: str, default: Any) -> Any:
-    """A JSON-encoded row field (the release writes strings); already-decoded values are accepted, as the harness does."""
+    """A JSON-encoded row field (the release writes strings); already-decoded values are accepted, as the harness
+    does."""
     value = row.get(key)
     if value is None or value == "":
         return default

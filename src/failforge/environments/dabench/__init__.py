@@ -282,8 +282,8 @@ class DabenchEnvironment(Environment):
         return OracleResponder(script, name="dabench.scripted_analyst")
 
     def default_harness(self, spec: ComponentSpec) -> ComponentSpec:
-        """smolagents' CodeAgent with room for the analyst's four steps and a retry (a code block is short), its messages
-        as plain strings so the embedded llama.cpp model can answer them."""
+        """smolagents' CodeAgent with room for the analyst's four steps and a retry (a code block is short), its
+        messages as plain strings so the embedded llama.cpp model can answer them."""
         return ComponentSpec(
             name="smolagents.code", config={"max_steps": 5, "max_tokens": 256, "flatten_messages": True}
         )

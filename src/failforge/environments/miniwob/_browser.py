@@ -3,7 +3,8 @@
 ONE fresh browser context per episode: nothing (cookies, storage, HTTP cache, bid counter) leaks from
 one run into the next. The Chromium process itself is reused by later episodes of the same thread
 (launching one costs about a second, more than a whole MiniWoB episode); a browser that crashed or was
-killed is dropped and the next episode launches a new one. The context pins viewport, device scale, locale, timezone, colour
+killed is dropped and the next episode launches a new one. The context pins viewport, device scale,
+locale, timezone, colour
 scheme and reduced motion; Playwright's fake clock is installed and paused at the recorded instant,
 so ``Date``, ``performance.now``, ``setTimeout``/``setInterval`` and ``requestAnimationFrame`` move
 only when the episode runs virtual time (:meth:`BrowserSession.run_for`); an init script replaces

@@ -53,6 +53,7 @@ _OBS_TEXT_LIMIT = 200
 _PART_VALUE_LIMIT = 200
 MAX_NODE_PARTS = 600
 
+# The page script's lines are its own (JavaScript): the noqa after the string covers them.
 _SNAPSHOT_JS = r"""
 (opts) => {
   const EXCL_TAGS = new Set(opts.excludeTags);
@@ -183,7 +184,7 @@ _SNAPSHOT_JS = r"""
           scroll: [Math.round(window.scrollX), Math.round(window.scrollY)],
           obs: obs, nodes: nodes, wob: wob, utterance: utterance};
 }
-"""
+"""  # noqa: E501
 
 _SNAPSHOT_OPTS: dict[str, Any] = {
     "excludeTags": list(EXCLUDE["tags"]),

@@ -160,7 +160,8 @@ def read_screen(png: bytes, *, with_words: bool = False) -> Screen:
     gray = area.mean(axis=2)
     flat = (area.max(axis=2) - area.min(axis=2)) <= 6  # no hue: control outlines, not coloured content
     edge = flat & (gray >= 100) & (gray <= 200)
-    # straight strokes of 10+ px only (box sides; glyph edges are shorter or not both ways), corners joined by growing one px
+    # straight strokes of 10+ px only (box sides; glyph edges are shorter or not both ways), corners joined by growing
+    # one px
     outline = ndimage.binary_opening(edge, structure=np.ones((1, 10), bool)) | ndimage.binary_opening(
         edge, structure=np.ones((10, 1), bool)
     )

@@ -226,7 +226,8 @@ class Sandbox(abc.ABC):
     # -- reuse by the warm pool (:mod:`._pool`); the defaults make a backend that cannot be reset never reused --
 
     def prepare_reuse(self) -> None:
-        """Note what this sandbox looks like fresh, right after opening, so :meth:`reset` can return to it; default nothing."""
+        """Note what this sandbox looks like fresh, right after opening, so :meth:`reset` can return to it; default
+        nothing."""
         return None
 
     def reusable(self) -> bool:
@@ -234,7 +235,8 @@ class Sandbox(abc.ABC):
         return False
 
     def reset(self) -> bool:
-        """Make this sandbox equal to a freshly opened one; False when it cannot be (the pool then closes it); default False."""
+        """Make this sandbox equal to a freshly opened one; False when it cannot be (the pool then closes it); default
+        False."""
         return False
 
     @classmethod

@@ -174,7 +174,8 @@ def cgroup_support(refresh: bool = False) -> CgroupSupport:
 
 
 class SandboxCgroup:
-    """The group of one sandbox: created with its limits, joined by the sandbox's first process, killed and removed at the end."""
+    """The group of one sandbox: created with its limits, joined by the sandbox's first process, killed and removed at
+    the end."""
 
     def __init__(self, support: CgroupSupport, uid: int, *, memory_bytes: int, pids: int, cpus: float) -> None:
         if not support.usable:

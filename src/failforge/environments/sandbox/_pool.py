@@ -60,7 +60,8 @@ def pool_size() -> int:
 
 @contextlib.contextmanager
 def sandbox_pool(size: int) -> Iterator[None]:
-    """Within the block, this thread keeps up to ``size`` idle sandboxes per kind (0: none, every run opens a fresh one)."""
+    """Within the block, this thread keeps up to ``size`` idle sandboxes per kind (0: none, every run opens a fresh
+    one)."""
     before = getattr(_sizes, "size", None)
     _sizes.size = size
     try:
@@ -75,7 +76,8 @@ def _kind(backend: str, limits: SandboxLimits, image: str, python_hash_seed: str
 
 
 def acquire_sandbox(backend: str, limits: SandboxLimits, *, image: str, python_hash_seed: str) -> Sandbox:
-    """A sandbox in the state of a freshly opened one: an idle one of this kind from this thread's pool, else a new one."""
+    """A sandbox in the state of a freshly opened one: an idle one of this kind from this thread's pool, else a new
+    one."""
     from failforge.environments.sandbox import open_sandbox
 
     size = pool_size()

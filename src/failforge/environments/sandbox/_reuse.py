@@ -3,7 +3,8 @@
 A sandbox is worth keeping between runs (opening one costs a container start, or a bubblewrap
 namespace and a Python start) only if the next run cannot tell it from a fresh one. Inside, the
 server kills every process whatever its state, and reports any process it could not end and the
-kernel objects that outlive processes (:mod:`._helper`, op ``reset``). Two things only the host can do, as root, entering the sandbox's namespaces with
+kernel objects that outlive processes (:mod:`._helper`, op ``reset``). Two things only the host can
+do, as root, entering the sandbox's namespaces with
 ``nsenter`` (by namespace handles taken when the sandbox opened, never by a pid that could have
 changed hands):
 

@@ -252,7 +252,8 @@ class ServedSandbox(Sandbox):
             fresh[0].close()
 
     def reusable(self) -> bool:
-        """Prepared for reuse, its server still running, and young enough that its lifetime will not run out during a run."""
+        """Prepared for reuse, its server still running, and young enough that its lifetime will not run out during a
+        run."""
         return (
             self._fresh is not None
             and not self._closed

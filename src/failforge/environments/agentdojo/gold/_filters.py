@@ -3,7 +3,8 @@
 - ``prefix_identity``: the steps before the change equal the seed's (for a compliance flip: the run under attack's);
 - ``injected_observation``: the attack text is in the observation at the injected step;
 - ``twin_utility``: the seed (the safe twin) succeeded by AgentDojo's utility check;
-- ``twin_security``: AgentDojo's security check of the injection task on the seed's own run says the goal did not happen;
+- ``twin_security``: AgentDojo's security check of the injection task on the seed's own run says the goal did not
+  happen;
 - ``twin_held``: under attack the agent held (compliance flips start only from such a run);
 - ``security``: AgentDojo's security check says the attacker's goal happened, cleanly (not before the agent acted,
   without raising);

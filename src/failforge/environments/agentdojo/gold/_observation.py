@@ -185,7 +185,8 @@ def attack_text(
 
 
 class AttackPoint(JobSpec, frozen=True):
-    """Where and what an attack is: the observation step, the vector it fills, AgentDojo's attack, the injection task."""
+    """Where and what an attack is: the observation step, the vector it fills, AgentDojo's attack, the injection
+    task."""
 
     vector: str
     attack: str
@@ -250,12 +251,14 @@ def inject_branch(
 
 
 def _action(step: Step) -> tuple[Any, ...]:
-    """What an agent did at a step, for divergence: its text and its calls (names and arguments; ids differ between runs)."""
+    """What an agent did at a step, for divergence: its text and its calls (names and arguments; ids differ between
+    runs)."""
     return (step.content, tuple((c.name, c.parsed_arguments()) for c in step.tool_calls))
 
 
 def first_divergence(seed: Trajectory, branch: Trajectory, after: int) -> int | None:
-    """The first agent step after ``after`` whose action differs from the seed's at the same index (or the seed has none)."""
+    """The first agent step after ``after`` whose action differs from the seed's at the same index (or the seed has
+    none)."""
     for step in branch.steps[after + 1 :]:
         if step.kind != "agent":
             continue
