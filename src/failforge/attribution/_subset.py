@@ -226,7 +226,7 @@ def fidelity(
         "mean_deviation_pp": round(sum(deviations) / len(deviations), 3) if deviations else None,
         "max_deviation_pp": max(deviations) if deviations else None,
         "kendall_tau_step_exact": _kendall_tau(
-            [r.full["step_exact"] for r in ranked],
+            [r.full["step_exact"] for r in ranked],  # type: ignore[misc]
             [r.subset["step_exact"] for r in ranked],  # type: ignore[misc]
         ),  # type: ignore[misc]
     }

@@ -89,8 +89,8 @@ class VisionAgent(Harness):
         for _ in range(cfg.max_model_calls):
             completion = client.chat.completions.create(
                 model=model,
-                messages=messages,
-                tools=tools,
+                messages=messages,  # type: ignore[arg-type]
+                tools=tools,  # type: ignore[arg-type]
                 temperature=cfg.temperature,
                 **extra,  # type: ignore[arg-type]
             )  # type: ignore[arg-type]
