@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from failforge.attribution import load_records, summarise, write_records
+from failforge.attribution import load_records, mode_paraphrases, summarise, write_records
 from failforge.attribution._freetext import map_to_mode
 from failforge.attribution._predictions import load_predictions
-from failforge.attribution._prompts import _paraphrases
 from failforge.plugins import importers
 from failforge.testing.auditor_judge import auditor_judge
 from failforge.testing.model_servers import LoopbackModelServer
@@ -150,7 +149,7 @@ def test_label_menu_ablation_three_arms_paired_bootstrap(tmp_path):
         for name, flags in arms.items():
             _attribute(tmp_path, server.base_url, name, *flags)
     misses = sum(
-        map_to_mode(_paraphrases()[r.gold.mode].split(" - ")[0]) != r.gold.mode for r in records if r.gold.mode
+        map_to_mode(mode_paraphrases()[r.gold.mode].split(" - ")[0]) != r.gold.mode for r in records if r.gold.mode
     )
     assert len(records) == 18 and misses == 9  # R.1 x2, R.3 x3, C.3 x2, A.6, A.2
     same = _score(tmp_path, "menu", "--compare", "paraphrased", "--resamples", "2000")

@@ -190,7 +190,7 @@ def roster_for(
     suite: str, *, lead: str = "manager", handoff: str = "ask_{worker}", lead_role: str = "manager"
 ) -> list[AgentProfile]:
     """A lead and one worker per tool domain of the AgentDojo suite; the lead hands work over with ``handoff``."""
-    from failforge.environments.agentdojo_env import tool_domains
+    from failforge.environments.agentdojo import tool_domains
 
     domains = tool_domains(suite)
     workers = [
