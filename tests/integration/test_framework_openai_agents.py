@@ -6,6 +6,7 @@ and at the manager's step, gold under the framework's name, and the SDK's defaul
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -85,8 +86,20 @@ def test_the_sdks_default_responses_api_is_refused_with_a_typed_error():
         instructions="x",
         model=OpenAIResponsesModel(model="m", openai_client=boundary_client(boundary).async_client("agent")),
     )
-    with pytest.raises(Exception):  # noqa: B017 - the SDK's own error type; the typed one is on the boundary
-        asyncio.run(Runner.run(agent, "hello", run_config=RunConfig(tracing_disabled=True)))
+    # On a thread of its own: a MiniWoB++ test earlier in the process leaves Playwright's loop on the main thread,
+    # where asyncio.run would refuse to start before the SDK ever called the boundary.
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(Runner.run(agent, "hello", run_config=RunConfig(tracing_disabled=True)))
+        except Exception as exc:  # the SDK's own error type; the typed one is on the boundary
+            raised.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=60)
+    assert raised, "the Responses API call was not refused"
     assert isinstance(boundary.failure, UnsupportedAPI) and "chat_completions" in str(boundary.failure)
     assert boundary.log.steps == []
 

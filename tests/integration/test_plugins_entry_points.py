@@ -139,9 +139,9 @@ def test_conformance_catches_an_environment_whose_replay_checks_nothing(tmp_path
         (FIXTURES / "toy_env.py")
         .read_text()
         .replace(
-            "step = observe_tool_call(self.log, name=name, arguments=args, call_id=call_id, run=run,"
-            " fingerprint=self.episode.fingerprint, drift=CounterDrift)\n        return step.error or step.content"
-            ' or ""',
+            "step = observe_tool_call(\n            self.log,\n            name=name,\n            arguments=args,\n"
+            "            call_id=call_id,\n            run=run,\n            fingerprint=self.episode.fingerprint,\n"
+            '            drift=CounterDrift,\n        )\n        return step.error or step.content or ""',
             "result = run()\n        self.log.append(Step(index=self.log.next_index, kind='tool', agent='environment',"
             " role='tool', content=result.content, tool_name=name, tool_call_id=call_id, tool_arguments=args,"
             " phase=self.log.phase_for(self.log.next_index)))\n        return result.error or result.content",

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(60)
 
 _CHILD = textwrap.dedent("""
     import os, signal, sys
-    import failforge.jobs as executors
+    import failforge.jobs._workers as executors
     executors._WORKER_STOP_GRACE_S = float(sys.argv[2])
     signal.signal(signal.SIGTERM, executors._worker_stop)
     read, write = os.pipe()
