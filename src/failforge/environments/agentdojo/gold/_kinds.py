@@ -57,6 +57,12 @@ def _attack_target(config: CampaignConfig) -> str:
     return cfg.attack_target if cfg is not None else DEFAULT_ATTACK_TARGET
 
 
+def _attack_base(base: dict[str, Any], spec: Any, ctx: JobContext) -> dict[str, Any]:
+    """An attack job's record fields: the kind's defaults, and the attack it served in the provenance."""
+    base["provenance"].update(injection=spec.model_dump(), attack_target=_attack_target(ctx.config))
+    return base
+
+
 def _suite_task(seed: Trajectory) -> tuple[str, str]:
     return str(seed.environment.config.get("suite")), str(seed.environment.config.get("task_id"))
 
@@ -110,20 +116,7 @@ class InjectionKind(GoldKind):
     # -- one job -------------------------------------------------------------------------------------------
 
     def base(self, seed: Trajectory, spec: Any, ctx: JobContext) -> dict[str, Any]:
-        provenance = {
-            **ctx.provenance,
-            "attempt_id": spec.attempt_id,
-            "injection": spec.model_dump(),
-            "attack_target": _attack_target(ctx.config),
-        }
-        return {
-            "attempt_id": spec.attempt_id,
-            "seed_id": seed.id,
-            "step": spec.step,
-            "mode": spec.mode,
-            "sample": spec.sample,
-            "provenance": provenance,
-        }
+        return _attack_base(super().base(seed, spec, ctx), spec, ctx)
 
     def failure_provenance(self, seed: Trajectory, exc: BaseException) -> dict[str, Any]:
         return {
@@ -289,20 +282,7 @@ class ComplianceKind(GoldKind):
     family = "compliance"
 
     def base(self, seed: Trajectory, spec: Any, ctx: JobContext) -> dict[str, Any]:
-        provenance = {
-            **ctx.provenance,
-            "attempt_id": spec.attempt_id,
-            "injection": spec.model_dump(),
-            "attack_target": _attack_target(ctx.config),
-        }
-        return {
-            "attempt_id": spec.attempt_id,
-            "seed_id": seed.id,
-            "step": spec.step,
-            "mode": spec.mode,
-            "sample": spec.sample,
-            "provenance": provenance,
-        }
+        return _attack_base(super().base(seed, spec, ctx), spec, ctx)
 
     def branch(self, seed: Trajectory, spec: Any, ctx: JobContext) -> Candidate | AttemptResult:
         base = ctx.base or self.base(seed, spec, ctx)
