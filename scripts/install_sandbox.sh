@@ -60,6 +60,14 @@ if ! docker info >/dev/null 2>&1; then
   # A dockerd killed without cleanup leaves its pid file behind, and the next one refuses to start.
   # (A killed daemon may linger as a zombie until reaped, so "alive" means: running, and named dockerd.)
   alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" != Z ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+  running() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+  any_dockerd() {  # without procps: a fresh machine may lack pgrep
+    local comm
+    for comm in /proc/[0-9]*/comm; do
+      [ "$(cat "$comm" 2>/dev/null)" = dockerd ] && running "$(basename "$(dirname "$comm")")" && return 0
+    done
+    return 1
+  }
   # Its containerd's pid file too: dockerd would wait for a containerd that is gone.
   if [ -f /var/run/docker.pid ] && ! alive "$(cat /var/run/docker.pid)" dockerd; then
     rm -f /var/run/docker.pid
@@ -69,10 +77,16 @@ if ! docker info >/dev/null 2>&1; then
   fi
   echo "failforge: starting dockerd (log: $DOCKERD_LOG) ..." >&2
   setsid nohup dockerd >"$DOCKERD_LOG" 2>&1 < /dev/null &
-  dockerd_pid=$!
-  for _ in $(seq 1 60); do
+  launcher=$!
+  # $! is not dockerd's pid: under job control (a runner exporting SHELLOPTS with monitor) the background job leads
+  # its process group, so setsid forks and its first process exits at once; without it, exec has not yet reached
+  # dockerd when the first check runs. Give up only once the launcher has ended and no dockerd runs at all.
+  for _ in $(seq 1 90); do
     docker info >/dev/null 2>&1 && break
-    alive "$dockerd_pid" dockerd || break
+    if ! running "$launcher" && ! any_dockerd; then
+      sleep 1
+      docker info >/dev/null 2>&1 || break
+    fi
     sleep 1
   done
   docker info >/dev/null 2>&1 || { echo "failforge: dockerd did not come up; last log lines ($DOCKERD_LOG):" >&2; tail -n 20 "$DOCKERD_LOG" >&2; exit 1; }
