@@ -71,6 +71,12 @@ class CampaignSummary:
     per attempt would have had."""
     non_decisive: list[str] = field(default_factory=list)
     """Each point whose original arm failed, once ("seed@t: why"); its attempts were rejected without a run."""
+    deferred: int = 0
+    """Pending attempts the caller's ``select`` left for a later run (still planned in the ledger)."""
+    stopped: bool = False
+    """The caller's ``stop`` ended the run before every selected attempt ran (they stay planned)."""
+    in_flight: int = 0
+    """Attempts started and not yet settled (what a caller's ``stop`` adds to ``attempts`` to bound a run)."""
 
 
 def versions() -> dict[str, str]:
@@ -281,12 +287,20 @@ def run_campaign(
     on_progress: Callable[[str, JobSpec | None, CampaignSummary], None] | None = None,
     force: bool = False,
     retry_failed: bool = False,
+    select: Callable[[JobSpec], bool] | None = None,
+    stop: Callable[[CampaignSummary], bool] | None = None,
+    on_settled: Callable[[AttemptResult | ArmResult], None] | None = None,
 ) -> CampaignSummary:
     """Run (or resume) a campaign into ``config.output``; only this driver writes the output folder.
 
     The folder is locked for the whole run. A clean interruption (Ctrl-C, SIGTERM raised as
     KeyboardInterrupt) puts the attempts in flight back in the queue, marks the manifest
     ``interrupted`` and re-raises; rerunning the same command resumes.
+
+    A caller running the campaign in parts (``failforge build``) may pass ``select`` (run now only the pending
+    attempts it accepts) and ``stop`` (asked before each new attempt starts; True starts no more). What either
+    leaves out stays planned in the ledger for a later run: nothing is lost and nothing runs twice. ``on_settled``
+    sees every result once it is written (an original arm's too), e.g. to count what the run has spent.
     """
     out = Path(config.output)
     if out.exists() and not out.is_dir():
@@ -352,6 +366,10 @@ def run_campaign(
                     )
             pending = [by_id[a] for a in ledger.pending() if a in by_id]
             summary.skipped = summary.planned - len(pending)
+            if select is not None:
+                chosen = [w for w in pending if select(w[1])]
+                summary.deferred = len(pending) - len(chosen)
+                pending = chosen
             manifest = {
                 "created_at": _dt.datetime.now(_dt.UTC).isoformat(),
                 "config": config.model_dump(mode="json"),
@@ -371,11 +389,28 @@ def run_campaign(
             breaker = CircuitBreaker(config.circuit_breaker)
             done_now: set[str] = set()
 
+            started: set[str] = set()
+
+            def on_start(attempt_id: str) -> None:
+                started.add(attempt_id)
+                summary.in_flight += 1
+                ledger.mark_running(attempt_id)
+
+            def halted() -> bool:
+                if breaker.tripped:
+                    return True
+                if stop is not None and stop(summary):
+                    summary.stopped = True
+                    return True
+                return False
+
             def settle(result: AttemptResult) -> None:
                 attempt_id = result.attempt_id
                 if attempt_id in done_now:
                     return  # an executor must not hand back one attempt twice; never write it twice
                 done_now.add(attempt_id)
+                if attempt_id in started:
+                    summary.in_flight -= 1
                 if result.status == "gold" and isinstance(result.record, Trajectory):
                     gold = with_source_and_impact(result.record)  # error source and impact on the label
                     if judge is not None and config.decision_judge is not None:
@@ -406,6 +441,8 @@ def run_campaign(
                 )
                 _count(summary, result)
                 breaker.record(result)
+                if on_settled:
+                    on_settled(result)
                 if on_progress:
                     on_progress(result.status, by_id.get(attempt_id, (None, None))[1], summary)
 
@@ -422,11 +459,12 @@ def run_campaign(
                     redactor,
                     summary,
                     settle,
-                    breaker,
+                    halted,
                     on_progress,
+                    on_settled,
                 )
             results = executors.get(config.executor)(
-                pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped
+                pending, resolved, config, provenance, on_start, halted
             )
             try:
                 for result in results:
@@ -436,7 +474,13 @@ def run_campaign(
                 results.close()
             summary.breaker = breaker.last_error if breaker.tripped else None
             summary.totals = ledger.counts()
-            manifest["status"] = "stopped: circuit breaker" if breaker.tripped else "finished"
+            manifest["status"] = (
+                "stopped: circuit breaker"
+                if breaker.tripped
+                else "stopped: by the caller (the rest stays planned)"
+                if summary.stopped or summary.deferred
+                else "finished"
+            )
         except KeyboardInterrupt:
             ledger.release_running()
             summary.totals = ledger.counts()
@@ -497,8 +541,9 @@ def _settle_arms(
     redactor: Redactor,
     summary: CampaignSummary,
     settle: Callable[[AttemptResult], None],
-    breaker: CircuitBreaker,
+    halted: Callable[[], bool],
     on_progress: Callable[[str, JobSpec | None, CampaignSummary], None] | None,
+    on_settled: Callable[[AttemptResult | ArmResult], None] | None = None,
 ) -> list[tuple[Trajectory, Any]]:
     """Run the original arm of every point the pending attempts need (once per point, reusing the folder's
     ``arms.jsonl``), then hand each attempt its point's arm. Attempts at a point whose arm failed are
@@ -520,13 +565,15 @@ def _settle_arms(
         # The breaker counts attempts, not arms: an arm that could not run fails its point's attempts at once
         # (each counted), and an arm that ran is no evidence for the endpoint (at a final step it calls nothing).
         jobs = executors.get(config.executor)(
-            list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped
+            list(needed.values()), resolved, config, provenance, lambda _id: None, halted
         )
         try:
             for result in jobs:
                 if isinstance(result, ArmResult):
                     append_jsonl(out / ARMS, [result.record], redact=redactor.text)
                     cached[result.record.key] = result.record
+                    if on_settled:
+                        on_settled(result)
                 else:
                     # the arm's worker failed (infrastructure, a bug): its point's attempts fail with it, retried
                     # next run

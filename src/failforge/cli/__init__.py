@@ -3,6 +3,7 @@
 
 from failforge.cli import (
     _attribution,
+    _build,
     _decide,
     _fidelity,
     _generate,

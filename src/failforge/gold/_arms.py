@@ -68,6 +68,9 @@ class OriginalArm(BaseModel):
     error: dict[str, Any] | None = Field(
         default=None, description="drift: the seed does not replay up to t with its own step"
     )
+    cost: dict[str, Any] | None = Field(
+        default=None, description="what settling the arm spent: seconds, and live calls and tokens by role"
+    )
 
     @property
     def successes(self) -> int:

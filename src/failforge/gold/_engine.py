@@ -74,7 +74,24 @@ def parse_job(spec_json: str) -> JobSpec:
 def run_job(
     seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any] | None = None
 ) -> JobResult:
-    """Run one job of any kind to its result; never raises for a bad candidate, a drift or a dead endpoint."""
+    """Run one job of any kind to its result; never raises for a bad candidate, a drift or a dead endpoint.
+
+    Every result says what it cost (``provenance["cost"]``, an original arm's ``cost``): its wall seconds, and its
+    live model calls and tokens by role, counted on a meter of the job's own."""
+    started = time.monotonic()
+    metered = models.metered()
+    result = _run(seed, spec, metered, config, provenance)
+    cost = {"seconds": round(time.monotonic() - started, 3), "models": metered.meter.summary() if metered.meter else {}}
+    if isinstance(result, ArmResult):
+        result.record.cost = cost
+    else:
+        result.record.provenance = {**result.record.provenance, "cost": cost}
+    return result
+
+
+def _run(
+    seed: Trajectory, spec: JobSpec, models: Models, config: CampaignConfig, provenance: dict[str, Any] | None
+) -> JobResult:
     kind = job_kind(spec)
     ctx = JobContext(
         models=models,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel
 
-from failforge.llm import BoundedResponder, ModelEndpoint
+from failforge.llm import BoundedResponder, CallMeter, ModelEndpoint
 from failforge.secrets import strip_userinfo
 from failforge.trajectory import ComponentSpec
 
@@ -37,14 +38,24 @@ class Models:
         self.guide_spec = resolved.guide_spec()
         self._agent = resolved.agent.upstream()
         self._guide = resolved.guide.upstream()
+        self.meter: CallMeter | None = None
+
+    def metered(self) -> Models:
+        """A view for one job: the same clients, every call and its tokens counted on a meter of its own (what the
+        job's record says it cost; a build's pilot projects from it). Closing the view is closing nothing."""
+        view = copy.copy(self)
+        view.meter = CallMeter()
+        return view
 
     def agent(
         self, *, deadline: float | None = None, temperature: float | None = None, seed: int | None = None
     ) -> BoundedResponder:
-        return BoundedResponder(self._agent, deadline=deadline, temperature=temperature, seed=seed)
+        return BoundedResponder(
+            self._agent, deadline=deadline, temperature=temperature, seed=seed, meter=self.meter, role="agent"
+        )
 
     def guide(self, *, deadline: float | None = None) -> BoundedResponder:
-        return BoundedResponder(self._guide, deadline=deadline)
+        return BoundedResponder(self._guide, deadline=deadline, meter=self.meter, role="guide")
 
     def close(self) -> None:
         self._agent.close()

@@ -324,6 +324,13 @@ class Ledger:
             (state, error, kind, _now(), attempt_id),
         )
 
+    def counts_by_mode(self) -> dict[str, dict[str, int]]:
+        """Attempts per planned mode and state (what a build's pilot computes yields from)."""
+        out: dict[str, dict[str, int]] = {}
+        for mode, state, n in self.db.execute("SELECT mode, state, COUNT(*) FROM attempts GROUP BY mode, state"):
+            out.setdefault(mode, {s: 0 for s in STATES})[state] = n
+        return out
+
     def counts(self) -> dict[str, int]:
         out = {state: 0 for state in STATES}
         for state, n in self.db.execute("SELECT state, COUNT(*) FROM attempts GROUP BY state"):

@@ -32,6 +32,7 @@ from failforge.llm._transports import AgentTransport, AsyncAgentTransport, httpx
 from failforge.llm._upstream import (
     AgentScript,
     BoundedResponder,
+    CallMeter,
     HttpUpstream,
     OracleResponder,
     Responder,
@@ -80,6 +81,7 @@ __all__ = [
     "BoundaryClient",
     "agent_route",
     "BoundedResponder",
+    "CallMeter",
     "HttpUpstream",
     "LOCAL_MODEL_NAME",
     "LocalModelServer",

@@ -446,11 +446,41 @@ def oracle_tool_call(agent: str, ordinal: int, name: str, arguments: dict[str, A
     }
 
 
+class CallMeter:
+    """What one job spent on live endpoints, by role (agent, guide): calls, and the tokens each endpoint reported.
+
+    Thread-safe (a team harness may call from several threads). Replayed calls never reach an endpoint and are not
+    counted. An endpoint that reports no ``usage`` still counts its call, under ``unreported``, so a cost projected
+    from tokens can say how many calls it could not see."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roles: dict[str, dict[str, int]] = {}
+
+    def add(self, role: str, response: Any) -> None:
+        usage = response.get("usage") if isinstance(response, dict) else None
+        with self._lock:
+            row = self._roles.setdefault(
+                role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "unreported": 0}
+            )
+            row["calls"] += 1
+            if isinstance(usage, dict):
+                row["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+                row["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            else:
+                row["unreported"] += 1
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {role: dict(row) for role, row in sorted(self._roles.items())}
+
+
 class BoundedResponder:
     """One attempt's view of a live endpoint: a deadline for every call, and optional sampling overrides.
 
     Overrides (temperature, seed) change only the bytes sent to the endpoint, never the request the
-    harness built, so a replayed prefix stays byte-identical while re-runs sample differently.
+    harness built, so a replayed prefix stays byte-identical while re-runs sample differently. A ``meter``
+    counts each call and its tokens under ``role``.
     """
 
     def __init__(
@@ -460,11 +490,15 @@ class BoundedResponder:
         deadline: float | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        meter: CallMeter | None = None,
+        role: str = "agent",
     ) -> None:
         self.inner = inner
         self.deadline = deadline
         self.temperature = temperature
         self.seed = seed
+        self.meter = meter
+        self.role = role
         self.name = inner.name
         self.base_url, self.model = (
             inner.base_url,
@@ -485,7 +519,10 @@ class BoundedResponder:
     async def acall(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
         """:meth:`__call__` for an event loop (see :meth:`HttpUpstream.acall`)."""
         self.calls += 1
-        return await self.inner.acall(self._sampled(body), deadline=self.deadline, headers=headers)
+        response = await self.inner.acall(self._sampled(body), deadline=self.deadline, headers=headers)
+        if self.meter is not None:
+            self.meter.add(self.role, response)
+        return response
 
     def _sampled(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.temperature is not None or self.seed is not None:
@@ -498,7 +535,10 @@ class BoundedResponder:
 
     def _send(self, body: dict[str, Any], headers: dict[str, str] | None) -> dict[str, Any]:
         self.calls += 1
-        return self.inner(self._sampled(body), deadline=self.deadline, headers=headers)
+        response = self.inner(self._sampled(body), deadline=self.deadline, headers=headers)
+        if self.meter is not None:
+            self.meter.add(self.role, response)
+        return response
 
 
 class _BoundedAgent:

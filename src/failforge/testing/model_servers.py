@@ -63,13 +63,16 @@ class LoopbackModelServer:
         echo_credentials: bool = False,
         text_only: bool = False,
         port: int = 0,
+        report_usage: bool = False,
     ) -> None:
         """``agent_policy``: a team policy, told which agent calls (``/agents/{name}/v1/...`` or the
         ``X-Failforge-Agent`` header, which failforge's boundary sends upstream), never guessing it
         from the request. ``echo_credentials``: error bodies quote the request's Authorization header,
         as some real providers quote a rejected key — the case a secret-scanning test needs.
         ``text_only``: a request with an ``image_url`` part gets HTTP 400 as OpenAI answers a text-only model.
-        ``port``: the loopback port (0: any free one)."""
+        ``port``: the loopback port (0: any free one). ``report_usage``: each answer reports token usage as a pure
+        function of the bytes (a token per 4 characters of the request's messages and of the answer), as a metered
+        endpoint would, so what a build spends can be measured against a scripted model."""
         self.latency = latency
         self.policy = policy or canned_answer
         self.agent_policy = agent_policy
@@ -78,6 +81,7 @@ class LoopbackModelServer:
         self.upstream = upstream.rstrip("/") if upstream else None
         self.echo_credentials = echo_credentials
         self.text_only = text_only
+        self.report_usage = report_usage
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -186,7 +190,16 @@ class LoopbackModelServer:
         with self._lock:
             self.agents_seen.append(agent)
         content, calls = self.agent_policy(agent, body) if self.agent_policy is not None else self.policy(body)
-        return chat_response(str(body.get("model", "loopback")), content, calls)
+        answer = chat_response(str(body.get("model", "loopback")), content, calls)
+        if self.report_usage:
+            prompt = -(-len(json.dumps(body.get("messages"), sort_keys=True)) // 4)
+            completion = -(-len(json.dumps(answer["choices"][0]["message"], sort_keys=True)) // 4)
+            answer["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        return answer
 
     @property
     def base_url(self) -> str:

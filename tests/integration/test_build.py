@@ -1,0 +1,207 @@
+"""``failforge build`` on the real parts: two cells (BFCL and tau2-bench, real environments and evaluators) driven by
+deterministic loopback models that report token usage; a pilot, its projection, the build to the targets, the
+release read back by failforge's own importer, a resume that runs nothing twice, and a budget that stops a build."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from _required import require
+from failforge.build import PILOT, REPORT, Recipe, run_build
+from failforge.jsonl import read_jsonl
+from failforge.testing import LoopbackModelServer
+from failforge.trajectory import write_jsonl
+
+BFCL_TASKS = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require("bfcl")
+    require("tau2")
+    from failforge.seeds import oracle_seed
+
+    folder = tmp_path_factory.mktemp("seeds")
+    write_jsonl(folder / "bfcl.jsonl", [oracle_seed("bfcl", t) for t in BFCL_TASKS])
+    write_jsonl(folder / "tau2.jsonl", [oracle_seed("tau2", "0", {"domain": "retail"})])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ports() -> tuple[int, int]:
+    return _port(), _port()
+
+
+@contextmanager
+def _servers(ports: tuple[int, int]) -> Iterator[None]:
+    from failforge.testing.bfcl_policy import BfclPolicies
+    from failforge.testing.conversation_policy import ConversationPolicy
+
+    with ExitStack() as stack:
+        stack.enter_context(
+            LoopbackModelServer(policy=BfclPolicies(list(BFCL_TASKS)), report_usage=True, port=ports[0])
+        )
+        stack.enter_context(
+            LoopbackModelServer(agent_policy=ConversationPolicy("retail", "0"), report_usage=True, port=ports[1])
+        )
+        yield
+
+
+def _recipe_toml(seeds: Path, ports: tuple[int, int], extra: str = "") -> str:
+    def endpoint(port: int) -> str:
+        return f'{{ base_url = "http://127.0.0.1:{port}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+
+    return f"""
+round_size = 2
+{extra}
+[defaults]
+concurrency = 1
+
+[[cells]]
+name = "bfcl"
+seeds = ["{seeds / "bfcl.jsonl"}"]
+agent = {endpoint(ports[0])}
+guide_kind = "rules"
+[cells.plan]
+modes = ["R.1", "A.3"]
+steps_per_seed = 1
+modes_per_step = 2
+
+[[cells]]
+name = "tau2"
+framework = "tau2-native"
+seeds = ["{seeds / "tau2.jsonl"}"]
+agent = {endpoint(ports[1])}
+[cells.plan]
+modes = ["R.1", "A.5"]
+steps_per_seed = 4
+modes_per_step = 2
+
+[targets]
+total = 5
+[targets.per_environment]
+tau2 = 2
+
+[prices.loopback]
+input_per_mtok = 1.0
+output_per_mtok = 4.0
+
+[split]
+test = 0.5
+"""
+
+
+def _settled(cell: Path) -> Counter[str]:
+    """Attempt ids in the cell's three output files (each must appear once, in one file)."""
+    ids: Counter[str] = Counter()
+    for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl"):
+        if (cell / name).exists():
+            for item in read_jsonl(cell / name):
+                assert isinstance(item, tuple)
+                record = item[1]
+                ids[record.get("attempt_id") or record["provenance"]["attempt_id"]] += 1
+    return ids
+
+
+def _ledger(cell: Path) -> dict[str, int]:
+    with sqlite3.connect(cell / "ledger.sqlite") as db:
+        return dict(db.execute("SELECT state, COUNT(*) FROM attempts GROUP BY state").fetchall())
+
+
+def test_pilot_then_build_then_resume(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    from failforge.cli import app
+
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(_recipe_toml(seeds, ports), encoding="utf-8")
+    release = tmp_path / "release"
+    runner = CliRunner()
+    with _servers(ports):
+        pilot = runner.invoke(app, ["build", str(recipe), "-o", str(release), "--pilot", "2"])
+        assert pilot.exit_code == 0, pilot.output
+        projection = json.loads((release / "build" / PILOT).read_text(encoding="utf-8"))
+        by_cell = {c["cell"]: c for c in projection["cells"]}
+        assert set(by_cell) == {"bfcl", "tau2"}
+        for cell in by_cell.values():
+            assert cell["attempts"] == 2
+            assert cell["per_attempt"]["calls"] > 0 and cell["per_attempt"]["tokens"] > 0
+            assert cell["per_attempt"]["dollars"] > 0 and cell["per_attempt"]["seconds"] > 0
+        assert by_cell["tau2"]["quota"] == 3  # max(ceil(5 / 2 cells), 2 for tau2's one cell)
+        assert projection["to_targets"]["attempts"] is not None
+        assert "to the targets:" in pilot.output
+        assert not (release / "data").exists()  # a pilot writes no release
+
+        built = runner.invoke(app, ["build", str(recipe), "-o", str(release)])
+        assert built.exit_code == 0, built.output
+        report = json.loads((release / "build" / REPORT).read_text(encoding="utf-8"))
+        assert set(report["pilot_vs_actual"]) >= {"attempts", "kept", "tokens", "dollars", "seconds"}
+        before = {}
+        for cell in ("bfcl", "tau2"):
+            folder = release / "cells" / cell
+            ids = _settled(folder)
+            assert ids and max(ids.values()) == 1  # every attempt in exactly one file, once
+            ledger = _ledger(folder)
+            assert ledger.get("done", 0) + ledger.get("rejected", 0) + ledger.get("failed", 0) == len(ids)
+            before[cell] = len(ids)
+        gold = [item[1] for item in read_jsonl(release / "failforge" / "gold.jsonl") if isinstance(item, tuple)]
+        assert len(gold) >= 5
+        assert sum(1 for g in gold if g["environment"]["name"] == "tau2") >= 2
+        rows = [item[1] for item in read_jsonl(release / "data" / "text.jsonl") if isinstance(item, tuple)]
+        assert len(rows) == len(gold)
+        splits = json.loads((release / "splits.json").read_text(encoding="utf-8"))["splits"]
+        assert sorted(r for s in splits.values() for r in s["records"]) == sorted(g["id"] for g in gold)
+        assert splits["test"]["records"], "a seed to spare goes to test"
+
+        again = runner.invoke(app, ["build", str(recipe), "-o", str(release)])
+        assert again.exit_code == 0, again.output
+        for cell in ("bfcl", "tau2"):
+            assert len(_settled(release / "cells" / cell)) == before[cell]  # resumed: nothing ran twice
+
+    _round_trip(release, gold)
+
+
+def _round_trip(release: Path, gold: list[dict[str, Any]]) -> None:
+    """Each exported row read back by failforge's importer names the same agent, mode and decisive step (its text
+    and calls; the index follows each format's own step convention) as the failforge record it came from."""
+    from failforge.plugins import importers
+
+    mine = {r.id: r for r in importers.get("failforge")(release / "failforge" / "gold.jsonl") if hasattr(r, "gold")}
+    theirs = [r for r in importers.get("whowhen-pro")(release) if hasattr(r, "gold")]
+    assert len(theirs) == len(mine) == len(gold)
+    for row in theirs:
+        original = mine[row.extra["source"]["record_id"]]
+        got, want = row.steps[row.gold.step], original.steps[original.gold.step]
+        assert (row.gold.agent, row.extra["failforge_mode"]) == (original.gold.agent, original.gold.mode)
+        assert (got.content or "", [c.name for c in got.tool_calls]) == (
+            want.content or "",
+            [c.name for c in want.tool_calls],
+        )
+
+
+def test_a_budget_stops_the_build_short(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    from failforge.build import load_recipe
+
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(_recipe_toml(seeds, ports, "[budget]\nattempts = 3\n"), encoding="utf-8")
+    recipe: Recipe = load_recipe(recipe_file)
+    with _servers(ports):
+        result = run_build(recipe, tmp_path / "release")
+    assert result.ended == "budget: 3 attempts"
+    settled = sum(len(_settled(tmp_path / "release" / "cells" / c)) for c in ("bfcl", "tau2"))
+    assert settled == 3  # one attempt in flight at a time: the budget is met exactly
+    assert any(s.startswith("total:") for s in result.short())
