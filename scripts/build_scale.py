@@ -1,0 +1,228 @@
+"""The build at scale, measured: a recipe over several environments with deterministic scripted policies (each a
+loopback model that reports token usage), run by `failforge build` in a child process on the chosen executor,
+SIGKILLed part-way and resumed, then checked: every attempt in exactly one of gold / rejected / failed, once.
+
+Prints per cell: attempts, kept, attempts per second (wall, from build/rounds.jsonl); the driver's and workers' peak
+resident memory (sampled from /proc every 0.5 s); ledger and output sizes; each run's wall time (the resumed one
+after the SIGKILL too). Run from the repository root:
+
+    PYTHONHASHSEED=0 python scripts/build_scale.py --out /tmp/scale --samples 40 --executor process --kill-after 120
+
+``--samples`` multiplies each cell's planned attempts (plan.samples); the scripted policies are deterministic, so
+samples of one (step, mode) make the same record and the release keeps it once (the dedup count says how many).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the scripted policies that live with the tests (tests.integration.*)
+
+BFCL_TASKS = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _servers(stack: ExitStack, seeds_dir: Path, cells: list[str]) -> dict[str, tuple[Path, str, dict[str, Any]]]:
+    """Per cell: its seed file, its loopback model's URL and its plan."""
+    from failforge.seeds import oracle_seed
+    from failforge.testing import LoopbackModelServer
+    from failforge.trajectory import load_jsonl, write_jsonl
+
+    out: dict[str, tuple[Path, str, dict[str, Any]]] = {}
+    for cell in cells:
+        path = seeds_dir / f"{cell}.jsonl"
+        if cell == "bfcl":
+            from failforge.testing.bfcl_policy import BfclPolicies
+
+            seeds = [oracle_seed("bfcl", t) for t in BFCL_TASKS]
+            server = LoopbackModelServer(policy=BfclPolicies(list(BFCL_TASKS)), report_usage=True, port=_port())
+            plan = {"modes": ["R.1", "A.3"], "steps_per_seed": 1, "modes_per_step": 2}
+        elif cell == "tau2":
+            from failforge.testing.conversation_policy import ConversationPolicy
+
+            seeds = [oracle_seed("tau2", "0", {"domain": "retail"})]
+            server = LoopbackModelServer(
+                agent_policy=ConversationPolicy("retail", "0"), report_usage=True, port=_port()
+            )
+            plan = {"modes": ["R.1", "A.5"], "steps_per_seed": 4, "modes_per_step": 2}
+        elif cell == "agentdojo":
+            from tests.integration.test_golden_pipeline import SingleAgentPolicy
+
+            bundled, _ = load_jsonl(ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_demo.jsonl")
+            seeds = bundled[:4]
+            server = LoopbackModelServer(policy=SingleAgentPolicy(seeds), report_usage=True, port=_port())
+            plan = {"modes": ["A.2", "A.5", "A.6", "R.3"], "steps_per_seed": 2, "modes_per_step": 4}
+        elif cell == "textworld":
+            from tests.integration.test_textworld_campaign import GAME, WalkthroughPolicy
+
+            from failforge.environments import environment
+
+            seeds = [oracle_seed("textworld", GAME)]
+            walkthrough = environment("textworld").walkthrough(seeds[0].environment)  # type: ignore[attr-defined]
+            server = LoopbackModelServer(policy=WalkthroughPolicy(walkthrough), report_usage=True, port=_port())
+            plan = {"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 3, "modes_per_step": 3}
+        else:
+            raise SystemExit(f"no scripted cell {cell!r}; choose from bfcl, tau2, agentdojo, textworld")
+        write_jsonl(path, seeds)
+        stack.enter_context(server)
+        out[cell] = (path, server.base_url, plan)
+    return out
+
+
+def _recipe(cells: dict[str, tuple[Path, str, dict[str, Any]]], args: argparse.Namespace) -> str:
+    lines = [
+        f"round_size = {args.round_size}",
+        "[defaults]",
+        f'executor = "{args.executor}"',
+        f"concurrency = {args.concurrency}",
+        "attempt_deadline = 300",
+    ]
+    for name, (seeds, url, plan) in cells.items():
+        lines += [
+            "[[cells]]",
+            f'name = "{name}"',
+            f'seeds = ["{seeds}"]',
+            f'agent = {{ base_url = "{url}", model = "loopback", timeout = 120, max_attempts = 1 }}',
+            *(['guide_kind = "rules"'] if name == "bfcl" else []),
+            f"[cells.plan]\nsamples = {args.samples}",
+            *(f"{k} = {json.dumps(v)}" for k, v in plan.items()),
+        ]
+    lines += ["[prices.loopback]", "input_per_mtok = 1.0", "output_per_mtok = 4.0"]
+    return "\n".join(lines) + "\n"
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (process workers are the forkserver's children; Ray's are the raylet's)."""
+    parent: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parent[int(proc.name)] = int(proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        out += kids
+        frontier = kids
+    return out
+
+
+def _run(args: argparse.Namespace, recipe: Path, release: Path, kill_after: float | None) -> dict[str, Any]:
+    """One `failforge build` in a child; its peak memory; SIGKILL after ``kill_after`` seconds if given."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "failforge", "build", str(recipe), "-o", str(release)],
+        stdout=subprocess.DEVNULL,
+        stderr=open(release.parent / "build.log", "a"),  # noqa: SIM115 - closed with the child
+    )
+    started = time.monotonic()
+    peak_driver = peak_workers = 0
+    while child.poll() is None:
+        peak_driver = max(peak_driver, _rss_kb(child.pid))
+        peak_workers = max(peak_workers, sum(_rss_kb(p) for p in _descendants(child.pid)))
+        if kill_after is not None and time.monotonic() - started > kill_after:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            break
+        time.sleep(0.5)
+    return {
+        "exit": child.returncode,
+        "seconds": round(time.monotonic() - started, 1),
+        "peak_driver_mb": round(peak_driver / 1024, 1),
+        "peak_workers_mb": round(peak_workers / 1024, 1),
+    }
+
+
+def _exactly_once(release: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for cell in sorted((release / "cells").iterdir()):
+        ids: Counter[str] = Counter()
+        for name in ("gold.jsonl", "rejected.jsonl", "failed.jsonl"):
+            if (cell / name).exists():
+                for line in (cell / name).read_text(encoding="utf-8").splitlines():
+                    record = json.loads(line)
+                    ids[record.get("attempt_id") or record["provenance"]["attempt_id"]] += 1
+        with sqlite3.connect(cell / "ledger.sqlite") as db:
+            states = dict(db.execute("SELECT state, COUNT(*) FROM attempts GROUP BY state").fetchall())
+        settled = states.get("done", 0) + states.get("rejected", 0) + states.get("failed", 0)
+        out[cell.name] = {
+            "settled": len(ids),
+            "twice": sum(1 for n in ids.values() if n > 1),
+            "ledger_settled": settled,
+            "ledger_unsettled": states.get("planned", 0) + states.get("running", 0),
+            "bytes": {p.name: p.stat().st_size for p in cell.iterdir() if p.is_file()},
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cells", default="bfcl,tau2,agentdojo,textworld")
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--executor", default="process", choices=("local", "process", "ray"))
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--round-size", type=int, default=50)
+    parser.add_argument("--kill-after", type=float, default=None, help="SIGKILL the first run after N seconds")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    release = args.out / "release"
+    with ExitStack() as stack:
+        cells = _servers(stack, args.out, args.cells.split(","))
+        recipe = args.out / "recipe.toml"
+        recipe.write_text(_recipe(cells, args), encoding="utf-8")
+        runs = [_run(args, recipe, release, args.kill_after)]
+        if args.kill_after is not None:
+            runs.append({**_run(args, recipe, release, None), "after_sigkill": True})
+    rounds = [json.loads(line) for line in (release / "build" / "rounds.jsonl").read_text().splitlines()]
+    per_cell: dict[str, dict[str, float]] = {}
+    for row in rounds:
+        cell = per_cell.setdefault(row["cell"], {"attempts": 0, "kept": 0, "seconds": 0.0})
+        cell["attempts"] += row["attempts"]
+        cell["kept"] += row["kept"]
+        cell["seconds"] += row["seconds"]
+    for cell in per_cell.values():
+        cell["attempts_per_s"] = round(cell["attempts"] / cell["seconds"], 3) if cell["seconds"] else 0.0
+    report = {
+        "executor": args.executor,
+        "concurrency": args.concurrency,
+        "samples": args.samples,
+        "runs": runs,
+        "per_cell": per_cell,
+        "exactly_once": _exactly_once(release),
+        "release_bytes": sum(p.stat().st_size for p in release.rglob("*") if p.is_file()),
+    }
+    print(json.dumps(report, indent=1))
+    (args.out / "scale_report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
