@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the scripted policies that live with the tests (tests.integration.*)
 
+CELLS = ("bfcl", "tau2", "agentdojo", "textworld", "dabench", "agentdojo-team")
 BFCL_TASKS = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
 
 
@@ -79,8 +80,23 @@ def _servers(stack: ExitStack, seeds_dir: Path, cells: list[str]) -> dict[str, t
             walkthrough = environment("textworld").walkthrough(seeds[0].environment)  # type: ignore[attr-defined]
             server = LoopbackModelServer(policy=WalkthroughPolicy(walkthrough), report_usage=True, port=_port())
             plan = {"modes": ["A.5", "A.2", "A.6"], "steps_per_seed": 3, "modes_per_step": 3}
+        elif cell == "dabench":
+            from failforge.testing.code_agent_policy import code_agent_policy
+
+            seeds = [oracle_seed("dabench", "dabench-18", {"backend": "local"})]
+            server = LoopbackModelServer(policy=code_agent_policy(seeds), report_usage=True, port=_port())
+            plan = {"modes": ["R.3", "A.4"], "steps_per_seed": 5, "modes_per_step": 2}
+        elif cell == "agentdojo-team":
+            from tests.integration.test_multiagent_campaign import TeamPolicy
+
+            seeds = [
+                oracle_seed("agentdojo", "banking/user_task_1", harness=h)
+                for h in ("orchestrator-workers", "plan-execute-verify")
+            ]
+            server = LoopbackModelServer(agent_policy=TeamPolicy(seeds), report_usage=True, port=_port())
+            plan = {"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 3, "modes_per_step": 3}
         else:
-            raise SystemExit(f"no scripted cell {cell!r}; choose from bfcl, tau2, agentdojo, textworld")
+            raise SystemExit(f"no scripted cell {cell!r}; choose from {', '.join(CELLS)}")
         write_jsonl(path, seeds)
         stack.enter_context(server)
         out[cell] = (path, server.base_url, plan)
@@ -102,9 +118,12 @@ def _recipe(cells: dict[str, tuple[Path, str, dict[str, Any]]], args: argparse.N
             f'seeds = ["{seeds}"]',
             f'agent = {{ base_url = "{url}", model = "loopback", timeout = 120, max_attempts = 1 }}',
             *(['guide_kind = "rules"'] if name == "bfcl" else []),
+            *(["[cells.filters.conformance]", "keep_unverified = true"] if name == "agentdojo-team" else []),
             f"[cells.plan]\nsamples = {args.samples}",
             *(f"{k} = {json.dumps(v)}" for k, v in plan.items()),
         ]
+    if args.total:
+        lines += ["[targets]", f"total = {args.total}"]
     lines += ["[prices.loopback]", "input_per_mtok = 1.0", "output_per_mtok = 4.0"]
     return "\n".join(lines) + "\n"
 
@@ -136,10 +155,21 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _run(args: argparse.Namespace, recipe: Path, release: Path, kill_after: float | None) -> dict[str, Any]:
+def _run(
+    args: argparse.Namespace, recipe: Path, release: Path, kill_after: float | None, pilot: int | None = None
+) -> dict[str, Any]:
     """One `failforge build` in a child; its peak memory; SIGKILL after ``kill_after`` seconds if given."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "failforge", "build", str(recipe), "-o", str(release)],
+        [
+            sys.executable,
+            "-m",
+            "failforge",
+            "build",
+            str(recipe),
+            "-o",
+            str(release),
+            *(["--pilot", str(pilot)] if pilot else []),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=open(release.parent / "build.log", "a"),  # noqa: SIM115 - closed with the child
     )
@@ -186,12 +216,14 @@ def _exactly_once(release: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--cells", default="bfcl,tau2,agentdojo,textworld")
+    parser.add_argument("--cells", default=",".join(CELLS))
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--executor", default="process", choices=("local", "process", "ray"))
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--round-size", type=int, default=50)
     parser.add_argument("--kill-after", type=float, default=None, help="SIGKILL the first run after N seconds")
+    parser.add_argument("--pilot", type=int, default=None, help="first a pilot of N attempts per cell")
+    parser.add_argument("--total", type=int, default=None, help="the recipe's total gold target")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     release = args.out / "release"
@@ -199,7 +231,8 @@ def main() -> None:
         cells = _servers(stack, args.out, args.cells.split(","))
         recipe = args.out / "recipe.toml"
         recipe.write_text(_recipe(cells, args), encoding="utf-8")
-        runs = [_run(args, recipe, release, args.kill_after)]
+        runs = [{**_run(args, recipe, release, None, args.pilot), "pilot": args.pilot}] if args.pilot else []
+        runs.append(_run(args, recipe, release, args.kill_after))
         if args.kill_after is not None:
             runs.append({**_run(args, recipe, release, None), "after_sigkill": True})
     rounds = [json.loads(line) for line in (release / "build" / "rounds.jsonl").read_text().splitlines()]
@@ -220,6 +253,19 @@ def main() -> None:
         "exactly_once": _exactly_once(release),
         "release_bytes": sum(p.stat().st_size for p in release.rglob("*") if p.is_file()),
     }
+    built = release / "build" / "report.json"
+    if built.exists():
+        report["pilot_vs_actual"] = json.loads(built.read_text(encoding="utf-8")).get("pilot_vs_actual")
+    pilot = release / "build" / "pilot.json"
+    if pilot.exists():
+        projection = json.loads(pilot.read_text(encoding="utf-8"))
+        report["pilot_projection"] = {
+            "cells": {
+                c["cell"]: {k: c[k] for k in ("attempts", "kept", "yield", "quota", "more_attempts")}
+                for c in projection["cells"]
+            },
+            "to_targets": projection["to_targets"],
+        }
     print(json.dumps(report, indent=1))
     (args.out / "scale_report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
 

@@ -1,0 +1,487 @@
+"""The build driver: cells' campaigns in rounds until the targets are met, the budget is spent or the plans run out.
+
+Each round gives every unfinished cell ``round_size`` attempts (its campaign run with a ``stop`` and a ``select``,
+so what a round leaves stays planned in the cell's ledger). A cell is finished when it has its quota or has run its
+whole plan. When every cell is finished and the recipe's total is still short, the cells with attempts left go on
+past their quotas. Mode targets deselect a mode once the build has its share of it (checked at each round's start).
+The budget is checked before every attempt starts, against what every result so far reports it cost.
+
+Nothing lives only in memory: each cell's folder (ledger, records, arms) is the truth, ``build/rounds.jsonl`` the
+wall time of each round. A SIGKILLed build rerun with the same recipe resumes each cell where its ledger stands.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from failforge.build._projection import Projection, project
+from failforge.build._recipe import Price, Recipe, cell_config, quotas
+from failforge.build._release import ReleaseSummary, collect_gold, write_release
+from failforge.build._stats import CellStats, cell_stats
+from failforge.campaign import CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
+from failforge.canonical import canonical_hash
+from failforge.errors import ConfigError
+from failforge.gold import ArmResult, AttemptResult, ResolvedModels
+from failforge.jobs import start_ray
+from failforge.jsonl import read_jsonl
+from failforge.taxonomy import MODES
+
+BUILD = "build"
+ROUNDS = "rounds.jsonl"
+PILOT = "pilot.json"
+REPORT = "report.json"
+RECIPE = "recipe.json"
+
+Event = Callable[[str], None]
+
+
+@dataclass
+class BuildResult:
+    release: Path
+    stats: dict[str, CellStats]
+    projection: Projection
+    rounds: int = 0
+    ended: str = ""
+    """Why the build stopped: targets met, plans exhausted, budget, circuit breaker, pilot."""
+    breaker: str | None = None
+    release_summary: ReleaseSummary | None = None
+    compared: dict[str, Any] = field(default_factory=dict)
+    short_of: list[str] = field(default_factory=list)
+    """Every target the build has not met, in words (empty: all met)."""
+
+    def short(self) -> list[str]:
+        return self.short_of
+
+
+@dataclass
+class _Cell:
+    name: str
+    config: CampaignConfig
+    environment: str
+    framework: str
+    quota: int | None
+    prices: dict[str, Price]
+    done: bool = False
+    wall: float = 0.0
+
+
+def _describe(config: CampaignConfig, name: str, framework: str | None) -> tuple[str, str]:
+    """The cell's benchmark and framework: as configured, else its first seed's."""
+    env, harness = config.environment, config.harness
+    if env is None or (framework is None and harness is None):
+        for path in config.seeds:
+            if not Path(path).is_file():
+                raise ConfigError(f"cell {name!r}: seeds file {path} does not exist")
+        seeds, _ = load_seeds(config.seeds)
+        if not seeds:
+            raise ConfigError(f"cell {name!r}: no readable seed in {', '.join(config.seeds)}")
+        env = env or seeds[0].environment.name
+        harness = harness or seeds[0].harness.name
+    return env, framework or harness or "native"
+
+
+def _wall(release: Path) -> dict[str, float]:
+    out: dict[str, float] = {}
+    path = release / BUILD / ROUNDS
+    if path.exists():
+        for item in read_jsonl(path):
+            if isinstance(item, tuple):
+                out[item[1]["cell"]] = out.get(item[1]["cell"], 0.0) + float(item[1].get("seconds") or 0.0)
+    return out
+
+
+def _append_round(release: Path, row: dict[str, Any]) -> None:
+    path = release / BUILD / ROUNDS
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+class _Spent:
+    """The build's running totals, from the cells' folders at the start plus every result since."""
+
+    def __init__(self, cells: list[_Cell], stats: dict[str, CellStats]) -> None:
+        self.attempts = sum(s.attempts for s in stats.values())
+        self.tokens = sum(sp.tokens for s in stats.values() for sp in s.spend.values())
+        self.dollars = sum(
+            c.prices.get(role, Price()).dollars(sp.prompt_tokens, sp.completion_tokens)
+            for c in cells
+            for role, sp in stats[c.name].spend.items()
+        )
+        self.kept_by_mode: dict[str, int] = {}
+        for s in stats.values():
+            for mode, row in s.by_mode.items():
+                self.kept_by_mode[mode] = self.kept_by_mode.get(mode, 0) + row["kept"]
+        self.kept = sum(s.kept for s in stats.values())
+
+    def add(self, cell: _Cell, result: AttemptResult | ArmResult) -> None:
+        if isinstance(result, ArmResult):
+            cost = result.record.cost
+        else:
+            self.attempts += 1
+            cost = result.record.provenance.get("cost")
+            if result.status == "gold":
+                self.kept += 1
+                label = getattr(result.record, "label", None)
+                if label is not None:
+                    self.kept_by_mode[label.mode_code] = self.kept_by_mode.get(label.mode_code, 0) + 1
+        for role, row in ((cost or {}).get("models") or {}).items():
+            prompt, completion = int(row.get("prompt_tokens") or 0), int(row.get("completion_tokens") or 0)
+            self.tokens += prompt + completion
+            self.dollars += cell.prices.get(role, Price()).dollars(prompt, completion)
+
+
+def _over_budget(recipe: Recipe, spent: _Spent, in_flight: int) -> str | None:
+    b = recipe.budget
+    if b.attempts is not None and spent.attempts + in_flight >= b.attempts:
+        return f"budget: {b.attempts} attempts"
+    if b.tokens is not None and spent.tokens >= b.tokens:
+        return f"budget: {b.tokens} tokens"
+    if b.dollars is not None and spent.dollars >= b.dollars:
+        return f"budget: ${b.dollars}"
+    return None
+
+
+@contextmanager
+def _models(cells: list[_Cell]) -> Iterator[dict[str, ResolvedModels]]:
+    """Each distinct (agent, guide) pair opened once for the whole build (the embedded model starts once)."""
+    with ExitStack() as stack:
+        opened: dict[str, ResolvedModels] = {}
+        by_cell: dict[str, ResolvedModels] = {}
+        for cell in cells:
+            key = canonical_hash(
+                [
+                    cell.config.agent.model_dump(mode="json") if cell.config.agent else None,
+                    cell.config.guide.model_dump(mode="json") if cell.config.guide else None,
+                ]
+            )
+            if key not in opened:
+                opened[key] = stack.enter_context(open_models(cell.config.agent, cell.config.guide))
+            by_cell[cell.name] = opened[key]
+        ray_cells = [c for c in cells if c.config.executor == "ray"]
+        if ray_cells:  # one Ray instance for every round of every Ray cell, not one per round
+            ray, started = start_ray(ray_cells[0].config.ray_address, max(c.config.concurrency for c in ray_cells))
+            if started:
+                stack.callback(ray.shutdown)
+        yield by_cell
+
+
+def _cells(recipe: Recipe, release: Path) -> list[_Cell]:
+    configs = {cell.name: cell_config(recipe, cell, release) for cell in recipe.cells}
+    described = {cell.name: _describe(configs[cell.name], cell.name, cell.framework) for cell in recipe.cells}
+    envs = {name: d[0] for name, d in described.items()}
+    frameworks = {name: d[1] for name, d in described.items()}
+    for kind, wanted, have in (
+        ("per_environment", recipe.targets.per_environment, set(envs.values())),
+        ("per_framework", recipe.targets.per_framework, set(frameworks.values())),
+    ):
+        missing = sorted(set(wanted) - have)
+        if missing:
+            raise ConfigError(
+                f"recipe: targets.{kind} names {', '.join(missing)}, which no cell runs (cells run:"
+                f" {', '.join(sorted(have))})"
+            )
+    quota = quotas(recipe, envs, frameworks)
+    out = []
+    for cell in recipe.cells:
+        config = configs[cell.name]
+        agent_model = config.agent.model if config.agent else "embedded"
+        guide_model = config.guide.model if config.guide else agent_model
+        out.append(
+            _Cell(
+                name=cell.name,
+                config=config,
+                environment=envs[cell.name],
+                framework=frameworks[cell.name],
+                quota=quota[cell.name],
+                prices={"agent": recipe.price(agent_model), "guide": recipe.price(guide_model)},
+            )
+        )
+    return out
+
+
+def _stats(cells: list[_Cell], release: Path) -> dict[str, CellStats]:
+    return {c.name: cell_stats(c.name, Path(c.config.output)) for c in cells}
+
+
+def projection_of(recipe: Recipe, cells: list[_Cell], release: Path) -> tuple[dict[str, CellStats], Projection]:
+    stats = _stats(cells, release)
+    return stats, project(
+        recipe, stats, {c.name: c.quota for c in cells}, {c.name: c.prices for c in cells}, _wall(release)
+    )
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str), encoding="utf-8")
+    tmp.replace(path)
+
+
+def run_build(
+    recipe: Recipe,
+    release: Path,
+    *,
+    pilot: int | None = None,
+    on_event: Event | None = None,
+    force: bool = False,
+) -> BuildResult:
+    """Run (or resume) the build into ``release``; with ``pilot``, only until every cell has settled that many
+    attempts, then project (``build/pilot.json``) and write no release."""
+    say = on_event or (lambda _line: None)
+    if release.exists() and not release.is_dir():
+        raise ConfigError(f"-o {release} is a file; give a folder for the release")
+    cells = _cells(recipe, release)
+    (release / BUILD).mkdir(parents=True, exist_ok=True)
+    recipe_hash = canonical_hash(recipe.model_dump(mode="json"))[:16]
+    recorded = release / BUILD / RECIPE
+    # Targets, budget and round size may change between runs (a pilot, then the real targets): what must not change
+    # is a cell's campaign, and each cell's ledger refuses that itself. Every recipe the folder was built with is kept.
+    history: list[str] = []
+    if recorded.exists():
+        try:
+            history = list(json.loads(recorded.read_text(encoding="utf-8")).get("history") or [])
+        except (ValueError, AttributeError):
+            history = []
+    if recipe_hash not in history:
+        history.append(recipe_hash)
+    _write_json(
+        recorded,
+        {
+            "recipe_hash": recipe_hash,
+            "history": history,
+            "recipe": recipe.model_dump(mode="json"),
+            "cells": {
+                c.name: {
+                    "environment": c.environment,
+                    "framework": c.framework,
+                    "quota": c.quota,
+                    "config_hash": c.config.config_hash(),
+                }
+                for c in cells
+            },
+            "versions": versions(),
+        },
+    )
+    stats, _ = projection_of(recipe, cells, release)
+    spent = _Spent(cells, stats)
+    ended = ""
+    breaker: str | None = None
+    rounds = 0
+    spill = False
+    with _models(cells) as models:
+        while not ended:
+            met = {
+                m.code
+                for m in MODES
+                if recipe.targets.mode_target(m.code) is not None
+                and spent.kept_by_mode.get(m.code, 0) >= (recipe.targets.mode_target(m.code) or 0)
+            }
+            kept = {c.name: stats[c.name].kept for c in cells}
+            settled = {c.name: stats[c.name].attempts for c in cells}
+            if pilot is not None:
+                active = [c for c in cells if settled[c.name] < pilot and not c.done]
+            else:
+                active = [c for c in cells if not c.done and (spill or c.quota is None or kept[c.name] < c.quota)]
+            if not active:
+                total = recipe.targets.total
+                if pilot is None and not spill and total and spent.kept < total and any(not c.done for c in cells):
+                    spill = True  # every quota met or plan run out, the total is short: the cells with plans go on
+                    say(f"every cell has its quota but the total is short ({spent.kept} of {total}): going on")
+                    continue
+                ended = "pilot done" if pilot is not None else _why_done(cells, recipe, spent)
+                break
+            rounds += 1
+            for cell in active:
+                over = _over_budget(recipe, spent, 0)
+                if over:
+                    ended = over
+                    break
+                limit = (pilot - settled[cell.name]) if pilot is not None else recipe.round_size
+                summary = _run_round(cell, models[cell.name], recipe, spent, met, limit, kept[cell.name], spill, force)
+                _append_round(
+                    release,
+                    {
+                        "cell": cell.name,
+                        "round": rounds,
+                        "at": _dt.datetime.now(_dt.UTC).isoformat(),
+                        "seconds": round(summary.wall, 3),
+                        "attempts": summary.attempts,
+                        "kept": summary.kept,
+                        "pilot": pilot is not None,
+                    },
+                )
+                stats[cell.name] = cell_stats(cell.name, Path(cell.config.output))
+                say(
+                    f"round {rounds} · {cell.name}: +{summary.attempts} attempts, +{summary.kept} kept"
+                    f" ({stats[cell.name].kept}{f'/{cell.quota}' if cell.quota else ''} kept,"
+                    f" {stats[cell.name].pending} planned left) · build: {spent.attempts} attempts, {spent.kept} kept,"
+                    f" {spent.tokens:,} tokens, ${spent.dollars:.2f}"
+                )
+                if summary.breaker:
+                    breaker, ended = summary.breaker, "circuit breaker"
+                    break
+                if not summary.stopped and not summary.in_flight:
+                    cell.done = True  # it ran every attempt it was given: its plan (or the modes still wanted) is run
+    stats, projection = projection_of(recipe, cells, release)
+    result = BuildResult(
+        release=release,
+        stats=stats,
+        projection=projection,
+        rounds=rounds,
+        ended=ended,
+        short_of=_short(recipe, cells, stats, projection),
+    )
+    result.breaker = breaker
+    if pilot is not None:
+        _write_json(
+            release / BUILD / PILOT,
+            {
+                "pilot": pilot,
+                "recipe_hash": recipe_hash,
+                "at": _dt.datetime.now(_dt.UTC).isoformat(),
+                **projection.model_dump(by_alias=True),
+            },
+        )
+        return result
+    if breaker:
+        return result
+    made = ReleaseSummary()
+    gold = collect_gold([(c.name, Path(c.config.output)) for c in cells], made)
+    result.compared = _compare(release, projection, recipe_hash)
+    _write_json(
+        release / BUILD / REPORT,
+        {
+            "ended": ended,
+            "rounds": rounds,
+            "cells": {name: s.model_dump() for name, s in stats.items()},
+            "projection_now": projection.model_dump(by_alias=True),
+            "pilot_vs_actual": result.compared,
+        },
+    )
+    result.release_summary = write_release(
+        release,
+        gold,
+        recipe.split,
+        recipe.codes,
+        made,
+        [release / BUILD / name for name in (RECIPE, ROUNDS, PILOT, REPORT)],
+    )
+    return result
+
+
+@dataclass
+class _RoundSummary:
+    attempts: int
+    kept: int
+    wall: float
+    stopped: bool
+    in_flight: int
+    breaker: str | None
+
+
+def _run_round(
+    cell: _Cell,
+    resolved: ResolvedModels,
+    recipe: Recipe,
+    spent: _Spent,
+    met_modes: set[str],
+    limit: int,
+    kept_before: int,
+    spill: bool,
+    force: bool,
+) -> _RoundSummary:
+    def stop(summary: CampaignSummary) -> bool:
+        if summary.attempts + summary.in_flight >= limit:
+            return True
+        if not spill and cell.quota is not None and kept_before + summary.kept >= cell.quota:
+            return True
+        return _over_budget(recipe, spent, summary.in_flight) is not None
+
+    def settled(result: AttemptResult | ArmResult) -> None:
+        spent.add(cell, result)
+
+    started = time.monotonic()
+    summary = run_campaign(
+        cell.config,
+        resolved,
+        force=force,
+        select=lambda spec: getattr(spec, "mode", None) not in met_modes,
+        stop=stop,
+        on_settled=settled,
+    )
+    return _RoundSummary(
+        attempts=summary.attempts,
+        kept=summary.kept,
+        wall=time.monotonic() - started,
+        stopped=summary.stopped or summary.breaker is not None,
+        in_flight=summary.in_flight,
+        breaker=summary.breaker,
+    )
+
+
+def _short(recipe: Recipe, cells: list[_Cell], stats: dict[str, CellStats], projection: Projection) -> list[str]:
+    """The targets the recipe states that the cells' gold does not meet (a cell's share of the total is not a target
+    of its own: when other cells made up for it, the total is met)."""
+    t = recipe.targets
+    out: list[str] = []
+    for cell in recipe.cells:
+        want = max(cell.target or 0, t.per_cell or 0)
+        if want and stats[cell.name].kept < want:
+            out.append(f"cell {cell.name}: {stats[cell.name].kept} of {want} kept")
+    for what, wanted, of in (
+        ("benchmark", t.per_environment, {c.name: c.environment for c in cells}),
+        ("framework", t.per_framework, {c.name: c.framework for c in cells}),
+    ):
+        for name, want in wanted.items():
+            have = sum(stats[c].kept for c, v in of.items() if v == name)
+            if have < want:
+                out.append(f"{what} {name}: {have} of {want} kept")
+    out += [
+        f"mode {m}: {r['kept']} of {r['target']} kept" for m, r in projection.modes.items() if r["kept"] < r["target"]
+    ]
+    kept = sum(s.kept for s in stats.values())
+    if t.total and kept < t.total:
+        out.append(f"total: {kept} of {t.total} kept")
+    return out
+
+
+def _why_done(cells: list[_Cell], recipe: Recipe, spent: _Spent) -> str:
+    if all(c.done for c in cells):
+        return "every cell ran its whole plan" + (
+            f" (the total is short: {spent.kept} of {recipe.targets.total})"
+            if recipe.targets.total and spent.kept < recipe.targets.total
+            else ""
+        )
+    return "targets met"
+
+
+def _compare(release: Path, now: Projection, recipe_hash: str) -> dict[str, Any]:
+    """The pilot's projection to the targets against what the build took (nothing without a pilot). A pilot run
+    under other targets projected to those: the comparison says so (``pilot_recipe``)."""
+    path = release / BUILD / PILOT
+    if not path.exists():
+        return {}
+    pilot = json.loads(path.read_text(encoding="utf-8"))
+    projected = pilot.get("to_targets") or {}
+    out: dict[str, Any] = {}
+    if pilot.get("recipe_hash") != recipe_hash:
+        out["pilot_recipe"] = f"the pilot ran recipe {pilot.get('recipe_hash')}, the build {recipe_hash}"
+    for key in ("attempts", "kept", "tokens", "dollars", "seconds"):
+        actual = now.so_far.get(key)
+        guess = projected.get(key)
+        out[key] = {
+            "projected": guess,
+            "actual": actual,
+            "ratio": (actual / guess) if guess and actual is not None else None,
+        }
+    return out
+
+
+__all__ = ["BuildResult", "projection_of", "run_build"]
