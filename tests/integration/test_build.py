@@ -205,3 +205,23 @@ def test_a_budget_stops_the_build_short(tmp_path: Path, seeds: Path, ports: tupl
     settled = sum(len(_settled(tmp_path / "release" / "cells" / c)) for c in ("bfcl", "tau2"))
     assert settled == 3  # one attempt in flight at a time: the budget is met exactly
     assert any(s.startswith("total:") for s in result.short())
+
+
+def test_a_cell_that_cannot_run_is_named_and_the_others_go_on(tmp_path: Path, seeds: Path) -> None:
+    from failforge.trajectory import load_jsonl
+
+    good, _ = load_jsonl(seeds / "bfcl.jsonl")
+    failed = [
+        s.model_copy(update={"outcome": s.outcome.model_copy(update={"success": False})}) for s in good if s.outcome
+    ]
+    write_jsonl(tmp_path / "failed.jsonl", failed)
+    endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "never-called", "api_key_env": None}
+    recipe = Recipe.model_validate(
+        {
+            "cells": [{"name": "broken", "seeds": [str(tmp_path / "failed.jsonl")], "agent": endpoint}],
+            "targets": {"total": 1},
+        }
+    )
+    result = run_build(recipe, tmp_path / "release")
+    assert result.short()[0].startswith("cell broken did not run: nothing to do")
+    assert "not a successful run" in result.short()[0]

@@ -201,3 +201,12 @@ def test_the_meter_counts_calls_and_the_tokens_an_endpoint_reports() -> None:
         "agent": {"calls": 2, "prompt_tokens": 10, "completion_tokens": 3, "unreported": 1},
         "guide": {"calls": 1, "prompt_tokens": 5, "completion_tokens": 1, "unreported": 0},
     }
+
+
+def test_the_example_recipe_is_valid(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "build" / "recipe.toml"
+    recipe = load_recipe(example)
+    for cell in recipe.cells:
+        config = cell_config(recipe, cell, tmp_path)
+        assert all(Path(p).is_file() for p in config.seeds), f"{cell.name}: {config.seeds}"
+    assert recipe.targets.total == 60 and recipe.price("my-model").output_per_mtok == 1.5

@@ -70,6 +70,7 @@ class _Cell:
     prices: dict[str, Price]
     done: bool = False
     wall: float = 0.0
+    error: str | None = None
 
 
 def _describe(config: CampaignConfig, name: str, framework: str | None) -> tuple[str, str]:
@@ -304,7 +305,14 @@ def run_build(
                     ended = over
                     break
                 limit = (pilot - settled[cell.name]) if pilot is not None else recipe.round_size
-                summary = _run_round(cell, models[cell.name], recipe, spent, met, limit, kept[cell.name], spill, force)
+                try:
+                    summary = _run_round(
+                        cell, models[cell.name], recipe, spent, met, limit, kept[cell.name], spill, force
+                    )
+                except ConfigError as exc:  # this cell cannot run (no usable seed, a changed campaign): the rest go on
+                    cell.done, cell.error = True, str(exc)
+                    say(f"cell {cell.name} cannot run: {exc}")
+                    continue
                 _append_round(
                     release,
                     {
@@ -430,7 +438,7 @@ def _short(recipe: Recipe, cells: list[_Cell], stats: dict[str, CellStats], proj
     """The targets the recipe states that the cells' gold does not meet (a cell's share of the total is not a target
     of its own: when other cells made up for it, the total is met)."""
     t = recipe.targets
-    out: list[str] = []
+    out: list[str] = [f"cell {c.name} did not run: {c.error}" for c in cells if c.error]
     for cell in recipe.cells:
         want = max(cell.target or 0, t.per_cell or 0)
         if want and stats[cell.name].kept < want:
