@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the scripted policies that live with the tests (tests.integration.*)
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]  # scripted policies of the tests
 
 CELLS = ("bfcl", "tau2", "agentdojo", "textworld", "dabench", "agentdojo-team")
 BFCL_TASKS = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
