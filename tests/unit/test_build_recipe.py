@@ -121,7 +121,9 @@ def test_a_projection_is_the_gold_still_owed_over_the_yield_bounded_by_the_plan(
     small = project_cell(_stats(10, 2, 30), quota=10, prices={}, wall_seconds=5.0)
     assert small.more_attempts == 20 and small.reaches_quota is False and "plan is too small" in small.note
     none = project_cell(_stats(10, 0, 30), quota=10, prices={}, wall_seconds=5.0)
-    assert none.more_attempts is None and "nothing kept yet" in none.note
+    assert none.more_attempts == 20 and none.reaches_quota is False and "keep none" in none.note
+    unrun = project_cell(_stats(0, 0, 30), quota=10, prices={}, wall_seconds=0.0)
+    assert unrun.more_attempts is None and "run a pilot first" in unrun.note
     whole = project_cell(_stats(10, 1, 30), quota=None, prices={}, wall_seconds=5.0)
     assert whole.more_attempts == 20  # no target: the rest of its plan
 

@@ -77,12 +77,14 @@ def project_cell(stats: CellStats, quota: int | None, prices: dict[str, Price], 
         more, note = stats.pending, "no target covers this cell: it runs its whole plan"
     elif stats.kept >= quota:
         more, reaches = 0, True
+    elif not n:
+        more, note = None, "no attempt settled yet: run a pilot first"
     elif not yield_:
-        more = None
+        # the build gives such a cell its whole plan while it is short of its quota: that is what it will spend
+        more, reaches = stats.pending, False
         note = (
-            "nothing kept yet: no yield to project from (run a larger pilot)"
-            if n
-            else "no attempt settled yet: run a pilot first"
+            f"nothing kept in {n} attempts: projected to run its whole plan ({stats.pending} more) and keep none"
+            " (a larger pilot may find its yield)"
         )
     else:
         need = math.ceil((quota - stats.kept) / yield_)

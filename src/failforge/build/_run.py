@@ -294,7 +294,10 @@ def run_build(
                 total = recipe.targets.total
                 if pilot is None and not spill and total and spent.kept < total and any(not c.done for c in cells):
                     spill = True  # every quota met or plan run out, the total is short: the cells with plans go on
-                    say(f"every cell has its quota but the total is short ({spent.kept} of {total}): going on")
+                    say(
+                        f"every cell has its quota or has run its plan; the total is short ({spent.kept} of {total}):"
+                        " the cells with attempts left go on"
+                    )
                     continue
                 ended = "pilot done" if pilot is not None else _why_done(cells, recipe, spent)
                 break
