@@ -175,9 +175,14 @@ def _run(
     )
     started = time.monotonic()
     peak_driver = peak_workers = 0
+    before, first_settled, polled = _settled_total(release), None, 0.0
     while child.poll() is None:
         peak_driver = max(peak_driver, _rss_kb(child.pid))
         peak_workers = max(peak_workers, sum(_rss_kb(p) for p in _descendants(child.pid)))
+        if first_settled is None and time.monotonic() - polled > 2.0:
+            polled = time.monotonic()
+            if _settled_total(release) > before:
+                first_settled = round(polled - started, 1)
         if kill_after is not None and time.monotonic() - started > kill_after:
             os.kill(child.pid, signal.SIGKILL)
             child.wait()
@@ -188,7 +193,21 @@ def _run(
         "seconds": round(time.monotonic() - started, 1),
         "peak_driver_mb": round(peak_driver / 1024, 1),
         "peak_workers_mb": round(peak_workers / 1024, 1),
+        "first_new_attempt_settled_s": first_settled,
     }
+
+
+def _settled_total(release: Path) -> int:
+    """Attempts settled in every cell's ledger so far (read-only; the driver may be writing)."""
+    total = 0
+    for ledger in (release / "cells").glob("*/ledger.sqlite"):
+        try:
+            with sqlite3.connect(f"file:{ledger}?mode=ro", uri=True, timeout=1) as db:
+                row = db.execute("SELECT COUNT(*) FROM attempts WHERE state IN ('done','rejected','failed')").fetchone()
+                total += int(row[0])
+        except sqlite3.Error:
+            pass
+    return total
 
 
 def _exactly_once(release: Path) -> dict[str, Any]:
