@@ -426,9 +426,7 @@ def run_campaign(
                     breaker,
                     on_progress,
                 )
-            results = run_jobs(
-                pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped
-            )
+            results = run_jobs(pending, resolved, config, provenance, ledger.mark_running, lambda: breaker.tripped)
             try:
                 for result in results:
                     assert isinstance(result, AttemptResult)
@@ -520,9 +518,7 @@ def _settle_arms(
             on_progress("arms", None, summary)
         # The breaker counts attempts, not arms: an arm that could not run fails its point's attempts at once
         # (each counted), and an arm that ran is no evidence for the endpoint (at a final step it calls nothing).
-        jobs = run_jobs(
-            list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped
-        )
+        jobs = run_jobs(list(needed.values()), resolved, config, provenance, lambda _id: None, lambda: breaker.tripped)
         try:
             for result in jobs:
                 if isinstance(result, ArmResult):
