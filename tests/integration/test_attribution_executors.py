@@ -80,49 +80,67 @@ def _workers_gone(folder: Path, timeout: float) -> bool:
         os.close(fd)
 
 
+def _reference_run(records: list[Any], server: LoopbackModelServer, tmp_path: Path) -> None:
+    """The uninterrupted run in threads (tmp_path/reference) the interrupted ones are compared with."""
+    endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
+    reference = run_attribution(
+        records,
+        AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2),
+        tmp_path / "reference",
+        endpoint=endpoint,
+    )
+    assert reference.predicted == len(records) and reference.failed == 0
+
+
+def _process_command(server: LoopbackModelServer) -> list[str]:
+    """``failforge attribute`` of tmp_path/records.jsonl into tmp_path/run in two worker processes."""
+    return [
+        sys.executable,
+        "-m",
+        "failforge",
+        "attribute",
+        "records.jsonl",
+        "--method",
+        "step-by-step",
+        "-o",
+        "run",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "loopback",
+        "--api-key-env",
+        "FAILFORGE_NO_KEY",
+        "--executor",
+        "process",
+        "--workers",
+        "2",
+    ]
+
+
+_ENV = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+
+
+def _start_until_a_third_is_predicted(command: list[str], tmp_path: Path, total: int) -> subprocess.Popen[bytes]:
+    """The driver in its own process, returned once a third of the records are predicted (it is still running)."""
+    predictions = tmp_path / "run" / "predictions.jsonl"
+    driver = subprocess.Popen(command, cwd=tmp_path, env=_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (
+        predictions.exists() and predictions.read_text().count("\n") >= total // 3
+    ):
+        assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
+        time.sleep(0.02)
+    return driver
+
+
 def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_uninterrupted_run(records, tmp_path):
     assert len(records) >= 200
     write_records(tmp_path / "records.jsonl", records)
     with LoopbackModelServer(policy=judge, latency=0.002) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        reference = run_attribution(
-            records,
-            AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2),
-            tmp_path / "reference",
-            endpoint=endpoint,
-        )
-        assert reference.predicted == len(records) and reference.failed == 0
-
-        command = [
-            sys.executable,
-            "-m",
-            "failforge",
-            "attribute",
-            "records.jsonl",
-            "--method",
-            "step-by-step",
-            "-o",
-            "run",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "loopback",
-            "--api-key-env",
-            "FAILFORGE_NO_KEY",
-            "--executor",
-            "process",
-            "--workers",
-            "2",
-        ]
-        env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+        _reference_run(records, server, tmp_path)
+        command = _process_command(server)
         predictions = tmp_path / "run" / "predictions.jsonl"
-        driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (
-            predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3
-        ):
-            assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
-            time.sleep(0.02)
+        driver = _start_until_a_third_is_predicted(command, tmp_path, len(records))
         driver.send_signal(signal.SIGKILL)
         driver.wait()
         done_at_kill = predictions.read_text().count("\n")
@@ -130,7 +148,7 @@ def test_a_killed_process_run_resumes_exactly_once_with_the_predictions_of_an_un
         # the dead driver's workers saw it go (pidfd watch) and left, releasing their shared lock
         assert _workers_gone(tmp_path / "run", timeout=30)
 
-        resumed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        resumed = subprocess.run(command, cwd=tmp_path, env=_ENV, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         assert (
             f"/{len(records)} ·" in resumed.stderr and "ETA" in resumed.stderr
@@ -186,44 +204,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_its_sessions_record_each_call_o
     that had recorded live calls replays them (read again from calls.jsonl), never asks them twice."""
     write_records(tmp_path / "records.jsonl", records)
     with LoopbackModelServer(policy=judge, latency=0.002) as server:
-        endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
-        reference = run_attribution(
-            records,
-            AttributeConfig(method="step-by-step", judge_model="loopback", concurrency=2),
-            tmp_path / "reference",
-            endpoint=endpoint,
-        )
-        assert reference.predicted == len(records) and reference.failed == 0
-        command = [
-            sys.executable,
-            "-m",
-            "failforge",
-            "attribute",
-            "records.jsonl",
-            "--method",
-            "step-by-step",
-            "-o",
-            "run",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "loopback",
-            "--api-key-env",
-            "FAILFORGE_NO_KEY",
-            "--executor",
-            "process",
-            "--workers",
-            "2",
-        ]
-        env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
-        predictions = tmp_path / "run" / "predictions.jsonl"
-        driver = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (
-            predictions.exists() and predictions.read_text().count("\n") >= len(records) // 3
-        ):
-            assert driver.poll() is None, driver.stderr.read().decode()[-2000:] if driver.stderr else ""
-            time.sleep(0.02)
+        _reference_run(records, server, tmp_path)
+        driver = _start_until_a_third_is_predicted(_process_command(server), tmp_path, len(records))
         # the workers are the forkserver's children (the driver's grandchildren)
         workers = [w for child in _children(driver.pid) for w in _children(child)]
         assert workers, "no worker process found"

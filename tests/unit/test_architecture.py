@@ -16,6 +16,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from _sources import source_files, source_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "failforge"
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
@@ -45,7 +47,7 @@ def _module_name(path: Path) -> str:
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every failforge module a file imports (absolute imports; ``from failforge.x import y`` may name a submodule)."""
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(source_tree(path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("failforge")]
         elif (
@@ -80,7 +82,7 @@ def _unit(module: str, table: list[tuple[int, str]]) -> str:
 def _graph() -> tuple[list[tuple[str, list[str]]], list[tuple[int, str]], dict[str, list[tuple[int, str]]]]:
     layers = _layers()
     table = [(i, name) for i, (_, names) in enumerate(layers) for name in names]
-    modules = {_module_name(p): _imports(p) for p in SRC.rglob("*.py")}
+    modules = {_module_name(p): _imports(p) for p in source_files()}
     return layers, table, modules
 
 

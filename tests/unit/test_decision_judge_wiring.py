@@ -256,9 +256,14 @@ def test_an_unreadable_stored_judgement_keeps_the_rules_decision(bundled_seeds, 
 
 
 def test_cli_decide_keeps_every_record_when_the_judge_is_down_and_leaves_outcomes_alone_when_nothing_is_judged(
-    bundled_seeds, served, tmp_path
+    bundled_seeds, served, tmp_path, monkeypatch
 ):
+    from tenacity import wait_none
     from typer.testing import CliRunner
+
+    # every attempt is still made (the endpoint refuses each); only the jittered backoff between them, seconds of
+    # sleep, is cut
+    monkeypatch.setattr("failforge.llm._upstream.wait_random_exponential", lambda **_: wait_none())
 
     from failforge.cli import app
 

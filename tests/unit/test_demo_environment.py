@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
+import pytest
 from pydantic import BaseModel
 
 from failforge.environments._base import Environment, Episode
@@ -37,24 +37,31 @@ def test_miniwob_demo_caches_pages_in_the_demo_folder(tmp_path: Path) -> None:
     assert options == {"cache_dir": str((tmp_path / "http-cache").resolve())}
 
 
-def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "failforge", "demo", "-o", str(tmp_path / "out"), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+def _demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> Exited:
+    """``failforge demo`` through the console entry point, in this process (its exit status and stderr)."""
+    from failforge.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FAILFORGE_NO_REEXEC", "1")
+    monkeypatch.setattr(sys, "argv", ["failforge", "demo", "-o", str(tmp_path / "out"), *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return Exited(exited.value.code, capsys.readouterr().err)
 
 
-def test_unknown_environment_exits_2_naming_it(tmp_path: Path) -> None:
-    done = _demo(tmp_path, "--environment", "nosuchworld")
+class Exited(NamedTuple):
+    returncode: int | str | None
+    stderr: str
+
+
+def test_unknown_environment_exits_2_naming_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    done = _demo(tmp_path, monkeypatch, capsys, "--environment", "nosuchworld")
     assert done.returncode == 2, done.stderr
     assert "nosuchworld" in done.stderr
     assert not (tmp_path / "out" / "nosuchworld_seeds.jsonl").exists()
 
 
-def test_browser_with_another_environment_exits_2(tmp_path: Path) -> None:
-    done = _demo(tmp_path, "--browser", "--environment", "agentdojo")
+def test_browser_with_another_environment_exits_2(tmp_path: Path, monkeypatch, capsys) -> None:
+    done = _demo(tmp_path, monkeypatch, capsys, "--browser", "--environment", "agentdojo")
     assert done.returncode == 2, done.stderr
     assert "--browser is --environment miniwob" in done.stderr

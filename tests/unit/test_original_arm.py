@@ -1,10 +1,12 @@
-"""The decisiveness check's original arm as data: its job spec travels to any executor, its verdict and config."""
+"""The decisiveness check's original arm as data: its job spec travels to any executor, its verdict and config; and
+every job kind's spec survives the executors' JSON."""
 
 from __future__ import annotations
 
 import pytest
 
 from failforge.campaign import CampaignConfig
+from failforge.environments.agentdojo.gold import ComplianceSpec, InjectionSpec, RefusalSpec
 from failforge.gold import ARM_MODE, ArmRun, ArmSpec, OriginalArm, arm_key, parse_job
 from failforge.injection import AttemptSpec
 
@@ -66,3 +68,26 @@ def test_decisiveness_is_on_by_default_and_k_sets_both_arms():
     assert both.original_k == both.injected_k == 3
     with pytest.raises(ValueError, match="not both"):
         CampaignConfig(seeds=["x"], output="/tmp/x", filters={"decisiveness": {"k": 3, "original_k": 2}})
+
+
+def test_every_job_kind_survives_the_executors_json():
+    jobs = [
+        InjectionSpec(
+            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
+        ),
+        ComplianceSpec(
+            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
+        ),
+        RefusalSpec(seed_id="s", step=1),
+        AttemptSpec(seed_id="s", step=1, mode="A.1"),
+    ]
+    for job in jobs:
+        back = parse_job(job.model_dump_json())
+        assert type(back) is type(job) and back == job and back.attempt_id == job.attempt_id
+    assert len({j.attempt_id for j in jobs}) == len(jobs)
+    assert [j.mode for j in jobs] == [
+        "injection:important_instructions",
+        "compliance:important_instructions",
+        "refusal:injected",
+        "A.1",
+    ]

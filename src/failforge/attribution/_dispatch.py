@@ -4,9 +4,9 @@ One session is one (method, record) conversation (:func:`run_session`). Every ex
 and yields ``(attempt, Prediction | error)`` back to the driver, which alone writes predictions.jsonl,
 failed.jsonl and the ledger. The one file a worker writes is calls.jsonl, because a judge call must be
 recorded (fsync) before its reply is used, wherever the session runs (:class:`~failforge.attribution._calls.CallStore`
-appends under an flock). The process and Ray executors reuse the campaign's worker machinery
-(:mod:`failforge.jobs`): the bounded in-flight loop, a new pool when a worker dies, workers
-that leave when the driver is SIGKILLed, SIGTERM to the workers when the driver is interrupted.
+appends under an flock). The executors are the campaign's (:mod:`failforge.jobs`, given the :class:`JobRunner`
+built in :func:`dispatch`): the bounded in-flight loop, a new pool when a worker dies, workers that leave when the
+driver is SIGKILLed, SIGTERM to the workers when the driver is interrupted.
 
 A worker of a killed driver may still be finishing a call when the run is restarted; it holds a shared
 ``flock`` on ``.workers.lock`` (a process worker for its whole life; a Ray worker, which may outlive the run in
@@ -21,7 +21,6 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,8 +32,9 @@ from failforge.attribution._predictions import Prediction
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure
 from failforge.errors import ConfigError, FailforgeError, InfrastructureError
-from failforge.jobs import drive, drive_processes, init_worker, leave_if_stopping, process_pool, start_ray
+from failforge.jobs import JobRunner, Shared, WorkerKind
 from failforge.llm import Mechanism, ModelEndpoint, Responder
+from failforge.plugins import executors
 from failforge.trajectory import Step
 
 Executor = Literal["thread", "process", "ray"]
@@ -179,111 +179,69 @@ def dispatch(
 ) -> Generator[tuple[str, Result], None, None]:
     """Run ``jobs`` with ``executor`` (``workers`` sessions in flight), yielding each result as it completes.
 
-    ``worker`` is the driver's own (its open upstream serves the thread pool); the process and Ray
-    executors send its :class:`SessionEnv` and each worker opens its own from the endpoint."""
-    stop = lambda: False  # noqa: E731 - a session run has no circuit breaker: every record is attempted
-    if executor == "thread":
-        if workers <= 1:
-            for job in jobs:
-                on_start(job[0])
-                try:
-                    yield job[0], run_session(worker, *job)
-                except Exception as exc:
-                    yield _crashed(job, exc)
-            return
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="failforge-judge")
-        try:
-            yield from drive(
-                jobs, lambda job: pool.submit(_tagged, worker, job), workers, _key, on_start, stop, _crashed
-            )
-        finally:
-            # wait for the sessions in flight: the folder (and its lock) is released only after their last call
-            pool.shutdown(wait=True, cancel_futures=True)
-        return
+    ``worker`` is the driver's own (its open upstream serves the thread executor); worker processes and Ray
+    tasks receive its :class:`SessionEnv` and each opens its own from the endpoint. The executors are the
+    campaign's (:mod:`failforge.jobs`; ``thread`` is the ``local`` executor)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
     env = worker.env
-    if env.calls is not None and worker.method.kind == "judge" and env.endpoint is None:
+    if executor != "thread" and env.calls is not None and worker.method.kind == "judge" and env.endpoint is None:
         raise ConfigError(
             f"--executor {executor} needs the judge endpoint (--base-url and --model) so each worker opens its own"
             " client"
         )
-    if executor == "process":
-        submitted: set[str] = set()
+    sent: set[str] = set()
 
-        def submit_to(pool: ProcessPoolExecutor, job: Job) -> Future[tuple[str, Result]]:
-            # A session run again after its pool broke may have recorded live calls before the worker died:
-            # it must replay them, not ask them again (the driver's list is from the start of the run).
-            if job[0] in submitted and env.calls is not None:
-                job = (job[0], job[1], CallStore.load(env.calls).get(job[0], []))
-            submitted.add(job[0])
-            return pool.submit(_process_session, *job)
+    def args(job: Job, _shared: Shared) -> Job:
+        # A session sent again after its worker died may have recorded live calls before the worker died: it must
+        # replay them, not ask them again (the driver's list is from the start of the run).
+        if job[0] in sent and env.calls is not None:
+            job = (job[0], job[1], CallStore.load(env.calls).get(job[0], []))
+        sent.add(job[0])
+        return job
 
-        yield from drive_processes(
-            jobs,
-            lambda: process_pool(workers, _process_init, (env, os.getpid())),
-            submit_to,
-            workers,
-            _key,
-            on_start,
-            stop,
-            _crashed,
-        )
-        return
-    if executor == "ray":
-        ray, started_here = start_ray(ray_address, workers)
-        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_session)
-        env_ref = ray.put(env)
-        try:
-            yield from drive(
-                jobs, lambda job: remote.remote(env_ref, *job).future(), workers, _key, on_start, stop, _crashed
-            )
-        finally:
-            if started_here:
-                ray.shutdown()
-        return
-    raise ConfigError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+    runner: JobRunner[Job, tuple[str, Result]] = JobRunner(
+        key=_key,
+        crashed=_crashed,
+        here=lambda job: (job[0], run_session(worker, *job)),
+        open_worker=_open_worker,
+        run_in_worker=_run_in_worker,
+        context=env,
+        args=args,
+        close_worker=_close_worker,
+        # wait for the sessions in flight: the folder (and its lock) is released only after their last call
+        wait_in_flight=True,
+    )
+    run: Callable[..., Generator[tuple[str, Result], None, None]] = executors.get(executor)
+    # a session run has no circuit breaker: every record is attempted
+    return run(runner, jobs, workers, on_start, lambda: False, address=ray_address)
 
 
-def _tagged(worker: Worker, job: Job) -> tuple[str, Result]:
-    return job[0], run_session(worker, *job)
-
-
-#: The worker process's open env (method, judge client, call store), made once by _process_init.
-_WORKER: Worker | None = None
-
-
-def _process_init(env: SessionEnv, driver_pid: int) -> None:
-    global _WORKER
-    init_worker(driver_pid)
-    if env.calls is not None:
+def _open_worker(env: SessionEnv, where: WorkerKind) -> tuple[Worker, WorkerKind]:
+    """A worker's method, judge client and call store. A worker process holds the workers lock for its whole
+    life; a Ray worker, which may outlive the run in a caller's cluster, for each session only
+    (:func:`_run_in_worker`): a later driver of the folder waits for a session still adding calls, never for an
+    idle worker."""
+    if where == "process" and env.calls is not None:
         _hold_workers_lock(env.calls.parent)
-    _WORKER = Worker.opened(env)
+    return Worker.opened(env), where
 
 
-def _process_session(attempt: str, record: LabelledFailure, recorded: list[Step]) -> tuple[str, Result]:
-    assert _WORKER is not None, "process worker used before its initializer ran"
+def _run_in_worker(
+    opened: tuple[Worker, WorkerKind], attempt: str, record: LabelledFailure, recorded: list[Step]
+) -> tuple[str, Result]:
+    worker, where = opened
+    calls = worker.env.calls
+    fd = _take_workers_lock(calls.parent) if where == "ray" and calls is not None else None
     try:
-        return attempt, run_session(_WORKER, attempt, record, recorded)
-    finally:
-        leave_if_stopping()
-
-
-#: A Ray worker process's open envs, by run (a Ray worker serves many tasks; one judge client per run).
-_RAY_WORKERS: dict[tuple[str, str, str, str], Worker] = {}
-
-
-def _ray_session(env: SessionEnv, attempt: str, record: LabelledFailure, recorded: list[Step]) -> tuple[str, Result]:
-    """A Ray worker may outlive the run (a cluster the caller started with its own ``ray.init()``), so it holds
-    the workers lock for each session only, not for its life: a later driver of the folder waits for a session
-    still adding calls, never for an idle worker."""
-    run = (env.key, str(env.calls), env.judge_model, repr(env.endpoint))
-    if run not in _RAY_WORKERS:
-        _RAY_WORKERS[run] = Worker.opened(env)
-    fd = _take_workers_lock(env.calls.parent) if env.calls is not None else None
-    try:
-        return attempt, run_session(_RAY_WORKERS[run], attempt, record, recorded)
+        return attempt, run_session(worker, attempt, record, recorded)
     finally:
         if fd is not None:
             os.close(fd)  # closing the descriptor releases its flock
+
+
+def _close_worker(opened: tuple[Worker, WorkerKind]) -> None:
+    opened[0].close()
 
 
 def _take_workers_lock(folder: Path) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from failforge import __version__
 from failforge.campaign._card import write_card
+from failforge.campaign._jobs import run_jobs
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.gold import (
@@ -36,7 +37,7 @@ from failforge.injection import candidate_points
 from failforge.jobs import FolderLock, Ledger, attempt_ids_in
 from failforge.jsonl import read_jsonl
 from failforge.judgement import decide_and_adjudicate, with_source_and_impact
-from failforge.plugins import REGISTRIES, environments, executors, gold_kinds, harnesses, plugin_versions
+from failforge.plugins import REGISTRIES, environments, gold_kinds, harnesses, plugin_versions
 from failforge.replay import PROXY_HARNESS
 from failforge.secrets import Redactor
 from failforge.trajectory import Trajectory, append_jsonl, load_jsonl
@@ -463,9 +464,7 @@ def run_campaign(
                     on_progress,
                     on_settled,
                 )
-            results = executors.get(config.executor)(
-                pending, resolved, config, provenance, on_start, halted
-            )
+            results = run_jobs(pending, resolved, config, provenance, on_start, halted)
             try:
                 for result in results:
                     assert isinstance(result, AttemptResult)
@@ -564,9 +563,7 @@ def _settle_arms(
             on_progress("arms", None, summary)
         # The breaker counts attempts, not arms: an arm that could not run fails its point's attempts at once
         # (each counted), and an arm that ran is no evidence for the endpoint (at a final step it calls nothing).
-        jobs = executors.get(config.executor)(
-            list(needed.values()), resolved, config, provenance, lambda _id: None, halted
-        )
+        jobs = run_jobs(list(needed.values()), resolved, config, provenance, lambda _id: None, halted)
         try:
             for result in jobs:
                 if isinstance(result, ArmResult):

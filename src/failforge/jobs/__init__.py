@@ -5,14 +5,16 @@
 - ``FolderLock``: one driver per output folder;
 - the worker machinery (``drive``, ``drive_processes``, ``process_pool``, ``init_worker``, ``start_ray``): the bounded
   in-flight loop, process pools that replace a dead worker, workers that leave when their driver is gone;
-- the executors (``local``, ``process``, ``ray``, registered in :data:`failforge.plugins.executors`) that run any
-  :class:`JobRunner` on that machinery.
+- the executors (``local`` alias ``thread``, ``process``, ``ray``, registered in :data:`failforge.plugins.executors`)
+  that run any :class:`JobRunner` on that machinery: campaigns and attribution runs alike.
 
-Nothing here knows what a job is: a caller says how to run one, its key, and what a job whose worker failed becomes.
+Nothing here knows what a job is: a caller's :class:`JobRunner` says how to run one (here, or in a worker from plain
+data), its key, and what a job whose worker failed becomes.
 """
 
 from failforge.jobs._ledger import Ledger, attempt_ids_in, drop_superseded_failures, repair_jsonl
 from failforge.jobs._lock import FolderLock
+from failforge.jobs._runner import JobRunner, Shared, WorkerKind
 from failforge.jobs._workers import (
     drive,
     drive_processes,
@@ -25,6 +27,7 @@ from failforge.jobs._workers import (
 
 __all__ = [
     "FolderLock",
+    "JobRunner",
     "Ledger",
     "attempt_ids_in",
     "drive",
@@ -33,6 +36,8 @@ __all__ = [
     "init_worker",
     "leave_if_stopping",
     "process_pool",
+    "Shared",
+    "WorkerKind",
     "repair_jsonl",
     "start_ray",
     "stop_workers",

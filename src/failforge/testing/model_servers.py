@@ -159,7 +159,9 @@ class LoopbackModelServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )  # shutdown waits for one poll: 0.5 s by default, on every test that stops a server
 
     def _coin(self) -> bool:
         with self._lock:

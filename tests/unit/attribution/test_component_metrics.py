@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,6 @@ from failforge.plugins import importers
 from failforge.trajectory import Adjudication, Step, ToolCall, Trajectory, load_jsonl
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "attribution"
-SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def _records():  # type: ignore[no-untyped-def]
@@ -235,27 +232,18 @@ def test_outcome_rates_by_hand():
 
 
 def test_score_cli_takes_outcomes_alone(tmp_path):
+    from typer.testing import CliRunner
+
+    from failforge.cli import app
+
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(r.model_dump_json() + "\n" for r in _runs()))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "failforge",
-            "score",
-            "--outcomes",
-            str(runs),
-            "--runs-k",
-            "2",
-            "--json",
-            str(tmp_path / "o.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    done = CliRunner().invoke(
+        app,
+        ["score", "--outcomes", str(runs), "--runs-k", "2", "--json", str(tmp_path / "o.json")],
+        env={"COLUMNS": "200"},
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.output
     report = json.loads((tmp_path / "o.json").read_text())
     assert report["outcomes"]["overall"]["fail_at_k"]["value"] == 100.0 and report["outcomes"]["overall"]["k"] == 2
     assert "UCR" in done.stdout

@@ -1,5 +1,7 @@
 """``[plan.injections]``: validation with one-line errors naming the valid names, planning next to the mode
-attempts (per suite, with the reasons steps are not planned), job specs that survive an executor's JSON."""
+attempts (per suite, with the reasons steps are not planned). On the real AgentDojo (its attacks, vectors and
+injection tasks name the valid values): an integration test. That every job kind survives an executor's JSON is
+a unit test (tests/unit/test_original_arm.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from _required import require
 from failforge.campaign import CampaignConfig, load_campaign, plan_campaign
 from failforge.environments.agentdojo.gold import ComplianceSpec, InjectionSpec, RefusalSpec
 from failforge.errors import ConfigError
-from failforge.gold import parse_job
 from failforge.injection import AttemptSpec
 
 require("agentdojo")
@@ -98,26 +99,3 @@ def test_plan_emits_injection_jobs_beside_mode_attempts_with_the_reasons(tmp_pat
     assert plan_campaign(both, seeds) == (plan, why)  # seeded: the same plan every time (resume relies on it)
     ids = [spec.attempt_id for _, spec in plan]
     assert len(ids) == len(set(ids))
-
-
-def test_every_job_kind_survives_the_executors_json():
-    jobs = [
-        InjectionSpec(
-            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
-        ),
-        ComplianceSpec(
-            seed_id="s", step=2, vector="v", attack="important_instructions", injection_task="injection_task_1"
-        ),
-        RefusalSpec(seed_id="s", step=1),
-        AttemptSpec(seed_id="s", step=1, mode="A.1"),
-    ]
-    for job in jobs:
-        back = parse_job(job.model_dump_json())
-        assert type(back) is type(job) and back == job and back.attempt_id == job.attempt_id
-    assert len({j.attempt_id for j in jobs}) == len(jobs)
-    assert [j.mode for j in jobs] == [
-        "injection:important_instructions",
-        "compliance:important_instructions",
-        "refusal:injected",
-        "A.1",
-    ]
