@@ -141,7 +141,7 @@ class DabenchEpisode:
         q = self.question
         return Task(
             benchmark=BENCHMARK,
-            suite=q.level or None,
+            suite=None,  # the dev set has no suites; the difficulty level is metadata (exports keep it in extras)
             task_id=self.cfg.task_id,
             instruction=self.instruction(),
             gold_answer=format_answer(list(q.common_answers)),
