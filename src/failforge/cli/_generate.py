@@ -408,6 +408,28 @@ def _dry_run(config: CampaignConfig) -> None:
     )
 
 
+def _run_warm_demo(config: CampaignConfig, seed_path: Path, label: str) -> CampaignSummary:
+    """An environment demo on the embedded model, its prompt cache warmed first with the seed's first request.
+
+    The agent's long fixed prompt (smolagents' CodeAgent system prompt) is evaluated once here, not inside the
+    first attempt's deadline, where a cold evaluation on a busy machine used the whole deadline."""
+    from failforge.jsonl import read_jsonl
+    from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
+
+    first = next((item[1] for item in read_jsonl(seed_path) if not isinstance(item, Exception)), None)
+    calls = [s.get("model_call") for s in (first or {}).get("steps", []) if s.get("model_call")]
+    if not calls:
+        return _run_generate(config, label)
+    server = LocalModelServer().start()
+    try:
+        seconds = server.warm(calls[0]["request"])
+        out.print(f"warmed the embedded model's prompt cache with the seed's first request in {seconds:.0f}s")
+        config.agent = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
+        return _run_generate(config, label)
+    finally:
+        server.stop()
+
+
 @app.command()
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o")] = Path("failforge-demo"),
@@ -477,7 +499,9 @@ def demo(
             modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2
         )
         config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
-    summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
+        summary = _run_warm_demo(config, Path(seed_path), f"{env_name} demo attempts")
+    else:
+        summary = _run_generate(config, "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
         console.print(
