@@ -21,4 +21,3 @@ RELEASE = json.loads(
 def test_the_task_prompt_is_the_releases_byte_for_byte(row: dict[str, object]) -> None:
     prompt = instruction_for(Question.model_validate(row["question"]))
     assert prompt.encode("utf-8") == str(row["prompt"]).encode("utf-8")
-
