@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import fnmatch
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -234,7 +235,7 @@ class Sandbox(abc.ABC):
     #: True when this backend can keep one long-lived process per sandbox (:meth:`session_start`).
     supports_session: ClassVar[bool] = False
 
-    def session_start(self, argv: list[str], *, rlimits: dict[str, int | None] | None = None) -> None:
+    def session_start(self, argv: list[str], *, rlimits: Mapping[str, int | None] | None = None) -> None:
         """Start the sandbox's one session process (any earlier one is killed first), in the workspace, with the
         commands' environment and ``rlimits`` (default: the commands' limits)."""
         raise NotImplementedError(f"the {self.backend} sandbox cannot keep a session process")

@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,7 @@ class ServedSandbox(Sandbox):
 
     supports_session = True
 
-    def session_start(self, argv: list[str], *, rlimits: dict[str, int | None] | None = None) -> None:
+    def session_start(self, argv: list[str], *, rlimits: Mapping[str, int | None] | None = None) -> None:
         with self._lock:
             reply = self._call(
                 "session_start",
@@ -195,7 +196,7 @@ class ServedSandbox(Sandbox):
                 cwd=WORKSPACE,
                 env=self._env,
                 io_dir="/tmp",
-                rlimits=self.limits.rlimits() if rlimits is None else rlimits,
+                rlimits=self.limits.rlimits() if rlimits is None else dict(rlimits),
             )
         if not reply.get("ok"):
             raise InfrastructureError(f"the sandbox server could not start the session: {reply.get('error')}")
