@@ -102,7 +102,11 @@ def why_nothing_kept(summary: CampaignSummary) -> str:
 
 
 def _run_generate(
-    config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False
+    config: CampaignConfig,
+    progress_label: str = "attempts",
+    force: bool = False,
+    retry_failed: bool = False,
+    warm: dict[str, object] | None = None,
 ) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -128,7 +132,10 @@ def _run_generate(
             " campaign's results"
         )
     try:
-        with open_models(config.agent, config.guide) as resolved, _progress() as progress:
+        models = open_models(config.agent, config.guide, warm=warm)
+        with models as resolved, _progress() as progress:
+            if models.warmed_seconds is not None:
+                out.print(f"warmed the embedded model's prompt cache in {models.warmed_seconds:.0f}s")
             bar = progress.add_task(progress_label, total=None, status="starting")
             arms = [0]
             line = ProgressLine(
@@ -408,26 +415,13 @@ def _dry_run(config: CampaignConfig) -> None:
     )
 
 
-def _run_warm_demo(config: CampaignConfig, seed_path: Path, label: str) -> CampaignSummary:
-    """An environment demo on the embedded model, its prompt cache warmed first with the seed's first request.
-
-    The agent's long fixed prompt (smolagents' CodeAgent system prompt) is evaluated once here, not inside the
-    first attempt's deadline, where a cold evaluation on a busy machine used the whole deadline."""
+def _first_request(seed_path: Path) -> dict[str, object] | None:
+    """The first model request recorded in the first seed of ``seed_path`` (None: there is none)."""
     from failforge.jsonl import read_jsonl
-    from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer, ModelEndpoint
 
     first = next((item[1] for item in read_jsonl(seed_path) if not isinstance(item, Exception)), None)
     calls = [s.get("model_call") for s in (first or {}).get("steps", []) if s.get("model_call")]
-    if not calls:
-        return _run_generate(config, label)
-    server = LocalModelServer().start()
-    try:
-        seconds = server.warm(calls[0]["request"])
-        out.print(f"warmed the embedded model's prompt cache with the seed's first request in {seconds:.0f}s")
-        config.agent = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
-        return _run_generate(config, label)
-    finally:
-        server.stop()
+    return dict(calls[0]["request"]) if calls else None
 
 
 @app.command()
@@ -499,7 +493,9 @@ def demo(
             modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2
         )
         config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
-        summary = _run_warm_demo(config, Path(seed_path), f"{env_name} demo attempts")
+        # the agent's long fixed prompt (smolagents' CodeAgent system prompt) evaluated once before the attempts,
+        # not inside the first attempt's deadline, where a cold evaluation on a busy machine used all of it
+        summary = _run_generate(config, f"{env_name} demo attempts", warm=_first_request(Path(seed_path)))
     else:
         summary = _run_generate(config, "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
