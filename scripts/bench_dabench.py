@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Benchmark DA-Bench on the stateful interpreter: replay vs live recording, and what one code step costs.
 
-For each backend: the scripted analyst's seed of a question recorded (live: the oracle plays the model, every code
-block runs) and replayed (model calls served from the recording, every code block re-run and checked), medians
-over ``--repeat`` runs, and the replay/live ratio. Then the interpreter alone: the cost of one step as the history
-grows (the state is rebuilt from the run's earlier blocks, so step k re-runs k-1 blocks), against a bare
-``python3 -c pass`` in the same sandbox. Milliseconds, medians.
+For each backend and each interpreter mode (``persistent``: one live interpreter process per run, the default;
+``fresh``: each block in a new process that first re-runs the run's earlier blocks): the scripted analyst's seed of
+a question recorded (live: the oracle plays the model, every code block runs) and replayed (model calls served from
+the recording, every code block re-run and checked), medians over ``--repeat`` runs, and the replay/live ratio.
+Then the interpreter alone: the cost of one step as the history grows, against a bare ``python3 -c pass`` in the
+same sandbox. Milliseconds, medians; the last line compares the modes.
 
-    PYTHONPATH=src python3 scripts/bench_dabench.py [--backends local docker] [--task ID] [--repeat 3] [--steps 8]
+    PYTHONPATH=src python3 scripts/bench_dabench.py [--backends local docker] [--modes persistent fresh]
+        [--task ID] [--repeat 3] [--steps 8]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["local", "docker"])
+    parser.add_argument("--modes", nargs="+", default=["persistent", "fresh"], choices=["persistent", "fresh"])
     parser.add_argument(
         "--task", default="dabench-18", help="a question of the data folder (default: the shipped subset)"
     )
@@ -48,8 +51,12 @@ def main() -> int:
     from failforge.seeds import oracle_seed
 
     results: dict[str, dict[str, float | list[float]]] = {}
-    for backend in args.backends:
-        options = {"backend": backend, **({"data_dir": args.data_dir} if args.data_dir else {})}
+    for backend, mode in [(b, m) for b in args.backends for m in args.modes]:
+        options = {
+            "backend": backend,
+            "persistent": mode == "persistent",
+            **({"data_dir": args.data_dir} if args.data_dir else {}),
+        }
         seeds = []
         live = _median_ms(lambda: seeds.append(oracle_seed("dabench", args.task, options)), args.repeat)  # noqa: B023
         seed = seeds[-1]
@@ -69,7 +76,7 @@ def main() -> int:
                 box.call("python_interpreter", json.dumps({"code": code}), f"c{k}")
                 per_step.append(round((time.perf_counter() - started) * 1000, 1))
         tool_steps = sum(1 for s in seed.steps if s.kind == "tool")
-        results[backend] = {
+        results[f"{backend}/{mode}"] = {
             "live_ms": round(live, 1),
             "replay_ms": round(replayed, 1),
             "replay_over_live": round(replayed / live, 3),
@@ -85,6 +92,18 @@ def main() -> int:
             f"interpreter step k (ms): {row['step_ms_by_position']}; "
             f"growth per earlier block {row['step_growth_ms']} ms"
         )
+    for backend in args.backends:
+        a, b = results.get(f"{backend}/persistent"), results.get(f"{backend}/fresh")
+        if a and b:
+            steps_a, steps_b = a["step_ms_by_position"], b["step_ms_by_position"]
+            assert isinstance(steps_a, list) and isinstance(steps_b, list)
+            later_a = statistics.median(steps_a[1:])
+            later_b = statistics.median(steps_b[1:])
+            print(
+                f"{backend}: persistent/fresh live {a['live_ms'] / b['live_ms']:.3f}, "
+                f"replay {a['replay_ms'] / b['replay_ms']:.3f}; first step {steps_a[0]} vs {steps_b[0]} ms, "
+                f"later steps (median) {later_a} vs {later_b} ms ({later_b / max(later_a, 0.1):.0f}x)"
+            )
     print(json.dumps(results))
     return 0
 

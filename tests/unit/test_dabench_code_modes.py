@@ -162,3 +162,16 @@ def test_the_accepted_shape_of_a_saved_smolagents_run() -> None:
         parse_run({"steps": [saved["steps"][0], {"plan": "x"}]}, "planning")
     with pytest.raises(SeedFormatError, match="non-empty list"):
         parse_run({"steps": []}, "empty")
+
+
+def test_the_fixture_seeds_send_plain_string_messages_so_the_embedded_model_can_continue_them(
+    seeds: tuple[Trajectory, Trajectory],
+) -> None:
+    """llama.cpp's server (the embedded model) answers a message given as a list of parts with HTTP 500: a seed whose
+    recorded requests carry parts replays, but its branch cannot be continued live on the embedded model."""
+    for seed in seeds:
+        assert seed.harness is not None and seed.harness.config.get("flatten_messages") is True, seed.id
+        requests = [s.model_call.request for s in seed.steps if s.model_call is not None]
+        assert requests, seed.id
+        for request in requests:
+            assert all(isinstance(m["content"], str) for m in request["messages"]), seed.id

@@ -46,3 +46,22 @@ def test_the_release_smolagents_row_reads_at_its_cursor() -> None:
     assert rows
     row = rows[0]
     assert row.steps[row.gold.step].content.startswith("Thought: the sum is 10 over 5 values.")  # action step_number 2
+
+
+def test_an_exported_row_names_the_benchmark_as_the_release_does_and_keeps_the_difficulty_in_extras(
+    tmp_path: Path,
+) -> None:
+    release = [
+        json.loads(line)
+        for line in (FIXTURES / "attribution" / "whowhen_pro" / "data" / "text.jsonl").read_text().splitlines()
+    ]
+    released = next(r for r in release if r["framework"] == "smolagents")
+    gold, problems = load_jsonl(FIXTURES / "dabench" / "gold.jsonl")
+    assert not problems
+    export_whowhen_pro(gold, tmp_path)
+    row = json.loads((tmp_path / "data" / "text.jsonl").read_text().splitlines()[0])
+    assert row["benchmark"] == released["benchmark"] == "dabench"
+    # the release's id is framework__benchmark__mode__task__...; failforge's adds the harness after the framework
+    assert released["id"].split("__")[1] == "dabench"
+    assert row["id"].split("__")[:4] == ["smolagents", "smolagents.code", "dabench", "R.3"]
+    assert json.loads(row["extras"])["difficulty"] == gold[0].task.metadata["level"] == "easy"

@@ -424,6 +424,7 @@ def to_release_dict(record: LabelledFailure, codes: Literal["release", "failforg
         "failforge_mode": record.gold.mode,
         "agent_framework": agent_framework(record),
         "step_convention": framework,
+        **({"difficulty": record.extra["difficulty"]} if record.extra.get("difficulty") else {}),
         "source": {
             "generator": "failforge",
             "record_id": record.id,

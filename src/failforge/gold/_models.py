@@ -63,12 +63,25 @@ class Models:
 
 
 class open_models:  # noqa: N801 - used as a function: ``with open_models(agent, guide) as resolved``
-    """Resolve the endpoints; start the embedded local model (for the duration) when one is missing."""
+    """Resolve the endpoints; start the embedded local model (for the duration) when one is missing.
 
-    def __init__(self, agent: ModelEndpoint | None, guide: ModelEndpoint | None, *, n_ctx: int = 8192) -> None:
+    ``warm``: a request whose prompt the embedded model evaluates once before anything runs
+    (:meth:`LocalModelServer.warm`; ``warmed_seconds`` says how long it took), so the agent's long fixed prompt is
+    not paid inside the first attempt's deadline. Ignored for a configured endpoint."""
+
+    def __init__(
+        self,
+        agent: ModelEndpoint | None,
+        guide: ModelEndpoint | None,
+        *,
+        n_ctx: int = 8192,
+        warm: dict[str, Any] | None = None,
+    ) -> None:
         self.agent = agent
         self.guide = guide
         self.n_ctx = n_ctx
+        self.warm = warm
+        self.warmed_seconds: float | None = None
         self.server: Any = None
 
     def __enter__(self) -> ResolvedModels:
@@ -77,6 +90,12 @@ class open_models:  # noqa: N801 - used as a function: ``with open_models(agent,
         agent, guide = self.agent, self.guide
         if agent is None:
             self.server = LocalModelServer(n_ctx=self.n_ctx).start()
+            if self.warm is not None:
+                try:
+                    self.warmed_seconds = self.server.warm(self.warm)
+                except BaseException:
+                    self.server.stop()
+                    raise
             agent = ModelEndpoint(base_url=self.server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
         return ResolvedModels(agent=agent, guide=guide or agent)
 

@@ -184,7 +184,7 @@ def match_question(task: str, data_dir: str | None) -> str:
 
 def import_run(run: SavedRun, where: str, *, data_dir: str | None = None, backend: str = "auto") -> ImportVerdict:
     """One saved run to a seed, or the reasons it is not one (see the module docstring for the three conditions)."""
-    from failforge.environments.dabench import env_spec, question, resolve_dir, score
+    from failforge.environments.dabench import DabenchEnvironment, env_spec, question, resolve_dir, score
     from failforge.harnesses import harness_from_spec
     from failforge.llm import OracleResponder
     from failforge.seeds import record
@@ -214,7 +214,12 @@ def import_run(run: SavedRun, where: str, *, data_dir: str | None = None, backen
         return outputs[min(ordinal, len(outputs) - 1)], None
 
     spec = env_spec(task_id, data_dir, backend)
-    harness = harness_from_spec(ComponentSpec(name="smolagents.code", config={"max_steps": max(len(run.actions), 1)}))
+    # DA-Bench's own harness config (plain-string messages, so the embedded model can continue a branch of the
+    # seed), with room for exactly the run's actions.
+    default = DabenchEnvironment().default_harness(spec)
+    harness = harness_from_spec(
+        ComponentSpec(name=default.name, config={**default.config, "max_steps": max(len(run.actions), 1)})
+    )
     seed = record(
         env_spec=spec,
         harness=harness,

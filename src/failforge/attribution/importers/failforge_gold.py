@@ -185,6 +185,7 @@ def from_trajectory(trajectory: Trajectory, path: str = "<memory>", line: int | 
             "behaviour": label.behaviour,
             "changed": label.changed,
             "harness": trajectory.harness.name,
+            **({"difficulty": str(task.metadata["level"])} if task.metadata.get("level") else {}),
         },
         components=component_label(trajectory),
     )

@@ -84,6 +84,10 @@ class DabenchConfig(BaseModel):
     python_hash_seed: str = "0"
     imports: list[str] = Field(default_factory=authorized_imports)
     interpreter: str = INTERPRETER_VERSION
+    persistent: bool = Field(
+        default=True,
+        description="one live interpreter process per run (False: each block in a fresh process; same observations)",
+    )
 
 
 class DabenchEpisode:
@@ -109,7 +113,13 @@ class DabenchEpisode:
         except BaseException:
             self.close()
             raise
-        self.interpreter = Interpreter(self.sandbox, imports=list(cfg.imports), step_timeout=cfg.limits.command_timeout)
+        self.interpreter = Interpreter(
+            self.sandbox,
+            imports=list(cfg.imports),
+            step_timeout=cfg.limits.command_timeout,
+            cpu_seconds=cfg.limits.cpu_seconds,
+        )
+        self.interpreter.persistent = cfg.persistent and self.sandbox.supports_session
 
     def __enter__(self) -> DabenchEpisode:
         return self
@@ -118,6 +128,8 @@ class DabenchEpisode:
         self.close()
 
     def close(self) -> None:
+        """The run's interpreter process ends with the run: handing the sandbox back resets it (every process but
+        its server killed) or closes it."""
         if not self._released:
             self._released = True
             release_sandbox(self.sandbox)
@@ -129,7 +141,7 @@ class DabenchEpisode:
         q = self.question
         return Task(
             benchmark=BENCHMARK,
-            suite=q.level or None,
+            suite=None,  # the dev set has no suites; the difficulty level is metadata (exports keep it in extras)
             task_id=self.cfg.task_id,
             instruction=self.instruction(),
             gold_answer=format_answer(list(q.common_answers)),
@@ -201,10 +213,18 @@ class DabenchOptions(BaseModel):
     backend: str = Field(
         default="auto", description="sandbox backend: docker, local or auto (docker when its data image is here)"
     )
+    persistent: bool = Field(
+        default=True,
+        description="one live interpreter process per run; False runs each code block in a fresh process (slower)",
+    )
 
 
 def env_spec(
-    task_id: str, data_dir: str | None = None, backend: Literal["auto", "docker", "local"] | str = "auto"
+    task_id: str,
+    data_dir: str | None = None,
+    backend: Literal["auto", "docker", "local"] | str = "auto",
+    *,
+    persistent: bool = True,
 ) -> ComponentSpec:
     import os
 
@@ -222,6 +242,7 @@ def env_spec(
         table_sha256=sha256_hex(table.read_bytes()),
         backend=concrete,
         image=DATA_IMAGE if concrete == "docker" else None,
+        persistent=persistent,
     )
     return ComponentSpec(name=BENCHMARK, version=INTERPRETER_VERSION, config=cfg.model_dump(mode="json"))
 
@@ -263,7 +284,7 @@ class DabenchEnvironment(Environment):
 
     def spec(self, task_id: str, options: BaseModel) -> ComponentSpec:
         opts = DabenchOptions.model_validate(options.model_dump())
-        return env_spec(task_id, opts.data_dir, opts.backend)
+        return env_spec(task_id, opts.data_dir, opts.backend, persistent=opts.persistent)
 
     def open(self, spec: ComponentSpec) -> DabenchEpisode:
         return open_episode(spec)

@@ -1,10 +1,14 @@
 """The stateful Python interpreter behind the tool boundary: one per run, on either sandbox backend.
 
 One tool, ``python_interpreter`` (argument ``code``), runs a code block in the run's interpreter. Its variables
-carry across steps: the sandbox runs :mod:`._program`, which rebuilds the namespace by running the run's earlier
-blocks again (output discarded) and then runs the new one, so the state after step *t* is a pure function of the
-blocks up to *t* (the same at record, replay and branch). A block that stopped the interpreter itself (a timeout,
-a kill) is left out of that history: the agent sees the error and the state it had before.
+carry across steps in one live process per run: the sandbox's session (:meth:`Sandbox.session_start`) runs
+:mod:`._program`'s ``serve``, which keeps the namespace between blocks; it is killed when the run ends (the sandbox
+is reset or closed). The state after step *t* is a function of the blocks up to *t* (the same at record, replay
+and branch: every replayed observation and namespace fingerprint is still checked). A block that stopped the
+interpreter itself (a timeout, a kill) is left out of the run's history: the next block starts a new process,
+which first runs that history again (output discarded), so the agent sees the error and the state it had before.
+A sandbox without sessions runs each block in a fresh process that rebuilds the state from the history the same
+way (:meth:`Interpreter.run_once`); the observations are the same.
 
 The observation is JSON (``logs``: printed text, ``output``: ``str`` of the last value, ``is_final_answer``) and
 the step's ``error`` as smolagents words it (``Code execution failed at line '...' due to: ...``, the import
@@ -29,7 +33,7 @@ from failforge.runlog import RunLog
 
 TOOL_NAME = "python_interpreter"
 #: Bump when the program's semantics or the fingerprint change; recorded in every seed's spec.
-INTERPRETER_VERSION = "dabench-interpreter/1"
+INTERPRETER_VERSION = "dabench-interpreter/2"
 #: Bytes of namespace values hashed per step; past it a value is recorded as its type and size.
 FINGERPRINT_BUDGET = 64 * 1024 * 1024
 RESULT_MARKER = "\n@@failforge-interpreter-result@@\n"
@@ -82,26 +86,72 @@ def authorized_imports(extra: list[str] | tuple[str, ...] = DATA_IMPORTS) -> lis
 class Interpreter:
     """The interpreter state of one run: its code history and the namespace fingerprint of the last step."""
 
-    def __init__(self, sandbox: Sandbox, *, imports: list[str], step_timeout: float) -> None:
+    def __init__(
+        self, sandbox: Sandbox, *, imports: list[str], step_timeout: float, cpu_seconds: int | None = None
+    ) -> None:
         self.sandbox = sandbox
         self.imports = imports
         self.step_timeout = step_timeout
+        self.cpu_seconds = cpu_seconds
         self.history: list[str] = []
         self.namespace: dict[str, str] = {}
+        #: Whether the sandbox's session process holds this run's namespace (so a block needs no history).
+        self._live = False
+        #: False: every block in a fresh process (the sandbox has no sessions, or the caller asked for it).
+        self.persistent = sandbox.supports_session
 
     def run(self, code: str) -> ToolResult:
+        """One block in the run's live interpreter process (started, and given the history, when there is none)."""
+        if not self.persistent:
+            return self.run_once(code)
+        for attempt in range(2):
+            fresh = not self._live
+            if fresh:
+                limits = {**self.sandbox.limits.rlimits(), "RLIMIT_CPU": self.sandbox.limits.lifetime_seconds}
+                self.sandbox.session_start(["python3", "-s", "-c", program_source() + "\nserve()\n"], rlimits=limits)
+                self._live = True
+            request = {
+                "history": self.history if fresh else [],
+                "code": code,
+                "imports": self.imports,
+                "budget": FINGERPRINT_BUDGET,
+                "cpu_seconds": self.cpu_seconds,
+            }
+            reply = self.sandbox.session_send(json.dumps(request), timeout=self.step_timeout)
+            if reply.ended:
+                self._live = False
+                if reply.idle and not fresh and attempt == 0:
+                    continue  # it ended between two blocks: a new process rebuilds the state, the block runs there
+                why = f"timed out after {self.step_timeout:g}s" if reply.timed_out else f"exit code {reply.exit_code}"
+                return self._stopped(why, reply.stderr)
+            return self._result(code, json.loads(reply.line))
+        raise AssertionError("unreachable: the second attempt returns")  # pragma: no cover
+
+    def run_once(self, code: str) -> ToolResult:
+        """One block in a fresh process that first runs the history again (output discarded)."""
         request = {"history": self.history, "code": code, "imports": self.imports, "budget": FINGERPRINT_BUDGET}
         source = program_source() + f"\nmain({json.dumps(request)!r})\n"
         result = self.sandbox.exec(["python3", "-s", "-"], timeout=self.step_timeout, stdin=source)
         if RESULT_MARKER not in result.stdout:
             why = f"timed out after {self.step_timeout:g}s" if result.timed_out else f"exit code {result.exit_code}"
-            last = [line for line in result.stderr.strip().splitlines() if line.strip()][-1:]
-            detail = f": {last[0]}" if last else ""
-            return ToolResult(
-                content=json.dumps({"is_final_answer": False, "logs": "", "output": "None"}, sort_keys=True),
-                error=f"Code execution failed: the interpreter stopped ({why}){detail}",
-            )
-        raw = json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1])
+            return self._stopped(why, result.stderr)
+        return self._result(code, json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1]))
+
+    def stop(self) -> None:
+        """End the run's interpreter process (the sandbox's reset or close would too)."""
+        if self._live:
+            self._live = False
+            self.sandbox.session_stop()
+
+    def _stopped(self, why: str, stderr: str) -> ToolResult:
+        last = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
+        detail = f": {last[0]}" if last else ""
+        return ToolResult(
+            content=json.dumps({"is_final_answer": False, "logs": "", "output": "None"}, sort_keys=True),
+            error=f"Code execution failed: the interpreter stopped ({why}){detail}",
+        )
+
+    def _result(self, code: str, raw: dict[str, Any]) -> ToolResult:
         self.history.append(code)
         self.namespace = dict(raw["namespace"])
         body = {"is_final_answer": bool(raw["is_final_answer"]), "logs": raw["logs"], "output": raw["output"]}

@@ -260,21 +260,68 @@ def namespace_fingerprint(ns, budget):
     return parts
 
 
-def main(request_text):
-    request = json.loads(request_text)
-    _preload()
-    _freeze_clock()
+def fresh_namespace():
+    return {"__name__": "__main__", "__builtins__": builtins, "final_answer": final_answer}
+
+
+def step(request, ns):
+    """Run the request's ``history`` (output discarded), then its ``code``, in ``ns``: the result as JSON-able."""
     allowed = list(request["imports"])
-    ns = {"__name__": "__main__", "__builtins__": builtins, "final_answer": final_answer}
     for old in request["history"]:
         run_block(old, ns, allowed)
     logs, output, error, final = run_block(request["code"], ns, allowed)
-    result = {
+    return {
         "logs": logs,
         "output": output,
         "error": error,
         "is_final_answer": final,
         "namespace": namespace_fingerprint(ns, int(request["budget"])),
     }
+
+
+def main(request_text):
+    """One step in a fresh process (the sandbox's exec): the state rebuilt from the history, then the new block."""
+    request = json.loads(request_text)
+    _preload()
+    _freeze_clock()
+    result = step(request, fresh_namespace())
     sys.stdout.write(RESULT_MARKER + json.dumps(result, sort_keys=True))
     sys.stdout.flush()
+
+
+def _limit_cpu(seconds):
+    """The CPU limit per step: this process's CPU time so far plus ``seconds`` (a step over it is killed)."""
+    import resource
+
+    if not seconds:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = int(usage.ru_utime + usage.ru_stime) + int(seconds)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def serve():
+    """One process for the whole run (the sandbox's session): one request line in, one result line out, the
+    namespace kept between them. The first request of a process carries the history it must rebuild (none for a
+    new run); later ones only their block. Requests come on the original stdin and results leave on the original
+    stdout, both kept on descriptors of their own: the agent's code sees an empty stdin and writes to stderr, so
+    nothing it does can read a request or end up inside a result."""
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    results = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, 0)
+    os.close(empty)
+    os.dup2(2, 1)
+    _preload()
+    _freeze_clock()
+    ns = fresh_namespace()
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        _limit_cpu(request.get("cpu_seconds"))
+        results.write(json.dumps(step(request, ns), sort_keys=True) + "\n")
+        results.flush()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import abc
 import fnmatch
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -147,6 +148,20 @@ def _entry_part(entry: WorkspaceEntry) -> tuple[str, str]:
     return f"{label}:{entry.path}", value
 
 
+class SessionReply(BaseModel):
+    """What one :meth:`Sandbox.session_send` brought back: the reply line, or why the session ended."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    line: str
+    ended: bool = Field(default=False, description="the session is gone (it exited, or was killed on timeout)")
+    timed_out: bool = False
+    stderr: str = Field(default="", description="the session's stderr when it ended")
+    exit_code: int | None = Field(default=None, description="how the session ended (128+N: killed by signal N)")
+    idle: bool = Field(default=False, description="the session had ended before this send: the line was not delivered")
+    seconds: float = Field(default=0.0, description="wall time; informative only, never fingerprinted")
+
+
 def compose_fingerprint(listing: WorkspaceListing, last: ExecResult | None) -> Fingerprint:
     """The sandbox fingerprint: sorted (path, size, sha256) of the workspace + the last command's result.
 
@@ -214,6 +229,24 @@ class Sandbox(abc.ABC):
     def fingerprint(self) -> Fingerprint:
         """Sorted (path, size, sha256) of the workspace + the last command's exit code / stdout / stderr."""
         return compose_fingerprint(self.listing(), self.last_exec)
+
+    # -- a session: one long-lived process spoken to in lines (a stateful interpreter keeps its variables there) --
+
+    #: True when this backend can keep one long-lived process per sandbox (:meth:`session_start`).
+    supports_session: ClassVar[bool] = False
+
+    def session_start(self, argv: list[str], *, rlimits: Mapping[str, int | None] | None = None) -> None:
+        """Start the sandbox's one session process (any earlier one is killed first), in the workspace, with the
+        commands' environment and ``rlimits`` (default: the commands' limits)."""
+        raise NotImplementedError(f"the {self.backend} sandbox cannot keep a session process")
+
+    def session_send(self, line: str, timeout: float | None = None) -> SessionReply:
+        """Send one request line to the session and wait for its one reply line (at most ``timeout`` seconds)."""
+        raise NotImplementedError(f"the {self.backend} sandbox cannot keep a session process")
+
+    def session_stop(self) -> None:
+        """Kill the session process, if one runs."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -232,14 +232,15 @@ def _alive(pid: int) -> bool:
     return any(_task_state(f"/proc/{pid}/task/{tid}/stat") not in (None, *_DEAD_STATES) for tid in tids)
 
 
-def _others() -> list[int]:
-    """Every process of the sandbox but this server, alive or not yet reaped."""
+def _others(spare: tuple[int, ...] = ()) -> list[int]:
+    """Every process of the sandbox but this server (and ``spare``), alive or not yet reaped."""
     me = os.getpid()
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in (me, *spare)]
 
 
-def _kill_strays() -> list[int]:
-    """Kill every process in the sandbox but this server, whatever its state, and reap them; what is left.
+def _kill_strays(spare: tuple[int, ...] = ()) -> list[int]:
+    """Kill every process in the sandbox but this server (and ``spare``), whatever its state, and reap them; what is
+    left.
 
     A command may escape its process group (``setsid``, double fork); left alive it would outlive the
     command and could change the workspace behind the sandbox's back, between two tool calls or into
@@ -252,7 +253,7 @@ def _kill_strays() -> list[int]:
     deadline = time.monotonic() + KILL_PATIENCE
     while True:
         _reap_zombies()
-        others = _others()
+        others = _others(spare)
         if not others:
             return []
         refused = 0
@@ -267,7 +268,7 @@ def _kill_strays() -> list[int]:
                 pass
         if time.monotonic() > deadline or (refused and refused == sum(1 for pid in others if _alive(pid))):
             _reap_zombies()
-            return _others()
+            return _others(spare)
         time.sleep(0.005)
 
 
@@ -369,8 +370,8 @@ def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
                 pass
             code = proc.wait()
         # Every process the command started ends with it: state carries over between commands only
-        # through files.
-        _kill_strays()
+        # through files (and the one session process, which is not the command's).
+        _kill_strays(_session_pids())
         seconds = time.monotonic() - started
         out_b64, out_size = _read_back(fds[1], cap)
         err_b64, err_size = _read_back(fds[2], cap)
@@ -386,6 +387,154 @@ def _op_exec(req: dict, watch_fd: int | None = None) -> dict:
         "timed_out": timed_out,
         "seconds": seconds,
     }
+
+
+# -- the session: one long-lived process per sandbox, spoken to in lines --------------------------------------------
+#
+# A stateful interpreter keeps its variables in one live process for the whole run instead of starting a fresh one
+# (and importing its libraries again) for every step. The session is that process: started by ``session_start``
+# with the same cwd, environment and limits as a command, sent one request line at a time by ``session_send``, which
+# waits for one reply line on the process's stdout, and stopped by ``session_stop``, a reset, the server's end, or a
+# timeout (then killed, as a command is). Processes the session starts are killed after each send, as a command's
+# are after it ends; the session itself is spared. Its stderr is a memory file, like a command's.
+
+#: The live session: {"proc": Popen, "stderr": memfd}; at most one per sandbox.
+_SESSION: dict = {}
+
+
+def _session_pids() -> tuple[int, ...]:
+    proc = _SESSION.get("proc")
+    return (proc.pid,) if proc is not None and proc.poll() is None else ()
+
+
+def _session_end() -> int | None:
+    """Kill the session's process group, reap it, close its pipes; its exit code as a shell gives it (None: none)."""
+    proc = _SESSION.pop("proc", None)
+    stderr_fd = _SESSION.pop("stderr", None)
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=KILL_PATIENCE)
+        except Exception:  # noqa: BLE001 - reaped by _reap_zombies already, or unkillable: reset refuses it
+            pass
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+    if stderr_fd is not None:
+        os.close(stderr_fd)
+    code = None if proc is None else proc.returncode
+    return None if code is None else (code if code >= 0 else 128 - code)
+
+
+def _op_session_start(req: dict) -> dict:
+    import subprocess
+
+    _session_end()
+    stderr_fd = _io_file("session-stderr", req.get("io_dir"))
+    try:
+        proc = subprocess.Popen(
+            req["argv"],
+            cwd=req["cwd"],
+            env=req["env"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr_fd,
+            start_new_session=True,
+            preexec_fn=_child_setup(req.get("rlimits") or {}),  # noqa: PLW1509 - the server is single-threaded
+        )
+    except BaseException:
+        os.close(stderr_fd)
+        raise
+    _SESSION.update(proc=proc, stderr=stderr_fd)
+    return {"pid": proc.pid}
+
+
+def _op_session_send(req: dict, watch_fd: int | None = None) -> dict:
+    """Write one request line to the session and wait for one reply line, at most ``timeout`` seconds.
+
+    The reply is ``{"line_b64", "ended", "timed_out", "stderr_b64", "exit_code", "idle"}``: ``ended`` when the
+    session is gone (it exited, or was killed on timeout), with what it wrote to stderr during this send; ``idle``
+    when it was gone before this send (the line was not delivered). A later send needs a new ``session_start``.
+    """
+    import select
+
+    proc = _SESSION.get("proc")
+    cap = int(req["output_limit"])
+    if proc is None or proc.poll() is not None:  # it ended between two sends (or never started)
+        code = _session_end()
+        return {"line_b64": "", "ended": True, "timed_out": False, "stderr_b64": "", "exit_code": code, "idle": True}
+    data = base64.b64decode(req.get("data_b64") or "")
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    stderr_fd = _SESSION.get("stderr")
+    if stderr_fd is not None:  # what the session writes to stderr is kept per send (the file offset is shared)
+        os.ftruncate(stderr_fd, 0)
+        os.lseek(stderr_fd, 0, os.SEEK_SET)
+    out_fd, in_fd = proc.stdout.fileno(), proc.stdin.fileno()
+    os.set_blocking(in_fd, False)
+    deadline = time.monotonic() + float(req["timeout"])
+    buffer, timed_out, ended = b"", False, False
+    try:
+        while b"\n" not in buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            readers = [out_fd] + ([watch_fd] if watch_fd is not None else [])
+            ready_r, ready_w, _ = select.select(readers, [in_fd] if data else [], [], min(remaining, 1.0))
+            if in_fd in ready_w and data:
+                try:
+                    data = data[os.write(in_fd, data[: 1 << 16]) :]
+                except BrokenPipeError:
+                    data, ended = b"", True
+            if watch_fd is not None and watch_fd in ready_r:
+                chunk = os.read(watch_fd, 1 << 20)
+                if not chunk:
+                    raise FailforgeGone()
+                _PENDING.append(chunk)
+                watch_fd = None
+            if out_fd in ready_r:
+                chunk = os.read(out_fd, 1 << 20)
+                if not chunk:
+                    ended = True
+                    break
+                buffer += chunk
+                if len(buffer) > 4 * cap:
+                    ended = True  # a reply past any reasonable size: the session is not speaking its protocol
+                    break
+    except FailforgeGone:
+        _session_end()
+        _kill_strays()
+        raise
+    line = buffer.split(b"\n", 1)[0] if b"\n" in buffer else b""
+    stderr_tail, code = "", None
+    if timed_out or ended or not line:
+        if stderr_fd is not None:
+            stderr_tail, _ = _read_back(stderr_fd, cap)
+        code = _session_end()
+        ended = True
+    # Processes the session started end with the step, as a command's do with the command.
+    _kill_strays(_session_pids())
+    return {
+        "line_b64": base64.b64encode(line).decode("ascii"),
+        "ended": ended,
+        "timed_out": timed_out,
+        "stderr_b64": stderr_tail,
+        "exit_code": code,
+        "idle": False,
+    }
+
+
+def _op_session_stop(req: dict) -> dict:
+    _session_end()
+    _kill_strays()
+    return {}
 
 
 def _link_refusal(rel: str) -> PermissionError:
@@ -503,6 +652,7 @@ def _op_reset(req: dict) -> dict:
     mounts so failforge can replace each with a new, empty file system; the server goes back to the
     workspace, where a fresh server starts, before its next operation.
     """
+    _session_end()
     left = _kill_strays()
     leftovers = {"processes": len(left), **_leftovers()}
     _RETURN_TO[:] = [os.getcwd()]
@@ -510,7 +660,15 @@ def _op_reset(req: dict) -> dict:
     return {"leftovers": leftovers}
 
 
-OPS = {"exec": _op_exec, "write": _op_write, "read": _op_read, "list": lambda req: {}, "reset": _op_reset}
+OPS = {
+    "exec": _op_exec,
+    "write": _op_write,
+    "read": _op_read,
+    "list": lambda req: {},
+    "reset": _op_reset,
+    "session_start": _op_session_start,
+    "session_stop": _op_session_stop,
+}
 
 
 def handle(req: dict, watch_fd: int | None = None) -> dict:
@@ -521,6 +679,8 @@ def handle(req: dict, watch_fd: int | None = None) -> dict:
             os.chdir(_RETURN_TO.pop())
         if req["op"] == "exec":
             reply.update(_op_exec(req, watch_fd))
+        elif req["op"] == "session_send":
+            reply.update(_op_session_send(req, watch_fd))
         else:
             reply.update(OPS[req["op"]](req))
     except FailforgeGone:

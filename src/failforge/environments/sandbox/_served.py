@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from failforge.environments.sandbox._base import (
     ExecResult,
     Sandbox,
     SandboxLimits,
+    SessionReply,
     WorkspaceListing,
     compose_fingerprint,
     workspace_os_error,
@@ -180,6 +182,53 @@ class ServedSandbox(Sandbox):
             )
             self._last = result
             return result
+
+    # -- the session ---------------------------------------------------------------------------
+
+    supports_session = True
+
+    def session_start(self, argv: list[str], *, rlimits: Mapping[str, int | None] | None = None) -> None:
+        with self._lock:
+            reply = self._call(
+                "session_start",
+                list=False,
+                argv=list(argv),
+                cwd=WORKSPACE,
+                env=self._env,
+                io_dir="/tmp",
+                rlimits=self.limits.rlimits() if rlimits is None else dict(rlimits),
+            )
+        if not reply.get("ok"):
+            raise InfrastructureError(f"the sandbox server could not start the session: {reply.get('error')}")
+
+    def session_send(self, line: str, timeout: float | None = None) -> SessionReply:
+        limit = float(timeout if timeout is not None else self.limits.command_timeout)
+        with self._lock:
+            started = time.monotonic()
+            reply = self._call(
+                "session_send",
+                wait=limit + ENGINE_GRACE,
+                data_b64=base64.b64encode(line.encode("utf-8")).decode("ascii"),
+                timeout=limit,
+                output_limit=self.limits.output_limit,
+            )
+        if not reply.get("ok"):
+            raise InfrastructureError(f"the sandbox server could not reach the session: {reply.get('error')}")
+        return SessionReply(
+            line=base64.b64decode(reply["line_b64"]).decode("utf-8", errors="replace"),
+            ended=bool(reply["ended"]),
+            timed_out=bool(reply["timed_out"]),
+            stderr=base64.b64decode(reply["stderr_b64"] or "").decode("utf-8", errors="replace"),
+            exit_code=reply.get("exit_code"),
+            idle=bool(reply.get("idle")),
+            seconds=round(time.monotonic() - started, 4),
+        )
+
+    def session_stop(self) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            self._call("session_stop", list=False)
 
     def read_file(self, path: str) -> bytes:
         rel = workspace_relative(path)
