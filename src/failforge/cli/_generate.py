@@ -76,7 +76,7 @@ def _unverifiable_modes(config: CampaignConfig) -> list[str]:
 #: whole demo ends within about five minutes on a loaded 2-core machine; an attempt past its deadline is
 #: failed (and named as such in the summary), never left running.
 ENV_DEMO_SEEDS = 1
-ENV_DEMO_ATTEMPT_SECONDS = 90.0
+ENV_DEMO_ATTEMPT_SECONDS = 240.0
 
 
 def why_nothing_kept(summary: CampaignSummary) -> str:
@@ -460,8 +460,9 @@ def demo(
         output.mkdir(parents=True, exist_ok=True)
         seed_path = output / f"{env_name}_seeds.jsonl"
         if not seed_path.exists():
-            tasks, options = environment(env_name).demo(output)
-            made = [oracle_seed(env_name, task, options) for task in tasks]
+            plugin = environment(env_name)
+            tasks, options = plugin.demo(output)
+            made = [oracle_seed(env_name, task, options, harness_config=plugin.demo_harness()) for task in tasks]
             write_jsonl(seed_path, made)
             out.print(f"recorded {len(made)} {env_name} oracle seeds in {seed_path}")
     # Without a judge, a semantic-mode candidate can only be rejected as unverified (the 135M model is
@@ -480,8 +481,12 @@ def demo(
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
+        cause = (
+            "The 135M local model, continuing the seed's own step, failed the task too, so the step decides nothing"
+            if set(summary.rejected_by) == {"decisiveness"}
+            else "The 135M local model leaks or fails to follow notes often"
+        )
         console.print(
-            f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or"
-            " fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via"
-            " `failforge generate` (docs/OWN_MODEL.md)[/]"
+            f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. {cause}; rerun with --no-fresh"
+            " to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]"
         )

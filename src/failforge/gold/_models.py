@@ -54,18 +54,18 @@ class Models:
 class open_models:  # noqa: N801 - used as a function: ``with open_models(agent, guide) as resolved``
     """Resolve the endpoints; start the embedded local model (for the duration) when one is missing."""
 
-    def __init__(self, agent: ModelEndpoint | None, guide: ModelEndpoint | None, *, n_ctx: int = 8192) -> None:
+    def __init__(self, agent: ModelEndpoint | None, guide: ModelEndpoint | None, *, n_ctx: int | None = None) -> None:
         self.agent = agent
         self.guide = guide
         self.n_ctx = n_ctx
         self.server: Any = None
 
     def __enter__(self) -> ResolvedModels:
-        from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer
+        from failforge.llm import LOCAL_MODEL_NAME, LOCAL_N_CTX, LocalModelServer
 
         agent, guide = self.agent, self.guide
         if agent is None:
-            self.server = LocalModelServer(n_ctx=self.n_ctx).start()
+            self.server = LocalModelServer(n_ctx=self.n_ctx or LOCAL_N_CTX).start()
             agent = ModelEndpoint(base_url=self.server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
         return ResolvedModels(agent=agent, guide=guide or agent)
 
