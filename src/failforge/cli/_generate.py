@@ -102,7 +102,11 @@ def why_nothing_kept(summary: CampaignSummary) -> str:
 
 
 def _run_generate(
-    config: CampaignConfig, progress_label: str = "attempts", force: bool = False, retry_failed: bool = False
+    config: CampaignConfig,
+    progress_label: str = "attempts",
+    force: bool = False,
+    retry_failed: bool = False,
+    deadline_hint: str = "",
 ) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -179,6 +183,8 @@ def _run_generate(
             f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see"
             f" {config.output}/failed.jsonl"
         )
+        if deadline_hint and "AttemptDeadlineExceeded" in summary.failed_by:
+            console.print(f"[yellow]{escape(deadline_hint)}[/]")
         raise typer.Exit(1)
     return summary
 
@@ -478,7 +484,19 @@ def demo(
             modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2
         )
         config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
-    summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts")
+    hint = (
+        ""
+        if not env_name
+        else (
+            f"An attempt (the seed's own step continued live, or a changed one) did not end within the demo's"
+            f" {config.attempt_deadline:.0f} s: every live call carries the environment's real prompt, which the"
+            f" embedded model evaluates slowly on a busy machine. `failforge generate --seeds {seed_path}"
+            f" -o {output}-long --attempt-deadline 900 --max-seeds 1 --steps-per-seed 1 --modes-per-step 2 "
+            + " ".join(f"--mode {code}" for code in STRUCTURAL_MODES)
+            + "` gives it longer."
+        )
+    )
+    summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts", deadline_hint=hint)
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
         cause = (
