@@ -17,8 +17,9 @@ One line per method, ``METHOD ... valid K/N``, then the scores. Valid means the 
 schema; whether it is *right* is the score line (the 135M model is mostly wrong). Runs on the code it is
 imported from, so the same script measures another checkout:
 ``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``. Stops starting rounds when its time
-budget (``--minutes``, 9) is spent, so it ends in under 10 minutes on 2 cores shared with other work; how many
-rounds fit depends on the load. Timings are printed as seconds, for comparison on one machine only.
+budget (``--minutes``, 9) is spent (checked before each item, so the last round may give some methods one item
+fewer), so it ends in about 10 minutes on 2 cores shared with other work; how many rounds fit depends on the
+load. Timings are printed as seconds, for comparison on one machine only.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Tally:
     valid: int = 0
     right: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0, 0])
     seconds: float = 0.0
     asked_as: str = ""
     problems: list[str] = field(default_factory=list)
@@ -85,6 +87,8 @@ class Tally:
         rate = f"{100 * self.valid / self.n:.0f}%" if self.n else "-"
         scores = "  ".join(f"{k} {v}/{self.valid}" for k, v in self.right.items())
         how = f"  asked as: {self.asked_as}" if self.asked_as else ""
+        if self.tokens[0]:
+            how += f"  tokens in/out {self.tokens[0]}/{self.tokens[1]}"
         return (
             f"{self.name:<15} valid {self.valid}/{self.n} ({rate})  calls {self.calls}  {self.seconds:.0f}s{how}"
             + (f"\n{'':<15} among the valid: {scores}" if scores else "")
@@ -127,6 +131,8 @@ def attribution_unit(endpoint: Any, work: Path, method: str, record: Any, budget
     tally.asked_as = (manifest.get("structured_output") or {}).get("mechanism", "free text (no probe)")
     gold = record.gold
     for p in predictions:
+        tally.tokens[0] += p.prompt_tokens or 0
+        tally.tokens[1] += p.completion_tokens or 0
         valid = bool(p.agent and p.step is not None and p.mode)
         right = {
             "agent": normalise_agent(p.agent or "") == normalise_agent(gold.agent or ""),
@@ -229,13 +235,20 @@ def main() -> int:
         }
         try:
             for i in range(max(len(records), len(items))):
-                if time.perf_counter() > budget:
-                    print(f"time budget ({args.minutes:g} min) spent after {i} round(s)", flush=True)
-                    break
                 for name, unit in units.items():
+                    if time.perf_counter() > budget:
+                        break
                     if i < (len(records) if name in METHODS else len(items)):
+                        before = tallies[name].valid
                         unit(i)
-                print(f"round {i + 1} done at {time.perf_counter() - started:.0f}s", flush=True)
+                        print(
+                            f"  round {i + 1} {name}: {'valid' if tallies[name].valid > before else 'INVALID'}"
+                            f" ({time.perf_counter() - started:.0f}s)",
+                            flush=True,
+                        )
+                if time.perf_counter() > budget:
+                    print(f"time budget ({args.minutes:g} min) spent in round {i + 1}", flush=True)
+                    break
         finally:
             upstream.close()
     for tally in tallies.values():
