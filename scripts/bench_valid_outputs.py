@@ -43,7 +43,7 @@ METHODS = ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta", "au
 RECORDS = 10
 MINUTES = 9.0
 #: Short prompts: the shortest logs, cut to this many characters of trajectory (a loaded 2-core machine
-#: evaluates ~20-350 prompt tokens a second, so a full 9,000-character prompt costs minutes).
+#: evaluates as few as 15-45 prompt tokens a second, so a full 9,000-character prompt costs minutes).
 BUDGET_CHARS = 1600
 MAX_STEP_CHARS = 240
 #: The judges' and the guide's modes, one per item in turn.

@@ -553,8 +553,9 @@ class BfclEnvironment(Environment):
 
     def demo(self, output: Path) -> tuple[list[str], dict[str, Any]]:
         """The base tasks with the shortest prompts first: every live call carries the task's tool schemas, and
-        multi_turn_base_3 and _1 have ~3,500 prompt tokens where the first six average ~5,000 (a loaded 2-core
-        machine evaluates 15-350 a second); base_3 has two user turns, so a branch leaves few calls live."""
+        the requests of multi_turn_base_3 and _1 are ~12,700 characters where the first six reach 23,500 (a
+        loaded 2-core machine evaluates as few as 15 prompt tokens a second); base_3 has two user turns, so a
+        branch leaves few calls live."""
         return ["multi_turn_base_3", "multi_turn_base_1", "multi_turn_base_4"], {}
 
     def demo_harness(self) -> dict[str, Any]:

@@ -286,12 +286,12 @@ class Tau2Environment(Environment):
 
     def demo_harness(self) -> dict[str, Any]:
         """Live continuations a demo can afford on the embedded model. Each live call carries tau2's real
-        prompts (telecom: ~7,900 tokens for the agent, policy and tools; ~3,400 for the customer and its device
-        tools), and the two parties alternate, so none reuses the other's evaluated prefix; a loaded 2-core
-        machine evaluates 15-350 prompt tokens a second (measured). The demo's seeds end in their third
-        exchange: four turns leave two live exchanges after the agent's last step, a turn at most three calls
-        (the seeds need three), a reply 128 tokens (the 135M model otherwise rambles to the 512-token cap). A run that reaches the turn limit ends as tau2's
-        ``max_steps`` termination (reward 0), the benchmark's own rule."""
+        prompts (telecom, measured: 6,887 prompt tokens for the agent, its policy and tools; ~700 for the
+        customer), and a machine with a load of 9 on its 2 cores evaluated 15-45 prompt tokens a second (the
+        agent's call took 389 s). The demo's seeds end in their third exchange: four turns leave two live
+        exchanges after the agent's last step, a turn at most three calls (the seeds need three), a reply 128
+        tokens (the 135M model otherwise rambles to the 512-token cap). A run that reaches the turn limit ends
+        as tau2's ``max_steps`` termination (reward 0), the benchmark's own rule."""
         return {
             "max_turns": 4,
             "max_calls_per_turn": 3,
