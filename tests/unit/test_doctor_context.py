@@ -8,7 +8,7 @@ from failforge.llm._doctor import stated_context
 def test_llama_cpp_python_server_reformatted_error() -> None:
     text = (
         'model endpoint http://127.0.0.1:5/v1/chat/completions refused the request with HTTP 400: {"error":'
-        " {\"message\": \"This model's maximum context length is 8192 tokens. However, you requested 15030 tokens"
+        ' {"message": "This model\'s maximum context length is 8192 tokens. However, you requested 15030 tokens'
         ' (15026 in the messages, 4 in the completion)."}}'
     )
     assert stated_context(text) == 8192

@@ -101,6 +101,14 @@ def why_nothing_kept(summary: CampaignSummary) -> str:
     return "; ".join(parts) or "no attempt finished"
 
 
+def nothing_kept_cause(summary: CampaignSummary) -> str:
+    """The demo's one-sentence why, for a run that kept nothing: when every rejection is the decisiveness check's,
+    the embedded model failed the task from the seed's own step too; otherwise its notes went unfollowed."""
+    if summary.rejected and set(summary.rejected_by) == {"decisiveness"}:
+        return "The 135M local model, continuing the seed's own step, failed the task too, so the step decides nothing"
+    return "The 135M local model leaks or fails to follow notes often"
+
+
 def _run_generate(
     config: CampaignConfig,
     progress_label: str = "attempts",
@@ -499,11 +507,7 @@ def demo(
     summary = _run_generate(config, f"{env_name} demo attempts" if env_name else "demo attempts", deadline_hint=hint)
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
-        cause = (
-            "The 135M local model, continuing the seed's own step, failed the task too, so the step decides nothing"
-            if set(summary.rejected_by) == {"decisiveness"}
-            else "The 135M local model leaks or fails to follow notes often"
-        )
+        cause = nothing_kept_cause(summary)
         console.print(
             f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. {cause}; rerun with --no-fresh"
             " to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]"
