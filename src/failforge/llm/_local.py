@@ -30,12 +30,14 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The context the embedded server runs with (``--n_ctx``): SmolLM2-135M's own training context, so a long seed's
 #: prompt (a tau2 telecom agent's is ~7,900 tokens) fits whole.
 LOCAL_N_CTX = 8192
-#: Bytes of evaluated prompt states the embedded server keeps (llama-cpp-python's RAM cache; each state also
-#: holds a ~100 MB copy of the logits buffer, not counted here). Without it the server reuses only the prefix of
-#: the prompt it evaluated last, so two parties that alternate (tau2's agent and customer, a team's members)
-#: re-evaluate their whole prompt on every call: a tau2 telecom agent's ~6,900 tokens took 390 s on a loaded
-#: 2-core machine. With it each party's prompt is evaluated once and later calls pay only their new tokens.
-LOCAL_PROMPT_CACHE_BYTES = 512 << 20
+#: Bytes of evaluated prompt states the embedded server keeps (llama-cpp-python's RAM cache, least recently used
+#: out first). Without it the server reuses only the prefix of the prompt it evaluated last, so two parties that
+#: alternate (tau2's agent and customer, a team's members, a guide and its agent) re-evaluate their whole prompt on
+#: every call: a tau2 telecom agent's 6,887 tokens took 389 s on a loaded 2-core machine. With it a 1,050-token
+#: prompt asked again (plus a line) after another party's took 9.4 s instead of 30.5 s. Each entry also holds a
+#: 101 MB copy of the logits buffer that the bound does not count, and saving one costs 0.1-0.8 s: 192 MB keeps a
+#: tau2 agent's state (~140 MB) beside its customer's, and at most ~9 entries (~1.1 GB) of 1,000-token prompts.
+LOCAL_PROMPT_CACHE_BYTES = 192 << 20
 
 
 def local_model_path() -> Path:
