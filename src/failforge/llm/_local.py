@@ -97,9 +97,8 @@ class LocalModelServer:
     def log_path(self) -> str:
         return self._log.name
 
-    def start(self) -> LocalModelServer:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ConfigError("llama-cpp-python is not installed: run scripts/install.sh")
+    def command(self) -> list[str]:
+        """The server's command line: the model, its context, threads and prompt cache, loopback only."""
         cmd = [
             sys.executable,
             "-m",
@@ -123,6 +122,12 @@ class LocalModelServer:
         ]
         if self.prompt_cache_bytes > 0:
             cmd += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(self.prompt_cache_bytes)]
+        return cmd
+
+    def start(self) -> LocalModelServer:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError("llama-cpp-python is not installed: run scripts/install.sh")
+        cmd = self.command()
         # The server runs under a watchdog that stops it (and deletes its log) when this process goes
         # away for any reason, SIGKILL included: see _watchdog.py. Its own process group lets stop()
         # signal both at once.
