@@ -291,8 +291,8 @@ class Tau2Environment(Environment):
         agent's call took 389 s). The demo's seeds end in their third exchange: four turns leave two live
         exchanges after the agent's last step, a turn at most three calls (the seeds need three), a reply 128
         tokens (the 135M model otherwise rambles to the 512-token cap). A run that reaches the turn limit ends
-        as tau2's ``max_steps`` termination (reward 0), the benchmark's own rule; the 135M customer never writes
-        ``###STOP###``, so with the default 30 turns its runs end the same way, only many minutes later."""
+        as tau2's ``max_steps`` termination (reward 0), the benchmark's own rule; the 135M customer wrote no
+        ``###STOP###`` in the runs measured, so with the default 30 turns they would end the same way, minutes later."""
         return {
             "max_turns": 4,
             "max_calls_per_turn": 3,
