@@ -51,11 +51,6 @@ _LINE = re.compile(rf"^[ \t*\-]*({'|'.join(_KEYS)})[ \t*]*:[ \t]*(.*)$", re.IGNO
 _SCORE = re.compile(r"^\s*(\d+)(?:\s*/\s*5)?\b")
 #: Fields whose invalidity earns the retry (the decision map counts when no line of it is valid).
 CHECKED = ("agent", "step", "mode", "outcome", "control", "trajectory", "error_source", "impact", "decisions")
-#: Tokens a schema-constrained answer may need (the schema bounds every string): one decision (step, state, a
-#: 60-character quote, a confidence, the keys) and the rest (O/C/T, source, impact, agent, step, mode, a
-#: 200-character reason). A grammar-constrained reply cut at a smaller ``max_tokens`` is incomplete JSON and no field
-#: reads (the embedded model: 3 of 8 audits failed so at 256 tokens, scripts/bench_valid_outputs.py).
-STRUCTURED_TOKENS_PER_DECISION, STRUCTURED_TOKENS_REST = 45, 160
 
 
 @cache
@@ -240,19 +235,8 @@ class Auditor:
         assert ctx.judge is not None
         record, config, judge = ctx.record, ctx.prompt, ctx.judge
         messages = audit_prompt(record, config)
-        audited = decision_steps(record)
-        schema = auditor_answer(record, config, audited, STATES, SOURCES, IMPACTS)
-        # free text keeps the run's budget (and its recordings' requests); a judge without a mechanism asks in free text
-        budget: dict[str, int] = (
-            {}
-            if getattr(judge, "structured", "none") == "none"
-            else {
-                "max_tokens": max(
-                    judge.max_tokens, STRUCTURED_TOKENS_PER_DECISION * len(audited) + STRUCTURED_TOKENS_REST
-                )
-            }
-        )
-        reply = judge.ask(messages, schema=schema, **budget)
+        schema = auditor_answer(record, config, decision_steps(record), STATES, SOURCES, IMPACTS)
+        reply = judge.ask(messages, schema=schema)
         valid, invalid, dropped = validate(record, reply, config)
         problems: list[str] = []
         if invalid:
@@ -261,7 +245,7 @@ class Auditor:
                 {"role": "assistant", "content": reply},
                 {"role": "user", "content": retry_prompt(record, invalid, config)},
             ]
-            reply = judge.ask(again, schema=schema, **budget)
+            reply = judge.ask(again, schema=schema)
             second, still, dropped_again = validate(record, reply, config)
             if "decisions" in second:
                 dropped = dropped_again

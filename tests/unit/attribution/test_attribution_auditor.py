@@ -196,32 +196,3 @@ def test_attach_puts_each_prediction_s_audit_on_its_record() -> None:
     assert (
         LabelledFailure.model_validate_json(audited[0].model_dump_json()).audit == audited[0].audit
     )  # round-trips through JSONL
-
-
-class _StructuredJudge(_Judge):
-    """A judge whose endpoint constrains answers (a mechanism was probed): keeps the budget of each ask."""
-
-    structured = "json_object"
-    max_tokens = 64
-
-    def __init__(self, *replies: str) -> None:
-        super().__init__(*replies)
-        self.budgets: list[int | None] = []
-
-    def ask(self, messages: list[dict[str, Any]], *, max_tokens: int | None = None, schema: Any = None) -> str:
-        self.budgets.append(max_tokens)
-        return super().ask(messages, max_tokens=max_tokens, schema=schema)
-
-
-def test_a_structured_audit_is_asked_with_the_tokens_its_schema_admits() -> None:
-    from failforge.attribution._auditor import (
-        STRUCTURED_TOKENS_PER_DECISION,
-        STRUCTURED_TOKENS_REST,
-        decision_steps,
-    )
-
-    bad = GOOD.replace("Agent: **searcher**", "Agent: Nobody")
-    judge = _StructuredJudge(bad, bad)
-    _predict(judge)
-    wanted = STRUCTURED_TOKENS_PER_DECISION * len(decision_steps(_record())) + STRUCTURED_TOKENS_REST
-    assert wanted > judge.max_tokens and judge.budgets == [wanted, wanted]  # the retry too
