@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """How many of the embedded model's answers failforge can use, per method that parses one.
 
-No arguments; starts the embedded llama.cpp server (SmolLM2-135M) itself and runs, on a few records:
+No arguments; starts the embedded llama.cpp server (SmolLM2-135M) itself and runs, round by round (one item per
+method per round, so every method gets the same number of items whenever the time budget ends the run):
 
 - the attribution methods (all-at-once, step-by-step, binary-search, hybrid, rcta, auditor) on the shortest
   Who&When Algorithm-Generated logs of the test fixtures (cut to short prompts): a record is *valid* when its
   prediction has an agent, a step and a mode (each read from the judge's reply, never guessed), and the scores
   of the valid ones are agent / step / mode accuracy against the gold;
-- the conformance judge and the decision judge on the bundled AgentDojo team seed: valid when the
-  answer names yes/no (a state of the six);
-- the guide on the same seed: valid when the reply reads as a note or as NOT FEASIBLE (its "kept" count says
+- the conformance judge and the decision judge on the agent steps of the bundled AgentDojo team seeds: valid
+  when the answer names yes/no (a state of the six);
+- the guide on the same steps: valid when the reply reads as a note or as NOT FEASIBLE (its "kept" count says
   how many notes passed the note checks).
 
-One line per method, ``METHOD ... valid K/N``, then the scores. Runs on the code it is imported from, so the
-same script measures another checkout: ``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``.
-Under 10 minutes on 2 cores shared with other work. Timings are printed as seconds, for comparison on one machine only.
+One line per method, ``METHOD ... valid K/N``, then the scores. Valid means the answer parses under its
+schema; whether it is *right* is the score line (the 135M model is mostly wrong). Runs on the code it is
+imported from, so the same script measures another checkout:
+``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``. Stops starting rounds when its time
+budget (``--minutes``, 9) is spent (checked before each item, so the last round may give some methods one item
+fewer), so it ends in about 10 minutes on 2 cores shared with other work; how many rounds fit depends on the
+load. Timings are printed as seconds, for comparison on one machine only.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +39,61 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "attribution" / "who_and_when" / "Algorithm-Generated"
 TEAM_SEEDS = ROOT / "src" / "failforge" / "data" / "seeds" / "agentdojo_multiagent_demo.jsonl"
 METHODS = ("all-at-once", "step-by-step", "binary-search", "hybrid", "rcta", "auditor")
-RECORDS = 2
+#: Items per method at most (rounds); the time budget usually ends the run first on a loaded machine.
+RECORDS = 10
+MINUTES = 9.0
 #: Short prompts: the shortest logs, cut to this many characters of trajectory (a loaded 2-core machine
-#: evaluates ~30-500 prompt tokens a second, so a full 9,000-character prompt costs up to two minutes).
-BUDGET_CHARS = 2400
-JUDGE_CALLS = 4
+#: evaluates as few as 15-45 prompt tokens a second, so a full 9,000-character prompt costs minutes).
+BUDGET_CHARS = 1600
+MAX_STEP_CHARS = 240
+#: The judges' and the guide's modes, one per item in turn.
+JUDGE_MODES = ("R.1", "R.4", "V.2", "PL.1", "C.2", "R.2")
+GUIDE_MODES = ("A.2", "R.1", "PL.1", "A.5", "V.2", "R.4")
 
 
 def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--records", type=int, default=RECORDS, help="Who&When logs per attribution method (the shortest)"
-    )
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=RECORDS, help="items per method at most (rounds)")
+    parser.add_argument("--minutes", type=float, default=MINUTES, help="start no round after this many minutes")
+    parser.add_argument("--budget-chars", type=int, default=BUDGET_CHARS, help="trajectory characters per prompt")
     return parser
+
+
+@dataclass
+class Tally:
+    """One method's items: how many, how many valid, what the valid ones got right, and the invalid ones' problems."""
+
+    name: str
+    n: int = 0
+    valid: int = 0
+    right: dict[str, int] = field(default_factory=dict)
+    calls: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0, 0])
+    seconds: float = 0.0
+    asked_as: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, valid: bool, right: dict[str, bool], calls: int, seconds: float, problem: str = "") -> None:
+        self.n += 1
+        self.valid += valid
+        self.calls += calls
+        self.seconds += seconds
+        for key, ok in right.items():
+            self.right[key] = self.right.get(key, 0) + int(valid and ok)
+        if not valid:
+            self.problems.append(problem or "no field")
+
+    def line(self) -> str:
+        rate = f"{100 * self.valid / self.n:.0f}%" if self.n else "-"
+        scores = "  ".join(f"{k} {v}/{self.valid}" for k, v in self.right.items())
+        how = f"  asked as: {self.asked_as}" if self.asked_as else ""
+        if self.tokens[0]:
+            how += f"  tokens in/out {self.tokens[0]}/{self.tokens[1]}"
+        return (
+            f"{self.name:<15} valid {self.valid}/{self.n} ({rate})  calls {self.calls}  {self.seconds:.0f}s{how}"
+            + (f"\n{'':<15} among the valid: {scores}" if scores else "")
+            + "".join(f"\n{'':<15} invalid: {p[:160]}" for p in self.problems)
+        )
 
 
 def shortest_records(n: int) -> list[Any]:
@@ -55,133 +104,103 @@ def shortest_records(n: int) -> list[Any]:
     return sorted(records, key=lambda r: (len(r.candidate_steps()), r.id))[:n]
 
 
-def attribution(endpoint: Any, work: Path, n: int = RECORDS) -> None:
+def attribution_unit(endpoint: Any, work: Path, method: str, record: Any, budget_chars: int, tally: Tally) -> None:
     from failforge.attribution._predictions import load_predictions
     from failforge.attribution._prompts import PromptConfig
     from failforge.attribution._protocols import normalise_agent
     from failforge.attribution._run import AttributeConfig, run_attribution
 
-    records = shortest_records(n)
-    gold = {r.id: r.gold for r in records}
-    for method in METHODS:
-        t0 = time.perf_counter()
-        out = work / method
-        config = AttributeConfig(
-            method=method,
-            judge_model=endpoint.model,
-            judge_base_url=endpoint.base_url,
-            max_tokens=256,
-            prompt=PromptConfig(budget_chars=BUDGET_CHARS, max_step_chars=300),
-        )
-        summary = run_attribution(records, config, out, endpoint=endpoint)
-        predictions, _ = load_predictions(out / "predictions.jsonl")
-        valid = [p for p in predictions if p.agent and p.step is not None and p.mode]
-        agent = sum(normalise_agent(p.agent) == normalise_agent(gold[p.record_id].agent) for p in valid)
-        step = sum(p.step == gold[p.record_id].step for p in valid)
-        mode = sum(p.mode == gold[p.record_id].mode for p in valid)
-        manifest = json.loads((out / "manifest.json").read_text())
-        how = (manifest.get("structured_output") or {}).get("mechanism", "free text (no probe)")
-        print(
-            f"{method:<15} valid {len(valid)}/{len(records)}  calls {summary.calls}  failed {summary.failed}  asked as:"
-            f" {how}  {time.perf_counter() - t0:.0f}s",
-            flush=True,
-        )
-        if valid:
-            print(
-                f"{'':<15} scores of the valid ones: agent {agent}/{len(valid)}  step {step}/{len(valid)}  mode"
-                f" {mode}/{len(valid)}",
-                flush=True,
-            )
-        for p in predictions:
-            if p not in valid:
-                print(f"{'':<15} {p.record_id}: {'; '.join(p.problems)[:160] or 'no field'}", flush=True)
+    t0 = time.perf_counter()
+    out = work / method / record.id.replace("/", "_")
+    config = AttributeConfig(
+        method=method,
+        judge_model=endpoint.model,
+        judge_base_url=endpoint.base_url,
+        max_tokens=256,
+        prompt=PromptConfig(budget_chars=budget_chars, max_step_chars=MAX_STEP_CHARS),
+    )
+    try:
+        summary = run_attribution([record], config, out, endpoint=endpoint)
+    except Exception as exc:  # a method that crashes on a record is an invalid answer, said as such
+        tally.add(False, {}, 0, time.perf_counter() - t0, f"{record.id}: {type(exc).__name__}: {exc}")
+        return
+    predictions, _ = load_predictions(out / "predictions.jsonl")
+    if not predictions:
+        tally.add(False, {}, summary.calls, time.perf_counter() - t0, f"{record.id}: no prediction written")
+    manifest = json.loads((out / "manifest.json").read_text())
+    tally.asked_as = (manifest.get("structured_output") or {}).get("mechanism", "free text (no probe)")
+    gold = record.gold
+    for p in predictions:
+        tally.tokens[0] += p.prompt_tokens or 0
+        tally.tokens[1] += p.completion_tokens or 0
+        valid = bool(p.agent and p.step is not None and p.mode)
+        right = {
+            "agent": normalise_agent(p.agent or "") == normalise_agent(gold.agent or ""),
+            "step": p.step == gold.step,
+            "mode": p.mode == gold.mode,
+        }
+        tally.add(valid, right, summary.calls, time.perf_counter() - t0, f"{record.id}: {'; '.join(p.problems)}")
 
 
-def team_seed() -> Any:
+def judge_items() -> list[tuple[Any, Any]]:
+    """(seed, agent step) of the bundled AgentDojo team seeds, interleaved so the first items span both seeds."""
+    from itertools import chain, zip_longest
+
     from failforge.trajectory import load_jsonl
 
     seeds = load_jsonl(TEAM_SEEDS)[0]
-    return next(s for s in seeds if s.id.startswith("agentdojo-banking-user_task_0"))
+    per_seed = [[(seed, step) for step in seed.steps if step.kind == "agent"] for seed in seeds]
+    return [item for item in chain.from_iterable(zip_longest(*per_seed)) if item is not None]
 
 
-def judges(endpoint: Any) -> None:
-    from failforge.judgement import decision_request, judge_request, judged_decision, recorded_call, run_judge
+def conformance_unit(upstream: Any, endpoint: Any, i: int, item: tuple[Any, Any], tally: Tally) -> None:
+    from failforge.judgement import judge_request, run_judge
     from failforge.taxonomy import get_mode
 
-    seed = team_seed()
-    upstream = endpoint.upstream()
-    agent_steps = [s for s in seed.steps if s.kind == "agent"][:JUDGE_CALLS]
-    try:
-        t0 = time.perf_counter()
-        verdicts = []
-        for i, step in enumerate(agent_steps):
-            mode = get_mode(("R.1", "R.4", "V.2", "PL.1", "C.2", "R.2")[i % 6])
-            verdicts.append(
-                run_judge(
-                    upstream, judge_request(seed, step, step.index, mode, model=endpoint.model), record_id=f"bench-{i}"
-                )
-            )
-        ok = [v for v in verdicts if v.exhibited is not None]
-        print(
-            f"{'conformance':<15} valid {len(ok)}/{len(verdicts)}  (yes {sum(bool(v.exhibited) for v in ok)}) "
-            f" {time.perf_counter() - t0:.0f}s",
-            flush=True,
-        )
-        t0 = time.perf_counter()
-        decided = []
-        for step in agent_steps:
-            request = decision_request(seed, step, model=endpoint.model)
-            try:
-                from failforge.judgement import DecisionAnswer
-                from failforge.llm._structured import with_structured
-
-                request = with_structured(request, DecisionAnswer, upstream)
-            except ImportError:  # a checkout without structured answers asks in free text
-                pass
-            decided.append(
-                judged_decision(step, recorded_call(upstream, request, run_id=f"bench-decision-{step.index}"))
-            )
-        named = [d for d in decided if d.judge is not None and d.judge.state is not None]
-        accepted = [d for d in decided if d.state != "undecided"]
-        print(
-            f"{'decision-judge':<15} valid {len(named)}/{len(decided)}  (accepted with a quote found in the step:"
-            f" {len(accepted)})  {time.perf_counter() - t0:.0f}s",
-            flush=True,
-        )
-    finally:
-        upstream.close()
+    seed, step = item
+    t0 = time.perf_counter()
+    mode = get_mode(JUDGE_MODES[i % len(JUDGE_MODES)])
+    verdict = run_judge(
+        upstream, judge_request(seed, step, step.index, mode, model=endpoint.model), record_id=f"bench-{i}"
+    )
+    valid = verdict.exhibited is not None
+    tally.add(valid, {"yes": bool(verdict.exhibited)}, 1, time.perf_counter() - t0, f"{seed.id}@{step.index}")
 
 
-def guide(endpoint: Any) -> None:
+def decision_unit(upstream: Any, endpoint: Any, i: int, item: tuple[Any, Any], tally: Tally) -> None:
+    from failforge.judgement import DecisionAnswer, decision_request, judged_decision, recorded_call
+    from failforge.llm._structured import with_structured
+
+    seed, step = item
+    t0 = time.perf_counter()
+    request = with_structured(decision_request(seed, step, model=endpoint.model), DecisionAnswer, upstream)
+    decided = judged_decision(step, recorded_call(upstream, request, run_id=f"bench-decision-{i}"))
+    valid = decided.judge is not None and decided.judge.state is not None
+    right = {"accepted with a quote found in the step": decided.state != "undecided"}
+    tally.add(valid, right, 1, time.perf_counter() - t0, f"{seed.id}@{step.index}")
+
+
+def guide_unit(upstream: Any, endpoint: Any, i: int, item: tuple[Any, Any], tally: Tally) -> None:
     from failforge.injection import guide_request, write_steering_note
     from failforge.llm import BoundedResponder
     from failforge.taxonomy import get_mode
 
-    seed = team_seed()
-    upstream = endpoint.upstream()
+    seed, step = item
     t0 = time.perf_counter()
-    results = []
-    try:
-        points = [s.index for s in seed.steps if s.kind == "agent"][:JUDGE_CALLS]
-        for i, t in enumerate(points):
-            mode = get_mode(("A.2", "R.1", "PL.1", "A.5", "V.2", "R.4")[i % 6])
-            results.append(
-                write_steering_note(
-                    BoundedResponder(upstream),
-                    guide_request(seed, t, mode, model=endpoint.model, temperature=0.0, seed_value=i),
-                    mode,
-                )
-            )
-    finally:
-        upstream.close()
-    read = [g for g in results if g.feasible or g.reason != "guide model returned an empty note"]
-    print(
-        f"{'guide-note':<15} valid {len(read)}/{len(results)}  (notes kept by the note checks:"
-        f" {sum(g.feasible for g in results)})  {time.perf_counter() - t0:.0f}s",
-        flush=True,
+    mode = get_mode(GUIDE_MODES[i % len(GUIDE_MODES)])
+    result = write_steering_note(
+        BoundedResponder(upstream),
+        guide_request(seed, step.index, mode, model=endpoint.model, temperature=0.0, seed_value=i),
+        mode,
     )
-    for g in results:
-        print(f"{'':<15} {'kept' if g.feasible else 'rejected'}: {(g.note or g.reason)[:110]!r}", flush=True)
+    valid = result.feasible or result.reason != "guide model returned an empty note"
+    tally.add(
+        valid,
+        {"kept by the note checks": result.feasible},
+        1,
+        time.perf_counter() - t0,
+        f"{seed.id}@{step.index}: {result.reason}",
+    )
 
 
 def main() -> int:
@@ -193,6 +212,10 @@ def main() -> int:
         f"failforge from {Path(inspect.getfile(failforge)).parent}; the embedded model {LOCAL_MODEL_NAME}", flush=True
     )
     started = time.perf_counter()
+    budget = started + 60 * args.minutes
+    records = shortest_records(args.records)
+    items = judge_items()[: args.records]
+    tallies = {name: Tally(name) for name in (*METHODS, "conformance", "decision-judge", "guide-note")}
     # one thread: the same server on any checkout (llama.cpp threads spin on a loaded machine;
     # see _local.default_threads)
     with (
@@ -200,9 +223,36 @@ def main() -> int:
         tempfile.TemporaryDirectory(prefix="bench-valid-") as work,
     ):
         endpoint = ModelEndpoint(base_url=server.base_url, model=LOCAL_MODEL_NAME, api_key_env=None)
-        attribution(endpoint, Path(work), args.records)
-        judges(endpoint)
-        guide(endpoint)
+        upstream = endpoint.upstream()
+        units: dict[str, Callable[[int], None]] = {
+            **{
+                m: (lambda i, m=m: attribution_unit(endpoint, Path(work), m, records[i], args.budget_chars, tallies[m]))
+                for m in METHODS
+            },
+            "conformance": lambda i: conformance_unit(upstream, endpoint, i, items[i], tallies["conformance"]),
+            "decision-judge": lambda i: decision_unit(upstream, endpoint, i, items[i], tallies["decision-judge"]),
+            "guide-note": lambda i: guide_unit(upstream, endpoint, i, items[i], tallies["guide-note"]),
+        }
+        try:
+            for i in range(max(len(records), len(items))):
+                for name, unit in units.items():
+                    if time.perf_counter() > budget:
+                        break
+                    if i < (len(records) if name in METHODS else len(items)):
+                        before = tallies[name].valid
+                        unit(i)
+                        print(
+                            f"  round {i + 1} {name}: {'valid' if tallies[name].valid > before else 'INVALID'}"
+                            f" ({time.perf_counter() - started:.0f}s)",
+                            flush=True,
+                        )
+                if time.perf_counter() > budget:
+                    print(f"time budget ({args.minutes:g} min) spent in round {i + 1}", flush=True)
+                    break
+        finally:
+            upstream.close()
+    for tally in tallies.values():
+        print(tally.line(), flush=True)
     print(f"total {time.perf_counter() - started:.0f}s", flush=True)
     return 0
 

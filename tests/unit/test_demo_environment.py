@@ -31,6 +31,10 @@ def test_default_demo_is_the_first_six_tasks_with_default_options(tmp_path: Path
     assert _Counting().demo(tmp_path) == (["t0", "t1", "t2", "t3", "t4", "t5"], {})
 
 
+def test_default_demo_harness_keeps_the_default_harness_config() -> None:
+    assert _Counting().demo_harness() == {}
+
+
 def test_miniwob_demo_caches_pages_in_the_demo_folder(tmp_path: Path) -> None:
     tasks, options = MiniWoBEnvironment().demo(tmp_path)
     assert tasks == list(BROWSER_DEMO_TASKS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from failforge.campaign._run import CampaignSummary
-from failforge.cli._generate import why_nothing_kept
+from failforge.cli._generate import nothing_kept_cause, why_nothing_kept
 
 
 def test_the_summary_names_the_filters_and_errors_most_frequent_first() -> None:
@@ -23,3 +23,12 @@ def test_the_summary_names_the_filters_and_errors_most_frequent_first() -> None:
         == "1 failed (ModelUnavailable 1); 3 not run"
     )
     assert "no attempt was planned" in why_nothing_kept(CampaignSummary(output="out"))
+
+
+def test_the_demo_says_the_seed_step_failed_too_when_only_decisiveness_rejected() -> None:
+    only_arms = CampaignSummary(output="out", planned=2, rejected=2, rejected_by=Counter({"decisiveness": 2}))
+    assert "continuing the seed's own step, failed the task too" in nothing_kept_cause(only_arms)
+    mixed = CampaignSummary(
+        output="out", planned=2, rejected=2, rejected_by=Counter({"decisiveness": 1, "mode_conformance": 1})
+    )
+    assert "fails to follow notes" in nothing_kept_cause(mixed)

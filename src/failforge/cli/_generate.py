@@ -72,11 +72,12 @@ def _unverifiable_modes(config: CampaignConfig) -> list[str]:
     return [code for code in planned if code not in STRUCTURAL_MODES]
 
 
-#: An environment demo's size: seeds branched and each attempt's deadline (its original arm's too), so the
-#: whole demo ends within about five minutes on a loaded 2-core machine; an attempt past its deadline is
-#: failed (and named as such in the summary), never left running.
+#: An environment demo's size: seeds branched and each attempt's deadline (its original arm's too); an attempt
+#: past its deadline is failed (and named as such in the summary), never left running. 450 s is what tau2's arm
+#: needs on a loaded 2-core machine: its live agent call carries a 6,887-token prompt, and the arm took 397 s with
+#: a load of 5-7 (240 s failed it every time). The other demos' attempts end in a fraction of it.
 ENV_DEMO_SEEDS = 1
-ENV_DEMO_ATTEMPT_SECONDS = 90.0
+ENV_DEMO_ATTEMPT_SECONDS = 450.0
 
 
 def why_nothing_kept(summary: CampaignSummary) -> str:
@@ -101,12 +102,21 @@ def why_nothing_kept(summary: CampaignSummary) -> str:
     return "; ".join(parts) or "no attempt finished"
 
 
+def nothing_kept_cause(summary: CampaignSummary) -> str:
+    """The demo's one-sentence why, for a run that kept nothing: when every rejection is the decisiveness check's,
+    the embedded model failed the task from the seed's own step too; otherwise its notes went unfollowed."""
+    if summary.rejected and set(summary.rejected_by) == {"decisiveness"}:
+        return "The 135M local model, continuing the seed's own step, failed the task too, so the step decides nothing"
+    return "The 135M local model leaks or fails to follow notes often"
+
+
 def _run_generate(
     config: CampaignConfig,
     progress_label: str = "attempts",
     force: bool = False,
     retry_failed: bool = False,
     warm: dict[str, object] | None = None,
+    deadline_hint: str = "",
 ) -> CampaignSummary:
     """Run the campaign with a progress bar; exit non-zero when the user's intent was not met.
 
@@ -186,6 +196,8 @@ def _run_generate(
             f"[red]every attempt of this run failed[/] ({escape(why_nothing_kept(summary))}); see"
             f" {config.output}/failed.jsonl"
         )
+        if deadline_hint and "AttemptDeadlineExceeded" in summary.failed_by:
+            console.print(f"[yellow]{escape(deadline_hint)}[/]")
         raise typer.Exit(1)
     return summary
 
@@ -476,8 +488,9 @@ def demo(
         output.mkdir(parents=True, exist_ok=True)
         seed_path = output / f"{env_name}_seeds.jsonl"
         if not seed_path.exists():
-            tasks, options = environment(env_name).demo(output)
-            made = [oracle_seed(env_name, task, options) for task in tasks]
+            plugin = environment(env_name)
+            tasks, options = plugin.demo(output)
+            made = [oracle_seed(env_name, task, options, harness_config=plugin.demo_harness()) for task in tasks]
             write_jsonl(seed_path, made)
             out.print(f"recorded {len(made)} {env_name} oracle seeds in {seed_path}")
     # Without a judge, a semantic-mode candidate can only be rejected as unverified (the 135M model is
@@ -493,15 +506,30 @@ def demo(
             modes=list(STRUCTURAL_MODES), max_seeds=ENV_DEMO_SEEDS, steps_per_seed=1, modes_per_step=2
         )
         config.attempt_deadline = ENV_DEMO_ATTEMPT_SECONDS
+    hint = (
+        ""
+        if not env_name
+        else (
+            f"An attempt (the seed's own step continued live, or a changed one) did not end within the demo's"
+            f" {config.attempt_deadline:.0f} s: every live call carries the environment's real prompt, which the"
+            f" embedded model evaluates slowly on a busy machine. `failforge generate --seeds {seed_path}"
+            f" -o {output}-long --attempt-deadline 900 --max-seeds 1 --steps-per-seed 1 --modes-per-step 2 "
+            + " ".join(f"--mode {code}" for code in STRUCTURAL_MODES)
+            + "` gives it longer."
+        )
+    )
+    if env_name:
         # the agent's long fixed prompt (smolagents' CodeAgent system prompt) evaluated once before the attempts,
         # not inside the first attempt's deadline, where a cold evaluation on a busy machine used all of it
-        summary = _run_generate(config, f"{env_name} demo attempts", warm=_first_request(Path(seed_path)))
+        summary = _run_generate(
+            config, f"{env_name} demo attempts", warm=_first_request(Path(seed_path)), deadline_hint=hint
+        )
     else:
         summary = _run_generate(config, "demo attempts")
     out.print(f"demo finished in {time.perf_counter() - started:.0f}s")
     if summary.kept == 0:
+        cause = nothing_kept_cause(summary)
         console.print(
-            f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. The 135M local model leaks or"
-            " fails to follow notes often; rerun with --no-fresh to add attempts or use a stronger model via"
-            " `failforge generate` (docs/OWN_MODEL.md)[/]"
+            f"[yellow]no gold record this time: {escape(why_nothing_kept(summary))}. {cause}; rerun with --no-fresh"
+            " to add attempts or use a stronger model via `failforge generate` (docs/OWN_MODEL.md)[/]"
         )

@@ -90,10 +90,15 @@ def doctor(
     except Exception as exc:  # the doctor must report, never crash
         table.add_row("sandbox", "NO", f"{type(exc).__name__}: {exc}")
     try:
-        from failforge.llm import local_model_path
+        from failforge.llm import LOCAL_N_CTX, default_threads, local_model_path
 
         model_ok = bool(importlib.util.find_spec("llama_cpp")) and local_model_path().exists()
-        why = str(local_model_path()) if model_ok else "llama-cpp-python missing: bash scripts/install.sh"
+        why = (
+            f"{local_model_path()}; its server runs with a context of {LOCAL_N_CTX:,} tokens (--n_ctx) on"
+            f" {default_threads()} thread(s)"
+            if model_ok
+            else "llama-cpp-python missing: bash scripts/install.sh"
+        )
     except FailforgeError as exc:
         model_ok, why = False, str(exc)
     table.add_row("local model", "yes" if model_ok else "NO", why)

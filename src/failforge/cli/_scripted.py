@@ -12,7 +12,7 @@ import typer
 from failforge.cli._app import app, out
 
 POLICIES = ("team", "oracle", "conversation", "bfcl")
-DEFAULT_TASKS = {"team": ["banking/user_task_3"], "conversation": ["airline/0"], "bfcl": ["simple_python_0"]}
+DEFAULT_TASKS = {"team": ["banking/user_task_3"], "conversation": ["airline/0"], "bfcl": ["multi_turn_base_0"]}
 
 
 def scripted_model(policy: str, tasks: list[str], seeds: Path | None, seed_id: str | None) -> tuple[Any, str]:

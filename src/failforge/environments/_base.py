@@ -199,6 +199,14 @@ class Environment(abc.ABC):
         environment whose oracle is slow on some tasks names quick ones here, so a demo stays a demo."""
         return self.tasks(self.Options())[:6], {}
 
+    def demo_harness(self) -> dict[str, Any]:
+        """Config fields of the default harness that the demo's seeds are recorded with, replacing the default's;
+        default none. A demo continues every branch live on the embedded 135M model, where each call of a long
+        benchmark prompt costs seconds to minutes: an environment sizes its live continuations (turns, tokens per
+        call) here so a demo attempt ends within its deadline. Recorded in the seeds' harness config, like any
+        other setting."""
+        return {}
+
     def doctor(self) -> tuple[bool, str]:
         """Whether this environment can run here, and why not; default: it can (nothing to check)."""
         return True, f"{self.name}: no check of its own"

@@ -551,6 +551,17 @@ class BfclEnvironment(Environment):
     drift_error: ClassVar[type[EnvironmentDrift]] = EnvStateDrift
     Options: ClassVar[type[BaseModel]] = BfclOptions
 
+    def demo(self, output: Path) -> tuple[list[str], dict[str, Any]]:
+        """The base tasks with the shortest prompts first: every live call carries the task's tool schemas, and
+        the requests of multi_turn_base_3 and _1 are ~12,700 characters where the first six reach 23,500 (a
+        loaded 2-core machine evaluates as few as 15 prompt tokens a second); base_3 has two user turns, so a
+        branch leaves few calls live."""
+        return ["multi_turn_base_3", "multi_turn_base_1", "multi_turn_base_4"], {}
+
+    def demo_harness(self) -> dict[str, Any]:
+        """A reply of 128 tokens at most on the demo's embedded model (a tool call here needs ~40)."""
+        return {"max_tokens": 128}
+
     def tasks(self, options: BaseModel) -> list[str]:
         opts = BfclOptions.model_validate(options.model_dump())
         chosen = CATEGORIES if opts.category == "all" else (opts.category,)

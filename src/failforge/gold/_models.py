@@ -74,7 +74,7 @@ class open_models:  # noqa: N801 - used as a function: ``with open_models(agent,
         agent: ModelEndpoint | None,
         guide: ModelEndpoint | None,
         *,
-        n_ctx: int = 8192,
+        n_ctx: int | None = None,
         warm: dict[str, Any] | None = None,
     ) -> None:
         self.agent = agent
@@ -85,11 +85,11 @@ class open_models:  # noqa: N801 - used as a function: ``with open_models(agent,
         self.server: Any = None
 
     def __enter__(self) -> ResolvedModels:
-        from failforge.llm import LOCAL_MODEL_NAME, LocalModelServer
+        from failforge.llm import LOCAL_MODEL_NAME, LOCAL_N_CTX, LocalModelServer
 
         agent, guide = self.agent, self.guide
         if agent is None:
-            self.server = LocalModelServer(n_ctx=self.n_ctx).start()
+            self.server = LocalModelServer(n_ctx=self.n_ctx or LOCAL_N_CTX).start()
             if self.warm is not None:
                 try:
                     self.warmed_seconds = self.server.warm(self.warm)

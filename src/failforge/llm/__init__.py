@@ -11,7 +11,7 @@ from failforge.llm._client import (
 )
 from failforge.llm._doctor import campaign_ready, diagnose
 from failforge.llm._identity import AGENT_HEADER, PURPOSE_HEADER, AgentIdentity, AgentResolver, agent_route, valid_name
-from failforge.llm._local import LOCAL_MODEL_NAME, LocalModelServer, default_threads, local_model_path
+from failforge.llm._local import LOCAL_MODEL_NAME, LOCAL_N_CTX, LocalModelServer, default_threads, local_model_path
 from failforge.llm._request import canonical_request, request_hash
 from failforge.llm._stream import SSE_CONTENT_TYPE, completion_chunks, completion_from_chunks, sse_body, wants_usage
 from failforge.llm._structured import (
@@ -84,6 +84,7 @@ __all__ = [
     "CallMeter",
     "HttpUpstream",
     "LOCAL_MODEL_NAME",
+    "LOCAL_N_CTX",
     "LocalModelServer",
     "local_model_path",
     "ModelBoundary",

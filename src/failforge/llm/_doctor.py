@@ -9,6 +9,7 @@ environment's agent calls tools); anything else narrows what runs or how well, a
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -281,10 +282,22 @@ def _checks(endpoint: ModelEndpoint, upstream: HttpUpstream, model: str, context
     return checks
 
 
+#: How servers state their context when a prompt exceeds it: llama-cpp-python ("exceed context window of 8192"),
+#: OpenAI and vLLM ("maximum context length is 4096 tokens"), llama.cpp's C++ server ("n_ctx": 8192 in its body).
+_STATED_CONTEXT = re.compile(r"(?:context window of|maximum context length is|\bn_ctx\D{0,4})\s*(\d[\d,]*)")
+
+
+def stated_context(error: str) -> int | None:
+    """The context length a server's overflow error states, if it states one."""
+    found = _STATED_CONTEXT.search(error)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 def _context(upstream: HttpUpstream, model: str) -> Check:
     started = time.perf_counter()
     fits = 0
     detail = ""
+    window: int | None = None
     for tokens in CONTEXT_STEPS:
         filler = " apple" * tokens  # one token per word in the common tokenizers
         try:
@@ -294,7 +307,13 @@ def _context(upstream: HttpUpstream, model: str) -> Check:
                 {"messages": [{"role": "user", "content": f"{filler}\nReply with the word: ok"}], "max_tokens": 4},
             )
         except FailforgeError as exc:
-            detail = f"failed at ~{tokens:,} tokens: {' '.join(redact_known(str(exc)).split())[:120]}"
+            error = " ".join(redact_known(str(exc)).split())
+            window = stated_context(error)
+            detail = (
+                f"~{tokens:,} refused: the server runs with a context of {window:,} tokens"
+                if window
+                else f"failed at ~{tokens:,} tokens: {error[:120]}"
+            )
             break
         fits = tokens
     ok = fits >= CONTEXT_NEEDED

@@ -185,12 +185,18 @@ def oracle_seed(
     *,
     model: str = DEFAULT_AGENT_MODEL,
     harness: Harness | str | None = None,
+    harness_config: Mapping[str, Any] | None = None,
 ) -> Trajectory:
     """Record the environment's oracle for one task through ``harness`` (a harness, a registered name,
-    or None for the environment's default). A multi-agent harness is played by its team oracle."""
+    or None for the environment's default; ``harness_config`` replaces fields of a named or default harness's
+    config). A multi-agent harness is played by its team oracle."""
     plugin = environment(env)
     spec = plugin.spec(task_id, environment_options(env, options))
-    chosen = harness if harness is not None and not isinstance(harness, str) else harness_for(harness, spec)
+    chosen = (
+        harness
+        if harness is not None and not isinstance(harness, str)
+        else harness_for(harness, spec, **dict(harness_config or {}))
+    )
     seed_id = plugin.seed_name(spec)
     if not _is_default(chosen, spec):  # two harnesses never give the same id
         seed_id = f"{seed_id.removesuffix('-oracle')}-{seed_label(chosen)}-oracle"

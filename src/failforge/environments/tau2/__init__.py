@@ -284,6 +284,21 @@ class Tau2Environment(Environment):
         """Six telecom tasks: its evaluator takes ~0.03 s where airline's reloads a 7 MB database (~10 s)."""
         return self.tasks(Tau2Options(domain="telecom"))[:6], {"domain": "telecom"}
 
+    def demo_harness(self) -> dict[str, Any]:
+        """Live continuations a demo can afford on the embedded model. Each live call carries tau2's real
+        prompts (telecom, measured: 6,887 prompt tokens for the agent, its policy and tools; ~700 for the
+        customer), and a machine with a load of 9 on its 2 cores evaluated 15-45 prompt tokens a second (the
+        agent's call took 389 s). The demo's seeds end in their third exchange: four turns leave two live
+        exchanges after the agent's last step, a turn at most three calls (the seeds need three), a reply 128
+        tokens (the 135M model otherwise rambles to the 512-token cap). A run that reaches the turn limit ends
+        as tau2's ``max_steps`` termination (reward 0), the benchmark's own rule; the 135M customer wrote no
+        ``###STOP###`` in the runs measured, so with the default 30 turns they would end the same way, minutes later."""
+        return {
+            "max_turns": 4,
+            "max_calls_per_turn": 3,
+            "sampling": {"temperature": 0.0, "max_tokens": 128, "seed": 0},
+        }
+
     def tasks(self, options: BaseModel) -> list[str]:
         """The options' domain's task ids; with no domain, every domain's, as ``DOMAIN/ID``."""
         opts = self._opts(options)
