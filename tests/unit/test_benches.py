@@ -40,6 +40,7 @@ for path in sys.argv[1:]:
     try:
         spec = importlib.util.spec_from_file_location("bench_probe_" + path.rsplit("/", 1)[-1][:-3], path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as an import would: a dataclass looks its module up there
         spec.loader.exec_module(module)
         parser = module.arguments()
         assert isinstance(parser, argparse.ArgumentParser), type(parser)

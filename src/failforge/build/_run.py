@@ -27,10 +27,10 @@ from failforge.build._release import ReleaseSummary, collect_gold, write_release
 from failforge.build._stats import CellStats, cell_stats
 from failforge.campaign import CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
 from failforge.canonical import canonical_hash
-from failforge.errors import ConfigError
+from failforge.errors import ConfigError, SeedFormatError
 from failforge.gold import ArmResult, AttemptResult, ResolvedModels
 from failforge.jobs import start_ray
-from failforge.jsonl import read_jsonl
+from failforge.jsonl import read_json, read_jsonl
 from failforge.taxonomy import MODES
 
 BUILD = "build"
@@ -247,9 +247,10 @@ def run_build(
     history: list[str] = []
     if recorded.exists():
         try:
-            history = list(json.loads(recorded.read_text(encoding="utf-8")).get("history") or [])
-        except (ValueError, AttributeError):
-            history = []
+            kept = read_json(recorded)
+        except (SeedFormatError, ConfigError):
+            kept = {}  # a torn or foreign file: the history starts again, the cells' ledgers still guard the records
+        history = list(kept.get("history") or []) if isinstance(kept, dict) else []
     if recipe_hash not in history:
         history.append(recipe_hash)
     _write_json(
@@ -479,7 +480,12 @@ def _compare(release: Path, now: Projection, recipe_hash: str) -> dict[str, Any]
     path = release / BUILD / PILOT
     if not path.exists():
         return {}
-    pilot = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        pilot = read_json(path)
+    except SeedFormatError as exc:
+        return {"pilot_recipe": f"the pilot's projection could not be read: {exc}"}
+    if not isinstance(pilot, dict):
+        return {"pilot_recipe": f"{path} is not a pilot projection"}
     projected = pilot.get("to_targets") or {}
     out: dict[str, Any] = {}
     if pilot.get("recipe_hash") != recipe_hash:
