@@ -12,6 +12,7 @@ import pytest
 
 from _required import require
 from failforge.environments import environment
+from failforge.environments.sandbox import close_pooled_sandboxes
 from failforge.replay import replay
 from failforge.runlog import Plan, RunLog
 from failforge.seeds import oracle_seed
@@ -76,6 +77,7 @@ def test_the_run_keeps_one_process_and_leaves_none_behind(backend: str) -> None:
             first = box.call("python_interpreter", json.dumps({"code": code}), "c0")
             second = box.call("python_interpreter", json.dumps({"code": code}), "c1")
             seen.append((json.loads(first)["logs"], json.loads(second)["logs"]))
+    close_pooled_sandboxes()  # the pooled sandbox of the second run is not left to the next test
     for first, second in seen:
         own, processes = first.split(" ", 1)
         assert first == second  # the same process ran both blocks

@@ -139,6 +139,7 @@ def _probe(box: Sandbox) -> tuple[str, dict[str, object]]:
 @pytest.fixture(params=["local", "docker"])
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     request.getfixturevalue("docker_ok" if request.param == "docker" else "local_sandbox_ok")
+    close_pooled_sandboxes()  # what earlier tests in this process left idle is not this test's pool
     with sandbox_pool(1):
         yield request.param
         close_pooled_sandboxes()
