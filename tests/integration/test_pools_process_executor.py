@@ -176,9 +176,12 @@ def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_res
         )
         ledger = tmp_path / "out" / "ledger.sqlite"
         deadline = time.monotonic() + 300
+        # mid-run: two settled, one running and one still queued, so the driver is inside the executor's loop
+        # (with nothing queued the last attempt may finish, and the run exit 0, before the signal lands)
         while (
             sum(s in ("done", "rejected", "failed") for s in _finished(ledger).values()) < 2
             or "running" not in _finished(ledger).values()
+            or "planned" not in _finished(ledger).values()
         ):
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             assert time.monotonic() < deadline
