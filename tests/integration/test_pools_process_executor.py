@@ -153,6 +153,16 @@ def test_a_worker_killed_under_an_attempt_loses_and_fails_nothing(tmp_path: Path
     assert set(_finished(tmp_path / "process" / "ledger.sqlite").values()) <= {"done", "rejected"}
 
 
+def _as_a_foreground_job(command: list[str]) -> list[str]:
+    """The command with SIGINT at its default, as a terminal's foreground job has it. A process inherits an
+    ignored SIGINT, and Python then installs no KeyboardInterrupt handler: pytest started as a background job
+    of a non-interactive shell (`bash .ci/run &`) ignores SIGINT, and so would the campaign, which then runs
+    to the end under the test's Ctrl-C and exits 0. A shell resets SIGINT for the jobs it runs in the
+    foreground; this does the same before exec."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", reset, *command]
+
+
 def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_resumes(
     tmp_path: Path, seeds: Path
 ) -> None:
@@ -166,7 +176,7 @@ def test_ctrl_c_to_the_process_group_interrupts_cleanly_and_the_same_command_res
         )
         command = [sys.executable, "-m", "failforge", "generate", str(campaign)]
         proc = subprocess.Popen(
-            command,
+            _as_a_foreground_job(command),
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
