@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from failforge.campaign import CampaignConfig
-from failforge.configfile import read_config_data
+from failforge.configfile import read_config_data, validate_config
 from failforge.errors import ConfigError
 from failforge.taxonomy import get_mode
 
@@ -147,12 +147,7 @@ def cell_config(recipe: Recipe, cell: Cell, release: Path) -> CampaignConfig:
     if "output" in data:
         raise ConfigError(f"cell {cell.name!r}: a cell writes to RELEASE/cells/{cell.name}/; remove its 'output'")
     data["output"] = str(release / "cells" / cell.name)
-    try:
-        return CampaignConfig.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"recipe: cell {cell.name!r}: field '{field}': {first['msg']}") from exc
+    return validate_config(CampaignConfig, data, where=f"recipe: cell {cell.name!r}")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -178,12 +173,7 @@ def load_recipe(path: str | Path) -> Recipe:
             value = table.get(key)
             if isinstance(value, list):
                 table[key] = [str(base / p) if isinstance(p, str) and not Path(p).is_absolute() else p for p in value]
-    try:
-        return Recipe.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"recipe {file}: field '{field}': {first['msg']}") from exc
+    return validate_config(Recipe, data, where=f"recipe {file}")
 
 
 def quotas(recipe: Recipe, environments: dict[str, str], frameworks: dict[str, str]) -> dict[str, int | None]:

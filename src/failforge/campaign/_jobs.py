@@ -22,10 +22,8 @@ from failforge.gold import (
     JobResult,
     JobSpec,
     Models,
-    Rejection,
     ResolvedModels,
-    error_info,
-    error_kind,
+    failed,
     parse_job,
     run_job,
 )
@@ -54,22 +52,8 @@ def _crashed(spec: Any, seed: Trajectory, exc: BaseException, provenance: dict[s
     """
     if isinstance(exc, BrokenProcessPool):
         exc = InfrastructureError(f"the worker process running this attempt died twice ({exc})")
-    return AttemptResult(
-        "failed",
-        Rejection(
-            attempt_id=spec.attempt_id,
-            seed_id=seed.id,
-            step=spec.step,
-            mode=spec.mode,
-            sample=spec.sample,
-            status="failed",
-            stage="continuation",
-            reasons=[f"{type(exc).__name__}: {exc}"],
-            error=error_info(exc),
-            error_kind=error_kind(exc),
-            provenance=provenance,
-        ),
-    )
+    fields = {"attempt_id": spec.attempt_id, "seed_id": seed.id, "step": spec.step, "mode": spec.mode}
+    return failed({**fields, "sample": spec.sample, "provenance": provenance}, "continuation", exc)
 
 
 def _open_worker(context: tuple[str, str, dict[str, Any]], where: WorkerKind) -> _Opened:

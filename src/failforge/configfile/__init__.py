@@ -2,6 +2,16 @@
 of the datasets failforge imports), with every problem a one-line error and YAML aliases bounded."""
 
 from failforge.configfile._reader import Format, read_config_data
+from failforge.configfile._validate import validate_config
 from failforge.configfile._yaml import MAX_NODES, BoundedSafeLoader, YamlTooLarge, expanded_size, safe_load
 
-__all__ = ["MAX_NODES", "BoundedSafeLoader", "Format", "YamlTooLarge", "expanded_size", "read_config_data", "safe_load"]
+__all__ = [
+    "MAX_NODES",
+    "BoundedSafeLoader",
+    "Format",
+    "YamlTooLarge",
+    "expanded_size",
+    "read_config_data",
+    "safe_load",
+    "validate_config",
+]

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from failforge.canonical import canonical_hash
-from failforge.configfile import read_config_data
+from failforge.configfile import read_config_data, validate_config
 from failforge.errors import ConfigError
 from failforge.gold._filtering import default_filters
 from failforge.llm import ModelEndpoint
@@ -351,9 +351,4 @@ def load_campaign(path: str | Path) -> CampaignConfig:
         data["seeds"] = [str((base / p).resolve()) if not Path(p).is_absolute() else p for p in seeds]
     if isinstance(data.get("output"), str) and not Path(data["output"]).is_absolute():
         data["output"] = str((base / data["output"]).resolve())
-    try:
-        return CampaignConfig.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"campaign file {file}: field '{field}': {first['msg']}") from exc
+    return validate_config(CampaignConfig, data, where=f"campaign file {file}")
