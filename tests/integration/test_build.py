@@ -225,3 +225,32 @@ def test_a_cell_that_cannot_run_is_named_and_the_others_go_on(tmp_path: Path, se
     result = run_build(recipe, tmp_path / "release")
     assert result.short()[0].startswith("cell broken did not run: nothing to do")
     assert "not a successful run" in result.short()[0]
+
+
+def test_targets_met_by_duplicates_are_said_short_of_the_release(
+    tmp_path: Path, seeds: Path, ports: tuple[int, int]
+) -> None:
+    """Two cells that branch the same seeds with the same deterministic policy make the same records: each cell's
+    ledger counts its kept ones, the release keeps each record once (the first cell's), and the build says that the
+    second cell's target is not met by the release."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    cell = (
+        '[[cells]]\nname = "{name}"\nseeds = ["' + str(seeds / "bfcl.jsonl") + '"]\nagent = ' + endpoint + "\n"
+        'guide_kind = "rules"\n[cells.plan]\nmodes = ["A.3"]\nsteps_per_seed = 1\nmodes_per_step = 1\n'
+    )
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "round_size = 3\n[defaults]\nconcurrency = 1\n"
+        + cell.replace("{name}", "first")
+        + cell.replace("{name}", "again")
+        + "[targets]\nper_cell = 1\n",
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release")
+    assert result.stats["first"].kept >= 1 and result.stats["again"].kept == result.stats["first"].kept
+    assert result.release_summary is not None
+    assert result.release_summary.duplicates == result.stats["again"].kept
+    assert result.short() == ["cell again: 0 of 1 distinct records in the release (duplicates dropped)"]
