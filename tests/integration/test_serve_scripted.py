@@ -77,9 +77,9 @@ def test_the_scripted_team_delegates_acts_and_guides_over_http() -> None:
 
 def test_an_unknown_policy_is_one_clear_line_and_a_failure() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "failforge", "serve-scripted", "analyst", "--port", "0"],
+        [sys.executable, "-m", "failforge", "serve-scripted", "wizard", "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode != 0 and "no scripted policy 'analyst'" in done.stderr + done.stdout
+    assert done.returncode != 0 and "no scripted policy 'wizard'" in done.stderr + done.stdout

@@ -11,8 +11,13 @@ import typer
 
 from failforge.cli._app import app, out
 
-POLICIES = ("team", "oracle", "conversation", "bfcl")
-DEFAULT_TASKS = {"team": ["banking/user_task_3"], "conversation": ["airline/0"], "bfcl": ["multi_turn_base_0"]}
+POLICIES = ("team", "oracle", "conversation", "bfcl", "analyst")
+DEFAULT_TASKS = {
+    "team": ["banking/user_task_3"],
+    "conversation": ["airline/0"],
+    "bfcl": ["multi_turn_base_0"],
+    "analyst": ["dabench-18"],
+}
 
 
 def scripted_model(policy: str, tasks: list[str], seeds: Path | None, seed_id: str | None) -> tuple[Any, str]:
@@ -51,6 +56,10 @@ def scripted_model(policy: str, tasks: list[str], seeds: Path | None, seed_id: s
         from failforge.testing.bfcl_policy import BfclPolicies
 
         return PolicyModel(BfclPolicies(tasks)), f"BFCL's ground truth on {', '.join(tasks)}"
+    if policy == "analyst":
+        from failforge.testing.analyst_policy import AnalystPolicy
+
+        return PolicyModel(AnalystPolicy(tasks)), f"smolagents' CodeAgent on DA-Bench {', '.join(tasks)} (the analyst)"
     raise ConfigError(f"no scripted policy {policy!r}; choose one of {', '.join(POLICIES)}")
 
 
@@ -62,7 +71,7 @@ def serve_scripted(
         typer.Option(
             "--task",
             help="task(s) it plays (team: AgentDojo suite/user_task_N; conversation: tau2 "
-            "domain/id; bfcl: BFCL ids); repeatable",
+            "domain/id; bfcl: BFCL ids; analyst: DA-Bench dabench-N); repeatable",
         ),
     ] = None,
     seeds: Annotated[

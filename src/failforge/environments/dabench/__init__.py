@@ -326,6 +326,7 @@ class DabenchEnvironment(Environment):
 
 
 __all__ = [
+    "analyst_responses",
     "load_questions",
     "parse_observation",
     "question",
