@@ -1,6 +1,6 @@
 """An environment demo's seeds are recorded with the live budgets its ``demo_harness`` names, and still succeed.
 
-The demo continues every branch live on the embedded model, so tau2 and BFCL size their continuations (turns,
+The demo continues every branch live on the embedded model, so tau2, BFCL and DA-Bench size their continuations (turns,
 calls per turn, tokens per reply) for it. The oracle must still finish every demo task within those budgets, or
 the demo would branch failed seeds; the seeds keep their default ids (the harness is the default one, resized).
 """
@@ -16,9 +16,9 @@ from failforge.environments import environment
 from failforge.seeds import oracle_seed
 
 
-@pytest.mark.parametrize("env", ["tau2", "bfcl"])
+@pytest.mark.parametrize("env", ["tau2", "bfcl", "dabench"])
 def test_demo_seeds_succeed_within_the_demo_harness_budgets(env: str, tmp_path: Path) -> None:
-    problem = missing(env)
+    problem = missing({"dabench": "dabench_local"}.get(env, env))
     if problem:
         pytest.skip(problem)
     plugin = environment(env)

@@ -317,6 +317,12 @@ class DabenchEnvironment(Environment):
         branch point's original arm is continued live by the embedded model, a CodeAgent call of a few seconds each."""
         return [task_id_of(18)], {"data_dir": str(bundled_dir())}
 
+    def demo_harness(self) -> dict[str, Any]:
+        """128 tokens a call, not 256: the analyst's longest reply over the 257 questions is 285 characters (about 90
+        tokens), and the embedded 135M model writes to its cap at about 10 tokens a second, so each of an arm's 4-5
+        live calls costs half as long and the demo's arms end within its deadline."""
+        return {"max_tokens": 128}
+
     def doctor(self) -> tuple[bool, str]:
         try:
             n = len(load_questions(resolve_dir(None)))
