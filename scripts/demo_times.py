@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEMOS = ["default", "tau2", "bfcl", "textworld", "scienceworld", "miniwob", "humaneval", "dabench"]
+DEMOS = ["default", "agentdojo", "tau2", "bfcl", "textworld", "scienceworld", "miniwob", "humaneval", "dabench"]
 TARGET_SECONDS = 300.0
 
 
