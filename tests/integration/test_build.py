@@ -254,3 +254,26 @@ def test_targets_met_by_duplicates_are_said_short_of_the_release(
     assert result.release_summary is not None
     assert result.release_summary.duplicates == result.stats["again"].kept
     assert result.short() == ["cell again: 0 of 1 distinct records in the release (duplicates dropped)"]
+
+
+@pytest.mark.timeout(180)
+def test_a_pilot_past_a_cells_quota_ends(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    """``--pilot N`` with N past what a cell's quota takes: the cell stops at its quota and the pilot ends. It used
+    to stop each round before its first attempt (the quota met) without calling the cell done: empty rounds forever."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "round_size = 2\n[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["R.1", "A.3"]\nsteps_per_seed = 1\nmodes_per_step = 2\n'
+        "[targets]\nper_cell = 1\n",
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release", pilot=1000)
+    assert result.ended == "pilot done"
+    stats = result.stats["bfcl"]
+    assert stats.kept >= 1 and stats.pending > 0  # stopped at its quota, with attempts still planned
+    assert result.rounds <= 2

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,12 +27,12 @@ from typing import Any
 from failforge.build._projection import Projection, project
 from failforge.build._recipe import Price, Recipe, cell_config, quotas
 from failforge.build._release import ReleaseSummary, collect_gold, write_release
-from failforge.build._stats import CellStats, cell_stats
-from failforge.campaign import CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
+from failforge.build._stats import CellStats, cell_stats, number
+from failforge.campaign import LEDGER, CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.gold import ArmResult, AttemptResult, ResolvedModels
-from failforge.jobs import start_ray
+from failforge.jobs import LOCK_FILE, FolderLock, Ledger, start_ray
 from failforge.jsonl import read_json, read_jsonl
 from failforge.taxonomy import MODES
 from failforge.trajectory import Trajectory
@@ -75,14 +77,36 @@ class _Cell:
     error: str | None = None
 
 
-def _describe(config: CampaignConfig, name: str, framework: str | None) -> tuple[str, str]:
-    """The cell's benchmark and framework: as configured, else its first seed's."""
+def _check_seed_files(config: CampaignConfig, name: str) -> None:
+    """Every seeds file of the cell is a regular file: a missing one is bad input before anything runs (not a cell
+    that "did not run" in a release written without it), and a FIFO must not hang the build."""
+    for path in config.seeds:
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise ConfigError(f"cell {name!r}: seeds file {path} does not exist") from None
+        except OSError as exc:
+            raise ConfigError(f"cell {name!r}: seeds file {path} cannot be read ({exc.strerror})") from None
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"cell {name!r}: seeds file {path} is a directory; give a JSONL file of seeds")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(
+                f"cell {name!r}: seeds file {path} is not a regular file (a pipe or a device); give a JSONL file"
+            )
+
+
+def _describe(
+    config: CampaignConfig, name: str, framework: str | None, read: dict[tuple[str, ...], list[Trajectory]]
+) -> tuple[str, str]:
+    """The cell's benchmark and framework: as configured, else its first seed's (``read``: seeds files already read,
+    by their paths, so a recipe of many cells over one seeds file reads it once)."""
+    _check_seed_files(config, name)
     env, harness = config.environment, config.harness
     if env is None or (framework is None and harness is None):
-        for path in config.seeds:
-            if not Path(path).is_file():
-                raise ConfigError(f"cell {name!r}: seeds file {path} does not exist")
-        seeds, _ = load_seeds(config.seeds)
+        key = tuple(config.seeds)
+        if key not in read:
+            read[key] = load_seeds(config.seeds)[0]
+        seeds = read[key]
         if not seeds:
             raise ConfigError(f"cell {name!r}: no readable seed in {', '.join(config.seeds)}")
         env = env or seeds[0].environment.name
@@ -95,8 +119,10 @@ def _wall(release: Path) -> dict[str, float]:
     path = release / BUILD / ROUNDS
     if path.exists():
         for item in read_jsonl(path):
-            if isinstance(item, tuple):
-                out[item[1]["cell"]] = out.get(item[1]["cell"], 0.0) + float(item[1].get("seconds") or 0.0)
+            row = item[1] if isinstance(item, tuple) else {}
+            cell = row.get("cell")
+            if isinstance(cell, str):  # a torn or foreign line adds nothing
+                out[cell] = out.get(cell, 0.0) + number(row.get("seconds"))
     return out
 
 
@@ -177,7 +203,8 @@ def _models(cells: list[_Cell]) -> Iterator[dict[str, ResolvedModels]]:
 
 def _cells(recipe: Recipe, release: Path) -> list[_Cell]:
     configs = {cell.name: cell_config(recipe, cell, release) for cell in recipe.cells}
-    described = {cell.name: _describe(configs[cell.name], cell.name, cell.framework) for cell in recipe.cells}
+    read: dict[tuple[str, ...], list[Trajectory]] = {}
+    described = {cell.name: _describe(configs[cell.name], cell.name, cell.framework, read) for cell in recipe.cells}
     envs = {name: d[0] for name, d in described.items()}
     frameworks = {name: d[1] for name, d in described.items()}
     for kind, wanted, have in (
@@ -189,6 +216,16 @@ def _cells(recipe: Recipe, release: Path) -> list[_Cell]:
             raise ConfigError(
                 f"recipe: targets.{kind} names {', '.join(missing)}, which no cell runs (cells run:"
                 f" {', '.join(sorted(have))})"
+            )
+    per_mode = recipe.targets.per_mode
+    if isinstance(per_mode, dict) and all(configs[c.name].plan.modes for c in recipe.cells):
+        # every cell lists its modes, so a mode target no cell plans can never be met: a typo, said now
+        planned = {mode for c in recipe.cells for mode in configs[c.name].plan.modes or []}
+        missing = sorted(set(per_mode) - planned)
+        if missing:
+            raise ConfigError(
+                f"recipe: targets.per_mode names {', '.join(missing)}, which no cell plans (cells plan:"
+                f" {', '.join(sorted(planned))})"
             )
     quota = quotas(recipe, envs, frameworks)
     out = []
@@ -241,7 +278,66 @@ def run_build(
     if release.exists() and not release.is_dir():
         raise ConfigError(f"-o {release} is a file; give a folder for the release")
     cells = _cells(recipe, release)
+    _check_release_folder(release)
+    _check_campaigns(cells, force)
     (release / BUILD).mkdir(parents=True, exist_ok=True)
+    with FolderLock(release / BUILD):  # one build per release: a second would write the release under this one
+        for line in _strays(recipe, release):
+            say(line)
+        return _build(recipe, release, cells, pilot, say, force)
+
+
+def _check_release_folder(release: Path) -> None:
+    """``-o`` is a release a build made, or a new or empty folder: a build writes README.md, manifest.json and
+    data/ into it, which must never overwrite files of the user's."""
+    if not release.is_dir() or (release / BUILD / RECIPE).exists() or (release / BUILD / LOCK_FILE).exists():
+        return
+    if any(release.iterdir()):
+        raise ConfigError(
+            f"-o {release} holds files and is not a failforge release (no {BUILD}/{RECIPE}); give a new or empty"
+            " folder (the release writes README.md, manifest.json and data/ into it)"
+        )
+
+
+def _check_campaigns(cells: list[_Cell], force: bool) -> None:
+    """A cell whose folder holds another campaign is refused before anything runs, whether or not the build would
+    give it a round: the release's recipe must be the campaign that made its records (``--force`` overrides)."""
+    if force:
+        return
+    for cell in cells:
+        path = Path(cell.config.output) / LEDGER
+        if not path.exists():
+            continue
+        ledger = Ledger(path)
+        try:
+            bound = ledger.bound_hash()
+        finally:
+            ledger.close()
+        if bound and bound != cell.config.config_hash():
+            raise ConfigError(
+                f"cell {cell.name!r}: {cell.config.output} holds a different campaign (config hash {bound}; the"
+                f" recipe's is now {cell.config.config_hash()}): the recipe changed the cell's campaign since it ran."
+                " Restore it, give the changed cell a new name (a new folder), or pass --force"
+            )
+
+
+def _strays(recipe: Recipe, release: Path) -> list[str]:
+    """Cell folders the recipe no longer names: their records are not in the release, said, never deleted."""
+    folder = release / "cells"
+    if not folder.is_dir():
+        return []
+    named = {cell.name for cell in recipe.cells}
+    return [
+        f"cells/{path.name} is not a cell of this recipe: its records are left out of the release (kept in its"
+        " folder; name the cell again to include them)"
+        for path in sorted(folder.iterdir())
+        if path.is_dir() and path.name not in named
+    ]
+
+
+def _build(
+    recipe: Recipe, release: Path, cells: list[_Cell], pilot: int | None, say: Event, force: bool
+) -> BuildResult:
     recipe_hash = canonical_hash(recipe.model_dump(mode="json"))[:16]
     recorded = release / BUILD / RECIPE
     # Targets, budget and round size may change between runs (a pilot, then the real targets): what must not change
@@ -290,7 +386,11 @@ def run_build(
             kept = {c.name: stats[c.name].kept for c in cells}
             settled = {c.name: stats[c.name].attempts for c in cells}
             if pilot is not None:
-                active = [c for c in cells if settled[c.name] < pilot and not c.done]
+                active = [
+                    c
+                    for c in cells
+                    if settled[c.name] < pilot and not c.done and (c.quota is None or kept[c.name] < c.quota)
+                ]
             else:
                 active = [c for c in cells if not c.done and (spill or c.quota is None or kept[c.name] < c.quota)]
             if not active:
@@ -343,6 +443,10 @@ def run_build(
                     break
                 if not summary.stopped and not summary.in_flight:
                     cell.done = True  # it ran every attempt it was given: its plan (or the modes still wanted) is run
+                elif not summary.attempts and not summary.in_flight:
+                    # stopped before starting anything (a pilot's cell at its quota): nothing changed, so the next
+                    # round would stop the same way; without this the build would loop on empty rounds forever
+                    cell.done = True
     stats, projection = projection_of(recipe, cells, release)
     result = BuildResult(
         release=release,

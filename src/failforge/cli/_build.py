@@ -106,14 +106,19 @@ def build(
     130 when interrupted (rerun the same command to resume).
     """
     from failforge.build import load_recipe, run_build
+    from failforge.errors import ConfigError
 
     loaded = load_recipe(recipe)
+    try:
+        release = output.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13, OSError since
+        raise ConfigError(f"-o {output} cannot be used as the release folder: {exc}") from None
 
     def say(line: str) -> None:
         console.print(escape(line))
 
     try:
-        result = run_build(loaded, output.resolve(), pilot=pilot, on_event=say, force=force)
+        result = run_build(loaded, release, pilot=pilot, on_event=say, force=force)
     except KeyboardInterrupt:
         console.print(
             f"[yellow]interrupted:[/] attempts in flight went back to their cell's queue; rerun to resume ({output})"
