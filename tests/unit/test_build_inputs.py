@@ -162,3 +162,16 @@ def test_a_release_folder_that_is_a_symlink_loop_is_one_line(tmp_path: Path) -> 
     result = CliRunner().invoke(app, ["build", str(recipe), "-o", str(tmp_path / "one")])
     assert isinstance(result.exception, ConfigError), result.exception
     assert "cannot be used as the release folder" in str(result.exception)
+
+
+def test_a_rebuilt_release_keeps_no_rows_of_the_last_run(tmp_path: Path) -> None:
+    """Rows the last run exported (a modality, or every row) that this run does not make are not left in data/
+    for Who&When Pro's harness to read beside a release that no longer holds their records."""
+    from failforge.build._recipe import SplitConfig
+    from failforge.build._release import ReleaseSummary, write_release
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "image_gui.jsonl").write_text('{"id": "old"}\n', encoding="utf-8")
+    summary = write_release(tmp_path, [], SplitConfig(), "release", ReleaseSummary(), [])
+    assert list((tmp_path / "data").glob("*.jsonl")) == []
+    assert summary.gold == summary.rows == 0
