@@ -277,3 +277,23 @@ def test_a_pilot_past_a_cells_quota_ends(tmp_path: Path, seeds: Path, ports: tup
     stats = result.stats["bfcl"]
     assert stats.kept >= 1 and stats.pending > 0  # stopped at its quota, with attempts still planned
     assert result.rounds <= 2
+
+
+def test_a_mode_target_takes_a_cell_past_its_quota(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    """A cell at its quota with planned attempts of a mode still short of its target goes on for that mode. It used
+    to stop at the quota, end "targets met" and exit 1 short of the mode with the attempts to meet it planned."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "round_size = 1\n[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["A.3"]\nsteps_per_seed = 2\nmodes_per_step = 1\n'
+        '[targets]\nper_cell = 1\nper_mode = {"A.3" = 2}\n',
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release")
+    assert result.stats["bfcl"].by_mode["A.3"]["kept"] >= 2
+    assert result.short() == [] and result.ended == "targets met"

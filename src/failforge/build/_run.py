@@ -44,6 +44,9 @@ REPORT = "report.json"
 RECIPE = "recipe.json"
 
 Event = Callable[[str], None]
+#: Why the rounds stopped when no cell has anything left to do towards its quota ("targets met" once the release
+#: is checked and holds every target).
+_QUOTAS = "every cell has its quota or has run its plan"
 
 
 @dataclass
@@ -385,6 +388,7 @@ def _build(
             }
             kept = {c.name: stats[c.name].kept for c in cells}
             settled = {c.name: stats[c.name].attempts for c in cells}
+            short = {m.code for m in MODES if recipe.targets.mode_target(m.code) is not None} - met
             if pilot is not None:
                 active = [
                     c
@@ -392,7 +396,12 @@ def _build(
                     if settled[c.name] < pilot and not c.done and (c.quota is None or kept[c.name] < c.quota)
                 ]
             else:
-                active = [c for c in cells if not c.done and (spill or c.quota is None or kept[c.name] < c.quota)]
+                active = [
+                    c
+                    for c in cells
+                    if not c.done
+                    and (spill or c.quota is None or kept[c.name] < c.quota or _for_modes(c, kept, short, spill))
+                ]
             if not active:
                 total = recipe.targets.total
                 if pilot is None and not spill and total and spent.kept < total and any(not c.done for c in cells):
@@ -412,8 +421,9 @@ def _build(
                     break
                 limit = (pilot - settled[cell.name]) if pilot is not None else recipe.round_size
                 try:
+                    only = _for_modes(cell, kept, short, spill) if pilot is None else None
                     summary = _run_round(
-                        cell, models[cell.name], recipe, spent, met, limit, kept[cell.name], spill, force
+                        cell, models[cell.name], recipe, spent, met, only, limit, kept[cell.name], spill, force
                     )
                 except ConfigError as exc:  # this cell cannot run (no usable seed, a changed campaign): the rest go on
                     cell.done, cell.error = True, str(exc)
@@ -473,6 +483,8 @@ def _build(
     made = ReleaseSummary()
     gold = collect_gold([(c.name, Path(c.config.output)) for c in cells], made)
     result.short_of += _short_after_dedup(recipe, cells, gold, result.short_of)
+    if not result.short_of and ended == _QUOTAS:  # the release holds every target too: say so
+        ended = result.ended = "targets met"
     result.compared = _compare(release, projection, recipe_hash)
     _write_json(
         release / BUILD / REPORT,
@@ -495,6 +507,15 @@ def _build(
     return result
 
 
+def _for_modes(cell: _Cell, kept: dict[str, int], short: set[str], spill: bool) -> set[str] | None:
+    """The modes short of their target that a cell past its quota goes on for, attempting only those (None: the
+    cell runs for its quota, or has nothing a mode target still wants)."""
+    if spill or cell.quota is None or kept[cell.name] < cell.quota:
+        return None
+    wanted = short if cell.config.plan.modes is None else short & set(cell.config.plan.modes)
+    return wanted or None
+
+
 @dataclass
 class _RoundSummary:
     attempts: int
@@ -511,6 +532,7 @@ def _run_round(
     recipe: Recipe,
     spent: _Spent,
     met_modes: set[str],
+    only_modes: set[str] | None,
     limit: int,
     kept_before: int,
     spill: bool,
@@ -519,7 +541,7 @@ def _run_round(
     def stop(summary: CampaignSummary) -> bool:
         if summary.attempts + summary.in_flight >= limit:
             return True
-        if not spill and cell.quota is not None and kept_before + summary.kept >= cell.quota:
+        if not spill and only_modes is None and cell.quota is not None and kept_before + summary.kept >= cell.quota:
             return True
         return _over_budget(recipe, spent, summary.in_flight) is not None
 
@@ -531,7 +553,10 @@ def _run_round(
         cell.config,
         resolved,
         force=force,
-        select=lambda spec: getattr(spec, "mode", None) not in met_modes,
+        select=lambda spec: (
+            getattr(spec, "mode", None) not in met_modes
+            and (only_modes is None or getattr(spec, "mode", None) in only_modes)
+        ),
         stop=stop,
         on_settled=settled,
     )
@@ -610,13 +635,21 @@ def _short_after_dedup(
 
 
 def _why_done(cells: list[_Cell], recipe: Recipe, spent: _Spent) -> str:
+    """Why the rounds stopped. Whether the targets are met is said apart (``BuildResult.short_of``): the rounds go
+    by the cells' quotas, so a mode target or a cell that could not run may still be short when they stop."""
+    broken = [c.name for c in cells if c.error]
+    cannot = f" (could not run: {', '.join(broken)})" if broken else ""
     if all(c.done for c in cells):
-        return "every cell ran its whole plan" + (
-            f" (the total is short: {spent.kept} of {recipe.targets.total})"
-            if recipe.targets.total and spent.kept < recipe.targets.total
-            else ""
+        return (
+            f"every cell{' that could run' if broken else ''} ran its whole plan"
+            + (
+                f" (the total is short: {spent.kept} of {recipe.targets.total})"
+                if recipe.targets.total and spent.kept < recipe.targets.total
+                else ""
+            )
+            + cannot
         )
-    return "targets met"
+    return f"every other {_QUOTAS.removeprefix('every ')}{cannot}" if broken else _QUOTAS
 
 
 def _compare(release: Path, now: Projection, recipe_hash: str) -> dict[str, Any]:
