@@ -297,3 +297,21 @@ def test_a_mode_target_takes_a_cell_past_its_quota(tmp_path: Path, seeds: Path, 
         result = run_build(load_recipe(recipe_file), tmp_path / "release")
     assert result.stats["bfcl"].by_mode["A.3"]["kept"] >= 2
     assert result.short() == [] and result.ended == "targets met"
+
+
+def test_a_pilot_stopped_by_the_circuit_breaker_exits_3(tmp_path: Path, seeds: Path) -> None:
+    """A pilot whose endpoint is down: its projection would be the endpoint's failures read as the cell's yield. It
+    used to print it and exit 0; it says the breaker stopped it and exits 3, as a build does."""
+    from failforge.cli import app
+
+    endpoint = '{ base_url = "http://127.0.0.1:9/v1", model = "down", timeout = 5, max_attempts = 1 }'
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        '[defaults]\nconcurrency = 1\ncircuit_breaker = 2\n[[cells]]\nname = "bfcl"\n'
+        f'seeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["A.3"]\nsteps_per_seed = 1\nmodes_per_step = 1\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["build", str(recipe), "-o", str(tmp_path / "release"), "--pilot", "4"])
+    assert result.exit_code == 3, result.output
+    assert "stopped:" in result.output

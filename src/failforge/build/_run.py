@@ -3,7 +3,8 @@
 Each round gives every unfinished cell ``round_size`` attempts (its campaign run with a ``stop`` and a ``select``,
 so what a round leaves stays planned in the cell's ledger). A cell is finished when it has its quota or has run its
 whole plan. When every cell is finished and the recipe's total is still short, the cells with attempts left go on
-past their quotas. Mode targets deselect a mode once the build has its share of it (checked at each round's start).
+past their quotas. Mode targets deselect a mode once the build has its share of it, and take a cell at its quota
+on for the modes still short that it plans (both checked at each round's start).
 The budget is checked before every attempt starts, against what every result so far reports it cost.
 
 Nothing lives only in memory: each cell's folder (ledger, records, arms) is the truth, ``build/rounds.jsonl`` the
@@ -76,7 +77,6 @@ class _Cell:
     quota: int | None
     prices: dict[str, Price]
     done: bool = False
-    wall: float = 0.0
     error: str | None = None
 
 

@@ -129,14 +129,16 @@ def build(
     if pilot is not None:
         _print_projection(result, f"failforge build --pilot {pilot}: projection")
         out.print(f"written: {output / 'build' / 'pilot.json'}")
-        return
-    _print_projection(result, "failforge build: what the cells made")
-    if result.breaker:
+    else:
+        _print_projection(result, "failforge build: what the cells made")
+    if result.breaker:  # a pilot's too: its yields would be the endpoint's failures, not the cells'
         console.print(
             f"[red]stopped:[/] a cell's attempts failed in a row for infrastructure reasons: {escape(result.breaker)}."
             " Fix the endpoint and rerun the same command."
         )
         raise typer.Exit(3)
+    if pilot is not None:
+        return
     made = result.release_summary
     if made is not None:
         out.print(
