@@ -148,6 +148,10 @@ def build(
         )
         for problem in made.not_exportable[:5]:
             out.print(f"  not exportable: {escape(problem)}")
+        if made.bad_lines:  # a cell's gold line that is not a record: left out of the release, said
+            console.print(f"[yellow]{len(made.bad_lines)} unreadable gold line(s) left out of the release:[/]")
+            for problem in made.bad_lines[:5]:
+                console.print(f"  {escape(problem)}")
     for key, row in result.compared.items():
         if not isinstance(row, dict):
             out.print(f"note: {escape(str(row))}")
