@@ -175,3 +175,13 @@ def test_a_rebuilt_release_keeps_no_rows_of_the_last_run(tmp_path: Path) -> None
     summary = write_release(tmp_path, [], SplitConfig(), "release", ReleaseSummary(), [])
     assert list((tmp_path / "data").glob("*.jsonl")) == []
     assert summary.gold == summary.rows == 0
+
+
+@pytest.mark.parametrize("name", ["splits.json", "README.md", "build/pilot.json", "build/rounds.jsonl"])
+def test_a_release_file_that_is_a_fifo_is_refused_before_anything_runs(tmp_path: Path, name: str) -> None:
+    """Writing the release into a FIFO blocked the build for ever after its rounds ran (splits.json, README.md);
+    reading one (pilot.json) failed it after its rounds."""
+    release = _released(tmp_path / "release")
+    os.mkfifo(release / name)
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        run_build(_recipe(_seeds(tmp_path)), release)

@@ -290,10 +290,35 @@ def run_build(
         return _build(recipe, release, cells, pilot, say, force)
 
 
+#: The files a build reads or writes in a release (besides data/*.jsonl, which it replaces).
+_RELEASE_FILES = (
+    "README.md",
+    "manifest.json",
+    "taxonomy.yaml",
+    "splits.json",
+    "failforge/gold.jsonl",
+    f"{BUILD}/manifest.json",
+    f"{BUILD}/{RECIPE}",
+    f"{BUILD}/{ROUNDS}",
+    f"{BUILD}/{PILOT}",
+    f"{BUILD}/{REPORT}",
+)
+
+
 def _check_release_folder(release: Path) -> None:
     """``-o`` is a release a build made, or a new or empty folder: a build writes README.md, manifest.json and
-    data/ into it, which must never overwrite files of the user's."""
-    if not release.is_dir() or (release / BUILD / RECIPE).exists() or (release / BUILD / LOCK_FILE).exists():
+    data/ into it, which must never overwrite files of the user's. In a release, each file the build writes is a
+    regular file: writing a FIFO would block the build for ever, and a folder would fail it after its rounds ran."""
+    if not release.is_dir():
+        return
+    for name in _RELEASE_FILES:
+        path = release / name
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise ConfigError(
+                f"{path} is not a regular file (a pipe, a device, a folder or a broken link); move it away: the"
+                " build writes it"
+            )
+    if (release / BUILD / RECIPE).exists() or (release / BUILD / LOCK_FILE).exists():
         return
     if any(release.iterdir()):
         raise ConfigError(
