@@ -282,9 +282,9 @@ def run_build(
         raise ConfigError(f"-o {release} is a file; give a folder for the release")
     cells = _cells(recipe, release)
     _check_release_folder(release)
-    _check_campaigns(cells, force)
     (release / BUILD).mkdir(parents=True, exist_ok=True)
     with FolderLock(release / BUILD):  # one build per release: a second would write the release under this one
+        _check_campaigns(cells, force)
         for line in _strays(recipe, release):
             say(line)
         return _build(recipe, release, cells, pilot, say, force)
