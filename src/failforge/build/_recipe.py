@@ -163,6 +163,12 @@ class Recipe(_Section):
 
 def cell_config(recipe: Recipe, cell: Cell, release: Path) -> CampaignConfig:
     """The cell's campaign: the recipe's defaults, the cell's own fields over them, its output under the release."""
+    # a field [defaults] gets wrong is said as the defaults', not as the first cell's
+    if "output" in recipe.defaults:
+        raise ConfigError("recipe: [defaults] sets 'output'; each cell writes to RELEASE/cells/<name>/: remove it")
+    unknown = sorted(set(recipe.defaults) - set(CampaignConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"recipe: [defaults]: field '{unknown[0]}' is not a campaign-file field")
     data = _merge(recipe.defaults, cell.campaign_fields())
     if "output" in data:
         raise ConfigError(f"cell {cell.name!r}: a cell writes to RELEASE/cells/{cell.name}/; remove its 'output'")
