@@ -128,17 +128,18 @@ def test_foreign_lines_in_a_release_add_nothing_and_stop_nothing(tmp_path: Path)
     assert _wall(tmp_path) == {"a": 2.0}
     cell = tmp_path / "cell"
     cell.mkdir()
+    cost = {"models": {"agent": {"calls": "x", "prompt_tokens": 5}}}
     (cell / "gold.jsonl").write_text(
-        json.dumps({"provenance": {"cost": {"models": {"agent": {"calls": "x", "prompt_tokens": 5}}}}}) + "\n",
+        json.dumps({"provenance": {"attempt_id": "g", "cost": cost}}) + "\n" + json.dumps({"not": "a record"}) + "\n",
         encoding="utf-8",
     )
-    (cell / "rejected.jsonl").write_text(
-        json.dumps({"provenance": {"cost": {"models": [1], "seconds": "s"}}, "reasons": 5, "stage": "filters"}) + "\n",
-        encoding="utf-8",
+    rejected = {"attempt_id": "r", "provenance": {"cost": {"models": [1], "seconds": "s"}}, "reasons": 5}
+    (cell / "rejected.jsonl").write_text(json.dumps({**rejected, "stage": "filters"}) + "\n", encoding="utf-8")
+    (cell / "failed.jsonl").write_text(
+        json.dumps({"attempt_id": "f", "error": "s", "stage": "run"}) + "\n", encoding="utf-8"
     )
-    (cell / "failed.jsonl").write_text(json.dumps({"error": "str", "stage": "run"}) + "\n", encoding="utf-8")
     stats = cell_stats("c", cell)
-    assert (stats.kept, stats.rejected, stats.failed) == (1, 1, 1)
+    assert (stats.kept, stats.rejected, stats.failed) == (1, 1, 1)  # the line naming no attempt is not counted
     assert stats.spend["agent"].prompt_tokens == 5 and stats.spend["agent"].calls == 0
     assert stats.failed_by == {"run": 1} and stats.rejected_by == {"?": 1}
 

@@ -103,6 +103,11 @@ def cell_stats(cell: str, folder: Path) -> CellStats:
                 continue  # a torn line: its attempt is settled again on the next run
             record = item[1]
             provenance = record.get("provenance")
+            attempt = record.get("attempt_id") or (
+                provenance.get("attempt_id") if isinstance(provenance, dict) else None
+            )
+            if not isinstance(attempt, str) or not attempt:
+                continue  # names no attempt (not a result the campaign wrote): the ledger does not count it either
             stats.add_cost(provenance.get("cost") if isinstance(provenance, dict) else None)
             stats.attempts += 1
             if name == GOLD:
