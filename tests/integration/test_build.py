@@ -315,3 +315,27 @@ def test_a_pilot_stopped_by_the_circuit_breaker_exits_3(tmp_path: Path, seeds: P
     result = CliRunner().invoke(app, ["build", str(recipe), "-o", str(tmp_path / "release"), "--pilot", "4"])
     assert result.exit_code == 3, result.output
     assert "stopped:" in result.output
+
+
+def test_a_pilot_runs_the_original_arms_of_its_own_attempts_only(
+    tmp_path: Path, seeds: Path, ports: tuple[int, int]
+) -> None:
+    """A round hands its campaign at most its attempts: the campaign runs the original arm of every point the
+    attempts it is handed need, so a pilot of 2 over a plan of 12 points used to run 12 live arms (and spread their
+    cost over its 2 attempts)."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["R.1", "A.3"]\nsteps_per_seed = 4\nmodes_per_step = 2\n'
+        "[targets]\ntotal = 40\n",
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release", pilot=2)
+    cell = tmp_path / "release" / "cells" / "bfcl"
+    assert result.stats["bfcl"].attempts == 2 and result.stats["bfcl"].pending > 2
+    assert 1 <= sum(1 for _ in read_jsonl(cell / "arms.jsonl")) <= 2

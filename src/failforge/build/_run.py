@@ -573,23 +573,29 @@ def _run_round(
     def settled(result: AttemptResult | ArmResult) -> None:
         spent.add(cell, result)
 
+    taken = capped = 0
+
+    def select(spec: Any) -> bool:
+        # at most ``limit`` attempts are handed to the round: the campaign runs the original arm of every point its
+        # selected attempts need before the first attempt starts, so a round of 2 (a pilot of 2) handed the whole
+        # plan ran an arm for every point of it
+        nonlocal taken, capped
+        mode = getattr(spec, "mode", None)
+        if mode in met_modes or (only_modes is not None and mode not in only_modes):
+            return False
+        if taken >= limit:
+            capped += 1
+            return False
+        taken += 1
+        return True
+
     started = time.monotonic()
-    summary = run_campaign(
-        cell.config,
-        resolved,
-        force=force,
-        select=lambda spec: (
-            getattr(spec, "mode", None) not in met_modes
-            and (only_modes is None or getattr(spec, "mode", None) in only_modes)
-        ),
-        stop=stop,
-        on_settled=settled,
-    )
+    summary = run_campaign(cell.config, resolved, force=force, select=select, stop=stop, on_settled=settled)
     return _RoundSummary(
         attempts=summary.attempts,
         kept=summary.kept,
         wall=time.monotonic() - started,
-        stopped=summary.stopped or summary.breaker is not None,
+        stopped=summary.stopped or summary.breaker is not None or capped > 0,  # capped: more stays planned
         in_flight=summary.in_flight,
         breaker=summary.breaker,
     )
