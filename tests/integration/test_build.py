@@ -254,3 +254,88 @@ def test_targets_met_by_duplicates_are_said_short_of_the_release(
     assert result.release_summary is not None
     assert result.release_summary.duplicates == result.stats["again"].kept
     assert result.short() == ["cell again: 0 of 1 distinct records in the release (duplicates dropped)"]
+
+
+@pytest.mark.timeout(180)
+def test_a_pilot_past_a_cells_quota_ends(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    """``--pilot N`` with N past what a cell's quota takes: the cell stops at its quota and the pilot ends. It used
+    to stop each round before its first attempt (the quota met) without calling the cell done: empty rounds forever."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "round_size = 2\n[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["R.1", "A.3"]\nsteps_per_seed = 1\nmodes_per_step = 2\n'
+        "[targets]\nper_cell = 1\n",
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release", pilot=1000)
+    assert result.ended == "pilot done"
+    stats = result.stats["bfcl"]
+    assert stats.kept >= 1 and stats.pending > 0  # stopped at its quota, with attempts still planned
+    assert result.rounds <= 2
+
+
+def test_a_mode_target_takes_a_cell_past_its_quota(tmp_path: Path, seeds: Path, ports: tuple[int, int]) -> None:
+    """A cell at its quota with planned attempts of a mode still short of its target goes on for that mode. It used
+    to stop at the quota, end "targets met" and exit 1 short of the mode with the attempts to meet it planned."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "round_size = 1\n[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["A.3"]\nsteps_per_seed = 2\nmodes_per_step = 1\n'
+        '[targets]\nper_cell = 1\nper_mode = {"A.3" = 2}\n',
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release")
+    assert result.stats["bfcl"].by_mode["A.3"]["kept"] >= 2
+    assert result.short() == [] and result.ended == "targets met"
+
+
+def test_a_pilot_stopped_by_the_circuit_breaker_exits_3(tmp_path: Path, seeds: Path) -> None:
+    """A pilot whose endpoint is down: its projection would be the endpoint's failures read as the cell's yield. It
+    used to print it and exit 0; it says the breaker stopped it and exits 3, as a build does."""
+    from failforge.cli import app
+
+    endpoint = '{ base_url = "http://127.0.0.1:9/v1", model = "down", timeout = 5, max_attempts = 1 }'
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        '[defaults]\nconcurrency = 1\ncircuit_breaker = 2\n[[cells]]\nname = "bfcl"\n'
+        f'seeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["A.3"]\nsteps_per_seed = 1\nmodes_per_step = 1\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["build", str(recipe), "-o", str(tmp_path / "release"), "--pilot", "4"])
+    assert result.exit_code == 3, result.output
+    assert "stopped:" in result.output
+
+
+def test_a_pilot_runs_the_original_arms_of_its_own_attempts_only(
+    tmp_path: Path, seeds: Path, ports: tuple[int, int]
+) -> None:
+    """A round hands its campaign at most its attempts: the campaign runs the original arm of every point the
+    attempts it is handed need, so a pilot of 2 over a plan of 12 points used to run 12 live arms (and spread their
+    cost over its 2 attempts)."""
+    from failforge.build import load_recipe
+
+    endpoint = f'{{ base_url = "http://127.0.0.1:{ports[0]}/v1", model = "loopback", timeout = 60, max_attempts = 1 }}'
+    recipe_file = tmp_path / "recipe.toml"
+    recipe_file.write_text(
+        "[defaults]\nconcurrency = 1\n"
+        f'[[cells]]\nname = "bfcl"\nseeds = ["{seeds / "bfcl.jsonl"}"]\nagent = {endpoint}\nguide_kind = "rules"\n'
+        '[cells.plan]\nmodes = ["R.1", "A.3"]\nsteps_per_seed = 4\nmodes_per_step = 2\n'
+        "[targets]\ntotal = 40\n",
+        encoding="utf-8",
+    )
+    with _servers(ports):
+        result = run_build(load_recipe(recipe_file), tmp_path / "release", pilot=2)
+    cell = tmp_path / "release" / "cells" / "bfcl"
+    assert result.stats["bfcl"].attempts == 2 and result.stats["bfcl"].pending > 2
+    assert 1 <= sum(1 for _ in read_jsonl(cell / "arms.jsonl")) <= 2

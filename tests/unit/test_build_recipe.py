@@ -212,3 +212,11 @@ def test_the_example_recipe_is_valid(tmp_path: Path) -> None:
         config = cell_config(recipe, cell, tmp_path)
         assert all(Path(p).is_file() for p in config.seeds), f"{cell.name}: {config.seeds}"
     assert recipe.targets.total == 60 and recipe.price("my-model").output_per_mtok == 1.5
+
+
+@pytest.mark.parametrize(("field", "said"), [("output", "sets 'output'"), ("bogus", "field 'bogus' is not a campaign")])
+def test_a_wrong_field_in_the_defaults_is_said_as_the_defaults(tmp_path: Path, field: str, said: str) -> None:
+    """It was said as the first cell's ("cell 'a': ... remove its 'output'"), sending the user to the wrong table."""
+    recipe = Recipe.model_validate({"defaults": {field: "x"}, "cells": [{"name": "a", "seeds": ["s.jsonl"]}]})
+    with pytest.raises(ConfigError, match=rf"recipe: \[defaults\].*{said}"):
+        cell_config(recipe, recipe.cells[0], tmp_path)

@@ -169,7 +169,10 @@ def _modes(recipe: Recipe, stats: dict[str, CellStats]) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     if recipe.targets.per_mode is None:
         return out
-    totals: dict[str, dict[str, int]] = {}
+    # a mode named in a table is projected even before any cell attempted it (a mode no run has reached yet is
+    # short by its whole target, not left out of what the build says it is short of)
+    named = recipe.targets.per_mode if isinstance(recipe.targets.per_mode, dict) else {}
+    totals: dict[str, dict[str, int]] = {mode: {"attempts": 0, "kept": 0} for mode in named}
     for cell in stats.values():
         for mode, row in cell.by_mode.items():
             total = totals.setdefault(mode, {"attempts": 0, "kept": 0})

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from failforge.campaign import CampaignConfig
 from failforge.configfile import read_config_data, validate_config
@@ -44,8 +44,12 @@ class Targets(_Section):
 
     total: int | None = Field(default=None, ge=1, description="gold in all")
     per_cell: int | None = Field(default=None, ge=1, description="gold from every cell at least")
-    per_environment: dict[str, int] = Field(default_factory=dict, description="gold per benchmark, shared by its cells")
-    per_framework: dict[str, int] = Field(default_factory=dict, description="gold per framework, shared by its cells")
+    per_environment: dict[str, PositiveInt] = Field(
+        default_factory=dict, description="gold per benchmark, shared by its cells"
+    )
+    per_framework: dict[str, PositiveInt] = Field(
+        default_factory=dict, description="gold per framework, shared by its cells"
+    )
     per_mode: int | dict[str, int] | None = Field(
         default=None,
         description=(
@@ -57,11 +61,20 @@ class Targets(_Section):
     @field_validator("per_mode")
     @classmethod
     def _known_modes(cls, value: int | dict[str, int] | None) -> int | dict[str, int] | None:
+        # checked here rather than by PositiveInt: a union's error would name pydantic's branch, not the mode
         if isinstance(value, dict):
+            for code, n in value.items():
+                if n < 1:
+                    raise ValueError(
+                        f"the target of mode {code} is {n}; give at least 1 (leave a mode out of a cell's"
+                        " plan.modes not to attempt it)"
+                    )
             try:
                 return {get_mode(code).code: n for code, n in value.items()}
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
+        if value is not None and value < 1:
+            raise ValueError(f"per_mode is {value}; give at least 1 (gold per mode)")
         return value
 
     def mode_target(self, code: str) -> int | None:
@@ -130,11 +143,18 @@ class Recipe(_Section):
     @field_validator("cells")
     @classmethod
     def _unique_names(cls, value: list[Cell]) -> list[Cell]:
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for cell in value:
-            if cell.name in seen:
+            # by folder name as a case-insensitive file system (macOS, Windows) sees it: "A" and "a" are one folder
+            other = seen.get(cell.name.casefold())
+            if other == cell.name:
                 raise ValueError(f"two cells are named {cell.name!r}; each cell needs a folder of its own")
-            seen.add(cell.name)
+            if other is not None:
+                raise ValueError(
+                    f"cells {other!r} and {cell.name!r} differ only in case: on a case-insensitive file system they"
+                    " share one folder; give each cell a name of its own"
+                )
+            seen[cell.name.casefold()] = cell.name
         return value
 
     def price(self, model: str) -> Price:
@@ -143,6 +163,12 @@ class Recipe(_Section):
 
 def cell_config(recipe: Recipe, cell: Cell, release: Path) -> CampaignConfig:
     """The cell's campaign: the recipe's defaults, the cell's own fields over them, its output under the release."""
+    # a field [defaults] gets wrong is said as the defaults', not as the first cell's
+    if "output" in recipe.defaults:
+        raise ConfigError("recipe: [defaults] sets 'output'; each cell writes to RELEASE/cells/<name>/: remove it")
+    unknown = sorted(set(recipe.defaults) - set(CampaignConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"recipe: [defaults]: field '{unknown[0]}' is not a campaign-file field")
     data = _merge(recipe.defaults, cell.campaign_fields())
     if "output" in data:
         raise ConfigError(f"cell {cell.name!r}: a cell writes to RELEASE/cells/{cell.name}/; remove its 'output'")

@@ -18,7 +18,6 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from failforge.build._recipe import SplitConfig
 from failforge.canonical import canonical_hash
@@ -117,6 +116,10 @@ def write_release(
     records = [record for _, record in gold]
     summary.gold = len(records)
     splits = split_of(records, split)
+    # the last run's rows go first: a modality (or every row) this run no longer has must not stay in data/ for
+    # Who&When Pro's harness to read beside records the release does not hold
+    for stale in sorted((release / "data").glob("*.jsonl")):
+        stale.unlink()
     exported = export_whowhen_pro(records, release, codes=codes)  # type: ignore[arg-type]
     summary.rows = exported.written
     summary.not_exportable = [p.problem for p in exported.skipped]
@@ -169,8 +172,4 @@ def _cells(gold: list[tuple[str, Trajectory]]) -> Counter[str]:
     return Counter(cell for cell, _ in gold)
 
 
-def count_by(gold: list[tuple[str, Trajectory]], key: Any) -> dict[str, int]:
-    return dict(Counter(key(cell, record) for cell, record in gold).most_common())
-
-
-__all__ = ["SPLITS", "ReleaseSummary", "collect_gold", "content_key", "count_by", "split_of", "write_release"]
+__all__ = ["SPLITS", "ReleaseSummary", "collect_gold", "content_key", "split_of", "write_release"]

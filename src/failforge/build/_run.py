@@ -3,7 +3,8 @@
 Each round gives every unfinished cell ``round_size`` attempts (its campaign run with a ``stop`` and a ``select``,
 so what a round leaves stays planned in the cell's ledger). A cell is finished when it has its quota or has run its
 whole plan. When every cell is finished and the recipe's total is still short, the cells with attempts left go on
-past their quotas. Mode targets deselect a mode once the build has its share of it (checked at each round's start).
+past their quotas. Mode targets deselect a mode once the build has its share of it, and take a cell at its quota
+on for the modes still short that it plans (both checked at each round's start).
 The budget is checked before every attempt starts, against what every result so far reports it cost.
 
 Nothing lives only in memory: each cell's folder (ledger, records, arms) is the truth, ``build/rounds.jsonl`` the
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,12 +28,12 @@ from typing import Any
 from failforge.build._projection import Projection, project
 from failforge.build._recipe import Price, Recipe, cell_config, quotas
 from failforge.build._release import ReleaseSummary, collect_gold, write_release
-from failforge.build._stats import CellStats, cell_stats
-from failforge.campaign import CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
+from failforge.build._stats import CellStats, cell_stats, number
+from failforge.campaign import LEDGER, CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
 from failforge.canonical import canonical_hash
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.gold import ArmResult, AttemptResult, ResolvedModels
-from failforge.jobs import start_ray
+from failforge.jobs import LOCK_FILE, FolderLock, Ledger, start_ray
 from failforge.jsonl import read_json, read_jsonl
 from failforge.taxonomy import MODES
 from failforge.trajectory import Trajectory
@@ -42,6 +45,9 @@ REPORT = "report.json"
 RECIPE = "recipe.json"
 
 Event = Callable[[str], None]
+#: Why the rounds stopped when no cell has anything left to do towards its quota ("targets met" once the release
+#: is checked and holds every target).
+_QUOTAS = "every cell has its quota or has run its plan"
 
 
 @dataclass
@@ -71,18 +77,39 @@ class _Cell:
     quota: int | None
     prices: dict[str, Price]
     done: bool = False
-    wall: float = 0.0
     error: str | None = None
 
 
-def _describe(config: CampaignConfig, name: str, framework: str | None) -> tuple[str, str]:
-    """The cell's benchmark and framework: as configured, else its first seed's."""
+def _check_seed_files(config: CampaignConfig, name: str) -> None:
+    """Every seeds file of the cell is a regular file: a missing one is bad input before anything runs (not a cell
+    that "did not run" in a release written without it), and a FIFO must not hang the build."""
+    for path in config.seeds:
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise ConfigError(f"cell {name!r}: seeds file {path} does not exist") from None
+        except OSError as exc:
+            raise ConfigError(f"cell {name!r}: seeds file {path} cannot be read ({exc.strerror})") from None
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"cell {name!r}: seeds file {path} is a directory; give a JSONL file of seeds")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(
+                f"cell {name!r}: seeds file {path} is not a regular file (a pipe or a device); give a JSONL file"
+            )
+
+
+def _describe(
+    config: CampaignConfig, name: str, framework: str | None, read: dict[tuple[str, ...], list[Trajectory]]
+) -> tuple[str, str]:
+    """The cell's benchmark and framework: as configured, else its first seed's (``read``: seeds files already read,
+    by their paths, so a recipe of many cells over one seeds file reads it once)."""
+    _check_seed_files(config, name)
     env, harness = config.environment, config.harness
     if env is None or (framework is None and harness is None):
-        for path in config.seeds:
-            if not Path(path).is_file():
-                raise ConfigError(f"cell {name!r}: seeds file {path} does not exist")
-        seeds, _ = load_seeds(config.seeds)
+        key = tuple(config.seeds)
+        if key not in read:
+            read[key] = load_seeds(config.seeds)[0]
+        seeds = read[key]
         if not seeds:
             raise ConfigError(f"cell {name!r}: no readable seed in {', '.join(config.seeds)}")
         env = env or seeds[0].environment.name
@@ -95,8 +122,10 @@ def _wall(release: Path) -> dict[str, float]:
     path = release / BUILD / ROUNDS
     if path.exists():
         for item in read_jsonl(path):
-            if isinstance(item, tuple):
-                out[item[1]["cell"]] = out.get(item[1]["cell"], 0.0) + float(item[1].get("seconds") or 0.0)
+            row = item[1] if isinstance(item, tuple) else {}
+            cell = row.get("cell")
+            if isinstance(cell, str):  # a torn or foreign line adds nothing
+                out[cell] = out.get(cell, 0.0) + number(row.get("seconds"))
     return out
 
 
@@ -177,7 +206,8 @@ def _models(cells: list[_Cell]) -> Iterator[dict[str, ResolvedModels]]:
 
 def _cells(recipe: Recipe, release: Path) -> list[_Cell]:
     configs = {cell.name: cell_config(recipe, cell, release) for cell in recipe.cells}
-    described = {cell.name: _describe(configs[cell.name], cell.name, cell.framework) for cell in recipe.cells}
+    read: dict[tuple[str, ...], list[Trajectory]] = {}
+    described = {cell.name: _describe(configs[cell.name], cell.name, cell.framework, read) for cell in recipe.cells}
     envs = {name: d[0] for name, d in described.items()}
     frameworks = {name: d[1] for name, d in described.items()}
     for kind, wanted, have in (
@@ -189,6 +219,16 @@ def _cells(recipe: Recipe, release: Path) -> list[_Cell]:
             raise ConfigError(
                 f"recipe: targets.{kind} names {', '.join(missing)}, which no cell runs (cells run:"
                 f" {', '.join(sorted(have))})"
+            )
+    per_mode = recipe.targets.per_mode
+    if isinstance(per_mode, dict) and all(configs[c.name].plan.modes for c in recipe.cells):
+        # every cell lists its modes, so a mode target no cell plans can never be met: a typo, said now
+        planned = {mode for c in recipe.cells for mode in configs[c.name].plan.modes or []}
+        missing = sorted(set(per_mode) - planned)
+        if missing:
+            raise ConfigError(
+                f"recipe: targets.per_mode names {', '.join(missing)}, which no cell plans (cells plan:"
+                f" {', '.join(sorted(planned))})"
             )
     quota = quotas(recipe, envs, frameworks)
     out = []
@@ -241,7 +281,91 @@ def run_build(
     if release.exists() and not release.is_dir():
         raise ConfigError(f"-o {release} is a file; give a folder for the release")
     cells = _cells(recipe, release)
+    _check_release_folder(release)
     (release / BUILD).mkdir(parents=True, exist_ok=True)
+    with FolderLock(release / BUILD):  # one build per release: a second would write the release under this one
+        _check_campaigns(cells, force)
+        for line in _strays(recipe, release):
+            say(line)
+        return _build(recipe, release, cells, pilot, say, force)
+
+
+#: The files a build reads or writes in a release (besides data/*.jsonl, which it replaces).
+_RELEASE_FILES = (
+    "README.md",
+    "manifest.json",
+    "taxonomy.yaml",
+    "splits.json",
+    "failforge/gold.jsonl",
+    f"{BUILD}/manifest.json",
+    f"{BUILD}/{RECIPE}",
+    f"{BUILD}/{ROUNDS}",
+    f"{BUILD}/{PILOT}",
+    f"{BUILD}/{REPORT}",
+)
+
+
+def _check_release_folder(release: Path) -> None:
+    """``-o`` is a release a build made, or a new or empty folder: a build writes README.md, manifest.json and
+    data/ into it, which must never overwrite files of the user's. In a release, each file the build writes is a
+    regular file: writing a FIFO would block the build for ever, and a folder would fail it after its rounds ran."""
+    if not release.is_dir():
+        return
+    for name in _RELEASE_FILES:
+        path = release / name
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise ConfigError(
+                f"{path} is not a regular file (a pipe, a device, a folder or a broken link); move it away: the"
+                " build writes it"
+            )
+    if (release / BUILD / RECIPE).exists() or (release / BUILD / LOCK_FILE).exists():
+        return
+    if any(release.iterdir()):
+        raise ConfigError(
+            f"-o {release} holds files and is not a failforge release (no {BUILD}/{RECIPE}); give a new or empty"
+            " folder (the release writes README.md, manifest.json and data/ into it)"
+        )
+
+
+def _check_campaigns(cells: list[_Cell], force: bool) -> None:
+    """A cell whose folder holds another campaign is refused before anything runs, whether or not the build would
+    give it a round: the release's recipe must be the campaign that made its records (``--force`` overrides)."""
+    if force:
+        return
+    for cell in cells:
+        path = Path(cell.config.output) / LEDGER
+        if not path.exists():
+            continue
+        ledger = Ledger(path)
+        try:
+            bound = ledger.bound_hash()
+        finally:
+            ledger.close()
+        if bound and bound != cell.config.config_hash():
+            raise ConfigError(
+                f"cell {cell.name!r}: {cell.config.output} holds a different campaign (config hash {bound}; the"
+                f" recipe's is now {cell.config.config_hash()}): the recipe changed the cell's campaign since it ran."
+                " Restore it, give the changed cell a new name (a new folder), or pass --force"
+            )
+
+
+def _strays(recipe: Recipe, release: Path) -> list[str]:
+    """Cell folders the recipe no longer names: their records are not in the release, said, never deleted."""
+    folder = release / "cells"
+    if not folder.is_dir():
+        return []
+    named = {cell.name for cell in recipe.cells}
+    return [
+        f"cells/{path.name} is not a cell of this recipe: its records are left out of the release (kept in its"
+        " folder; name the cell again to include them)"
+        for path in sorted(folder.iterdir())
+        if path.is_dir() and path.name not in named
+    ]
+
+
+def _build(
+    recipe: Recipe, release: Path, cells: list[_Cell], pilot: int | None, say: Event, force: bool
+) -> BuildResult:
     recipe_hash = canonical_hash(recipe.model_dump(mode="json"))[:16]
     recorded = release / BUILD / RECIPE
     # Targets, budget and round size may change between runs (a pilot, then the real targets): what must not change
@@ -289,10 +413,20 @@ def run_build(
             }
             kept = {c.name: stats[c.name].kept for c in cells}
             settled = {c.name: stats[c.name].attempts for c in cells}
+            short = {m.code for m in MODES if recipe.targets.mode_target(m.code) is not None} - met
             if pilot is not None:
-                active = [c for c in cells if settled[c.name] < pilot and not c.done]
+                active = [
+                    c
+                    for c in cells
+                    if settled[c.name] < pilot and not c.done and (c.quota is None or kept[c.name] < c.quota)
+                ]
             else:
-                active = [c for c in cells if not c.done and (spill or c.quota is None or kept[c.name] < c.quota)]
+                active = [
+                    c
+                    for c in cells
+                    if not c.done
+                    and (spill or c.quota is None or kept[c.name] < c.quota or _for_modes(c, kept, short, spill))
+                ]
             if not active:
                 total = recipe.targets.total
                 if pilot is None and not spill and total and spent.kept < total and any(not c.done for c in cells):
@@ -312,8 +446,9 @@ def run_build(
                     break
                 limit = (pilot - settled[cell.name]) if pilot is not None else recipe.round_size
                 try:
+                    only = _for_modes(cell, kept, short, spill) if pilot is None else None
                     summary = _run_round(
-                        cell, models[cell.name], recipe, spent, met, limit, kept[cell.name], spill, force
+                        cell, models[cell.name], recipe, spent, met, only, limit, kept[cell.name], spill, force
                     )
                 except ConfigError as exc:  # this cell cannot run (no usable seed, a changed campaign): the rest go on
                     cell.done, cell.error = True, str(exc)
@@ -343,6 +478,10 @@ def run_build(
                     break
                 if not summary.stopped and not summary.in_flight:
                     cell.done = True  # it ran every attempt it was given: its plan (or the modes still wanted) is run
+                elif not summary.attempts and not summary.in_flight:
+                    # stopped before starting anything (a pilot's cell at its quota): nothing changed, so the next
+                    # round would stop the same way; without this the build would loop on empty rounds forever
+                    cell.done = True
     stats, projection = projection_of(recipe, cells, release)
     result = BuildResult(
         release=release,
@@ -369,6 +508,8 @@ def run_build(
     made = ReleaseSummary()
     gold = collect_gold([(c.name, Path(c.config.output)) for c in cells], made)
     result.short_of += _short_after_dedup(recipe, cells, gold, result.short_of)
+    if not result.short_of and ended == _QUOTAS:  # the release holds every target too: say so
+        ended = result.ended = "targets met"
     result.compared = _compare(release, projection, recipe_hash)
     _write_json(
         release / BUILD / REPORT,
@@ -391,6 +532,15 @@ def run_build(
     return result
 
 
+def _for_modes(cell: _Cell, kept: dict[str, int], short: set[str], spill: bool) -> set[str] | None:
+    """The modes short of their target that a cell past its quota goes on for, attempting only those (None: the
+    cell runs for its quota, or has nothing a mode target still wants)."""
+    if spill or cell.quota is None or kept[cell.name] < cell.quota:
+        return None
+    wanted = short if cell.config.plan.modes is None else short & set(cell.config.plan.modes)
+    return wanted or None
+
+
 @dataclass
 class _RoundSummary:
     attempts: int
@@ -407,6 +557,7 @@ def _run_round(
     recipe: Recipe,
     spent: _Spent,
     met_modes: set[str],
+    only_modes: set[str] | None,
     limit: int,
     kept_before: int,
     spill: bool,
@@ -415,27 +566,36 @@ def _run_round(
     def stop(summary: CampaignSummary) -> bool:
         if summary.attempts + summary.in_flight >= limit:
             return True
-        if not spill and cell.quota is not None and kept_before + summary.kept >= cell.quota:
+        if not spill and only_modes is None and cell.quota is not None and kept_before + summary.kept >= cell.quota:
             return True
         return _over_budget(recipe, spent, summary.in_flight) is not None
 
     def settled(result: AttemptResult | ArmResult) -> None:
         spent.add(cell, result)
 
+    taken = capped = 0
+
+    def select(spec: Any) -> bool:
+        # at most ``limit`` attempts are handed to the round: the campaign runs the original arm of every point its
+        # selected attempts need before the first attempt starts, so a round of 2 (a pilot of 2) handed the whole
+        # plan ran an arm for every point of it
+        nonlocal taken, capped
+        mode = getattr(spec, "mode", None)
+        if mode in met_modes or (only_modes is not None and mode not in only_modes):
+            return False
+        if taken >= limit:
+            capped += 1
+            return False
+        taken += 1
+        return True
+
     started = time.monotonic()
-    summary = run_campaign(
-        cell.config,
-        resolved,
-        force=force,
-        select=lambda spec: getattr(spec, "mode", None) not in met_modes,
-        stop=stop,
-        on_settled=settled,
-    )
+    summary = run_campaign(cell.config, resolved, force=force, select=select, stop=stop, on_settled=settled)
     return _RoundSummary(
         attempts=summary.attempts,
         kept=summary.kept,
         wall=time.monotonic() - started,
-        stopped=summary.stopped or summary.breaker is not None,
+        stopped=summary.stopped or summary.breaker is not None or capped > 0,  # capped: more stays planned
         in_flight=summary.in_flight,
         breaker=summary.breaker,
     )
@@ -506,13 +666,21 @@ def _short_after_dedup(
 
 
 def _why_done(cells: list[_Cell], recipe: Recipe, spent: _Spent) -> str:
+    """Why the rounds stopped. Whether the targets are met is said apart (``BuildResult.short_of``): the rounds go
+    by the cells' quotas, so a mode target or a cell that could not run may still be short when they stop."""
+    broken = [c.name for c in cells if c.error]
+    cannot = f" (could not run: {', '.join(broken)})" if broken else ""
     if all(c.done for c in cells):
-        return "every cell ran its whole plan" + (
-            f" (the total is short: {spent.kept} of {recipe.targets.total})"
-            if recipe.targets.total and spent.kept < recipe.targets.total
-            else ""
+        return (
+            f"every cell{' that could run' if broken else ''} ran its whole plan"
+            + (
+                f" (the total is short: {spent.kept} of {recipe.targets.total})"
+                if recipe.targets.total and spent.kept < recipe.targets.total
+                else ""
+            )
+            + cannot
         )
-    return "targets met"
+    return f"every other {_QUOTAS.removeprefix('every ')}{cannot}" if broken else _QUOTAS
 
 
 def _compare(release: Path, now: Projection, recipe_hash: str) -> dict[str, Any]:

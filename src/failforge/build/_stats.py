@@ -22,6 +22,12 @@ from failforge.jsonl import read_jsonl
 ROLES = ("agent", "guide")
 
 
+def number(value: Any) -> float:
+    """A count or a measure read from a file: a number, else 0 (a hand-edited or foreign line must not stop a
+    build that only sums these)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
 class Spend(BaseModel):
     """Live model calls and tokens of one role, and what they cost at the recipe's price."""
 
@@ -35,10 +41,10 @@ class Spend(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
     def add(self, row: dict[str, Any]) -> None:
-        self.calls += int(row.get("calls") or 0)
-        self.prompt_tokens += int(row.get("prompt_tokens") or 0)
-        self.completion_tokens += int(row.get("completion_tokens") or 0)
-        self.unreported += int(row.get("unreported") or 0)
+        self.calls += int(number(row.get("calls")))
+        self.prompt_tokens += int(number(row.get("prompt_tokens")))
+        self.completion_tokens += int(number(row.get("completion_tokens")))
+        self.unreported += int(number(row.get("unreported")))
 
 
 class CellStats(BaseModel):
@@ -66,8 +72,9 @@ class CellStats(BaseModel):
         if not isinstance(cost, dict):
             self.unmetered += 1
             return
-        self.seconds += float(cost.get("seconds") or 0.0)
-        for role, row in (cost.get("models") or {}).items():
+        self.seconds += number(cost.get("seconds"))
+        models = cost.get("models")
+        for role, row in (models if isinstance(models, dict) else {}).items():
             if isinstance(row, dict):
                 self.spend.setdefault(role, Spend()).add(row)
 
@@ -96,13 +103,19 @@ def cell_stats(cell: str, folder: Path) -> CellStats:
                 continue  # a torn line: its attempt is settled again on the next run
             record = item[1]
             provenance = record.get("provenance")
+            attempt = record.get("attempt_id") or (
+                provenance.get("attempt_id") if isinstance(provenance, dict) else None
+            )
+            if not isinstance(attempt, str) or not attempt:
+                continue  # names no attempt (not a result the campaign wrote): the ledger does not count it either
             stats.add_cost(provenance.get("cost") if isinstance(provenance, dict) else None)
             stats.attempts += 1
             if name == GOLD:
                 stats.kept += 1
             elif name == REJECTED:
                 stats.rejected += 1
-                reasons = record.get("reasons") or ["?"]
+                reasons = record.get("reasons") if isinstance(record.get("reasons"), list) else None
+                reasons = reasons or ["?"]
                 keys = (
                     {str(r).split(":", 1)[0] for r in reasons}
                     if record.get("stage") == "filters"
@@ -111,7 +124,8 @@ def cell_stats(cell: str, folder: Path) -> CellStats:
                 rejected_by.update(keys)
             else:
                 stats.failed += 1
-                failed_by[str((record.get("error") or {}).get("type") or record.get("stage"))] += 1
+                error = record.get("error")
+                failed_by[str((error.get("type") if isinstance(error, dict) else None) or record.get("stage"))] += 1
     if (folder / ARMS).exists():
         for item in read_jsonl(folder / ARMS):
             if isinstance(item, tuple):

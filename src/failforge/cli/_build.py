@@ -106,14 +106,19 @@ def build(
     130 when interrupted (rerun the same command to resume).
     """
     from failforge.build import load_recipe, run_build
+    from failforge.errors import ConfigError
 
     loaded = load_recipe(recipe)
+    try:
+        release = output.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13, OSError since
+        raise ConfigError(f"-o {output} cannot be used as the release folder: {exc}") from None
 
     def say(line: str) -> None:
         console.print(escape(line))
 
     try:
-        result = run_build(loaded, output.resolve(), pilot=pilot, on_event=say, force=force)
+        result = run_build(loaded, release, pilot=pilot, on_event=say, force=force)
     except KeyboardInterrupt:
         console.print(
             f"[yellow]interrupted:[/] attempts in flight went back to their cell's queue; rerun to resume ({output})"
@@ -124,14 +129,16 @@ def build(
     if pilot is not None:
         _print_projection(result, f"failforge build --pilot {pilot}: projection")
         out.print(f"written: {output / 'build' / 'pilot.json'}")
-        return
-    _print_projection(result, "failforge build: what the cells made")
-    if result.breaker:
+    else:
+        _print_projection(result, "failforge build: what the cells made")
+    if result.breaker:  # a pilot's too: its yields would be the endpoint's failures, not the cells'
         console.print(
             f"[red]stopped:[/] a cell's attempts failed in a row for infrastructure reasons: {escape(result.breaker)}."
             " Fix the endpoint and rerun the same command."
         )
         raise typer.Exit(3)
+    if pilot is not None:
+        return
     made = result.release_summary
     if made is not None:
         out.print(
@@ -141,6 +148,10 @@ def build(
         )
         for problem in made.not_exportable[:5]:
             out.print(f"  not exportable: {escape(problem)}")
+        if made.bad_lines:  # a cell's gold line that is not a record: left out of the release, said
+            console.print(f"[yellow]{len(made.bad_lines)} unreadable gold line(s) left out of the release:[/]")
+            for problem in made.bad_lines[:5]:
+                console.print(f"  {escape(problem)}")
     for key, row in result.compared.items():
         if not isinstance(row, dict):
             out.print(f"note: {escape(str(row))}")

@@ -13,7 +13,7 @@ data), its key, and what a job whose worker failed becomes.
 """
 
 from failforge.jobs._ledger import Ledger, attempt_ids_in, drop_superseded_failures, repair_jsonl
-from failforge.jobs._lock import FolderLock
+from failforge.jobs._lock import LOCK_FILE, FolderLock
 from failforge.jobs._runner import JobRunner, Shared, WorkerKind
 from failforge.jobs._workers import (
     drive,
@@ -26,6 +26,7 @@ from failforge.jobs._workers import (
 )
 
 __all__ = [
+    "LOCK_FILE",
     "FolderLock",
     "JobRunner",
     "Ledger",

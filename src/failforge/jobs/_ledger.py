@@ -167,12 +167,17 @@ class Ledger:
     def close(self) -> None:
         self.db.close()
 
+    def bound_hash(self) -> str | None:
+        """The config hash of the campaign this ledger is bound to (None: none yet)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='config_hash'").fetchone()
+        return str(row[0]) if row else None
+
     def bind(self, config_hash: str, *, force: bool = False) -> None:
         """Refuse to mix two different campaigns in one folder (unless forced)."""
-        row = self.db.execute("SELECT value FROM meta WHERE key='config_hash'").fetchone()
-        if row and row[0] != config_hash and not force:
+        bound = self.bound_hash()
+        if bound and bound != config_hash and not force:
             raise ConfigError(
-                f"{self.path.parent} holds a different campaign (config hash {row[0]}; this one is {config_hash}); "
+                f"{self.path.parent} holds a different campaign (config hash {bound}; this one is {config_hash}); "
                 "use a new output folder (or --force to continue anyway)"
             )
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('config_hash', ?)", (config_hash,))
