@@ -235,6 +235,7 @@ def main() -> int:
         }
         try:
             for i in range(max(len(records), len(items))):
+                round_started, spent = time.perf_counter(), {name: t.seconds for name, t in tallies.items()}
                 for name, unit in units.items():
                     if time.perf_counter() > budget:
                         break
@@ -246,6 +247,15 @@ def main() -> int:
                             f" ({time.perf_counter() - started:.0f}s)",
                             flush=True,
                         )
+                # where a round's time goes: each method's seconds in it, the slowest first
+                parts = sorted(
+                    ((t.seconds - spent[n], n) for n, t in tallies.items() if t.seconds > spent[n]), reverse=True
+                )
+                print(
+                    f"  round {i + 1} took {time.perf_counter() - round_started:.0f}s: "
+                    + ", ".join(f"{n} {sec:.0f}s" for sec, n in parts),
+                    flush=True,
+                )
                 if time.perf_counter() > budget:
                     print(f"time budget ({args.minutes:g} min) spent in round {i + 1}", flush=True)
                     break

@@ -32,18 +32,30 @@ class _Answer(BaseModel):
         return render_fields(self)
 
 
+def _part(item: Any, name: str) -> str:
+    """A field of a (possibly unchecked: :func:`failforge.llm.reply_fields`) nested answer, on one line; empty
+    when the reply left it out, so the method's own check names it."""
+    return " ".join(str(getattr(item, name, "") if isinstance(item, BaseModel) else "").split())
+
+
 class _SegmentBase(_Answer):
     def render(self) -> str:
         items = getattr(self, "candidates", None) or []
-        listed = "; ".join(f"{c.step} {c.tag}{' recovered' if c.recovered else ''}" for c in items) or "none"
+        listed = (
+            "; ".join(
+                f"{_part(c, 'step')} {_part(c, 'tag')}{' recovered' if getattr(c, 'recovered', False) else ''}"
+                for c in items
+            )
+            or "none"
+        )
         return f"Summary: {' '.join(str(getattr(self, 'summary', '')).split())}\nCandidates: {listed}"
 
 
 class _AuditBase(_Answer):
     def render(self) -> str:
         lines = [
-            f'Decision: {d.step} | {d.state} | "{" ".join(d.quote.split())}" | {d.confidence}'
-            for d in getattr(self, "decisions", [])
+            f'Decision: {_part(d, "step")} | {_part(d, "state")} | "{_part(d, "quote")}" | {_part(d, "confidence")}'
+            for d in getattr(self, "decisions", None) or []
         ]
         rest = render_fields(self).splitlines()
         return "\n".join([*lines, *(line for line in rest if not line.startswith("Decision:"))])
