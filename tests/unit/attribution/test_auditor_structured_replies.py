@@ -117,3 +117,37 @@ def test_a_constrained_audit_asks_for_the_tokens_its_schema_admits() -> None:
     # and the bound covers the longest reply the schema admits, at two characters a token
     longest = json.dumps(schema.model_json_schema())  # (a proxy that grows with every bound the schema states)
     assert bound < len(longest)
+
+
+#: Record 45's first reply under the schema before its agents matched the check, verbatim but for its decision map
+#: (cut here): a well-formed audit naming the tool-output step's author, which the grammar admitted and the
+#: auditor's agent check refused, so the record had no agent after the retry either.
+TOOL_AUTHOR = (
+    '{ "Decision": [{"Step": 4,"State":"act", "Quote":"A2023-10-26T08:57:56.13.22","Confidence":0.9} ],"Outcome":4, '
+    '"Control":1, "Trajectory":1, "Source":"control", "Impact":"fully irreversible", "Agent":"Computer_terminal", '
+    '"Step":2, "Mode":"A.3","Reason":"The agent failed to meet the goal of a task."} '
+)
+
+
+def test_the_schema_admits_exactly_the_agents_the_field_check_accepts() -> None:
+    from failforge.attribution._answers import rcta_final_answer
+    from failforge.attribution._auditor import validate
+    from failforge.attribution._fields import recorded_agents
+    from failforge.llm import reply_fields
+
+    with_tool_steps = [r for r in _records().values() if any(s.kind == "tool" for s in r.steps)]
+    for record in [_records()["45"], *with_tool_steps[:12]]:  # records whose tool outputs have an author
+        accepted = set(recorded_agents(record).values())
+        audit = auditor_answer(record, PromptConfig(), decision_steps(record), STATES, SOURCES, IMPACTS)
+        rcta = rcta_final_answer(record, PromptConfig(), [])
+        for field, key in (
+            (audit.model_json_schema()["properties"]["Agent"], "Agent"),
+            (rcta.model_json_schema()["properties"]["Role"], "Role"),
+        ):
+            admitted = set(field["enum"]) if "enum" in field else {field["const"]}  # one agent: a const
+            assert admitted == accepted, (record.id, key)
+    record = _records()["45"]
+    schema = auditor_answer(record, PromptConfig(), decision_steps(record), STATES, SOURCES, IMPACTS)
+    text, validated = reply_fields(TOOL_AUTHOR, schema)
+    _, problems, _ = validate(record, text, PromptConfig())
+    assert not validated and "Computer_terminal" in problems["agent"]  # now outside the schema: a reply it refuses
