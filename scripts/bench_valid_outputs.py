@@ -19,7 +19,11 @@ imported from, so the same script measures another checkout:
 ``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``. Stops starting rounds when its time
 budget (``--minutes``, 9) is spent (checked before each item, so the last round may give some methods one item
 fewer), so it ends in about 10 minutes on 2 cores shared with other work; how many rounds fit depends on the
-load. Timings are printed as seconds, for comparison on one machine only.
+load. After each round it prints where the round's time went, per method. Measured on this 2-core machine at a
+load of 3-6: a round takes 215-275 s (~14,000 prompt tokens, nearly all of it prompt evaluation; the auditor
+55-80 s, RCTA 30-55 s, all-at-once 30-45 s for one ~1,550-token prompt, most of it the 18-mode menu), so the
+default budget fits 2-3 rounds and 10 items per method take ~40 minutes (``--minutes 45``). Timings are printed
+as seconds, for comparison on one machine only.
 """
 
 from __future__ import annotations
