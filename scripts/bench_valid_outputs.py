@@ -19,7 +19,11 @@ imported from, so the same script measures another checkout:
 ``PYTHONPATH=/other/checkout/src python3 scripts/bench_valid_outputs.py``. Stops starting rounds when its time
 budget (``--minutes``, 9) is spent (checked before each item, so the last round may give some methods one item
 fewer), so it ends in about 10 minutes on 2 cores shared with other work; how many rounds fit depends on the
-load. Timings are printed as seconds, for comparison on one machine only.
+load. After each round it prints where the round's time went, per method. Measured on this 2-core machine at a
+load of 3-6: a round takes 215-275 s (~14,000 prompt tokens, nearly all of it prompt evaluation; the auditor
+55-80 s, RCTA 30-55 s, all-at-once 30-45 s for one ~1,550-token prompt, most of it the 18-mode menu), so the
+default budget fits 2-3 rounds and 10 items per method take ~40 minutes (``--minutes 45``). Timings are printed
+as seconds, for comparison on one machine only.
 """
 
 from __future__ import annotations
@@ -235,6 +239,7 @@ def main() -> int:
         }
         try:
             for i in range(max(len(records), len(items))):
+                round_started, spent = time.perf_counter(), {name: t.seconds for name, t in tallies.items()}
                 for name, unit in units.items():
                     if time.perf_counter() > budget:
                         break
@@ -246,6 +251,15 @@ def main() -> int:
                             f" ({time.perf_counter() - started:.0f}s)",
                             flush=True,
                         )
+                # where a round's time goes: each method's seconds in it, the slowest first
+                parts = sorted(
+                    ((t.seconds - spent[n], n) for n, t in tallies.items() if t.seconds > spent[n]), reverse=True
+                )
+                print(
+                    f"  round {i + 1} took {time.perf_counter() - round_started:.0f}s: "
+                    + ", ".join(f"{n} {sec:.0f}s" for sec, n in parts),
+                    flush=True,
+                )
                 if time.perf_counter() > budget:
                     print(f"time budget ({args.minutes:g} min) spent in round {i + 1}", flush=True)
                     break

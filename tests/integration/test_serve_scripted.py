@@ -83,3 +83,21 @@ def test_an_unknown_policy_is_one_clear_line_and_a_failure() -> None:
         timeout=60,
     )
     assert done.returncode != 0 and "no scripted policy 'wizard'" in done.stderr + done.stdout
+
+
+def test_a_request_the_team_cannot_answer_is_an_http_422_naming_policy_and_request() -> None:
+    proc, base_url = _serve("team", "--task", "banking/user_task_3", "--requests", "1")
+    try:
+        anonymous = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0)
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            anonymous.chat.completions.create(model="any", messages=[{"role": "user", "content": "pay my rent"}])
+        error = refused.value.body
+        assert isinstance(error, dict) and error["type"] == "no_scripted_answer" and error["policy"] == "team"
+        assert error["message"].startswith(
+            "scripted model 'team' has no answer for a caller that named no agent's request with 1 message, the last"
+            " (user) 'pay my rent': a team member's call must name its agent"
+        )
+        assert proc.wait(timeout=30) == 0  # it answered (and counted) the request, then stopped as told
+    finally:
+        if proc.poll() is None:
+            proc.kill()

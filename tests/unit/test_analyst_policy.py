@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from failforge.environments.dabench import analyst_responses, instruction_for, question, resolve_dir
+from failforge.testing import NoScriptedAnswer
 from failforge.testing.analyst_policy import AnalystPolicy
 
 
@@ -25,5 +26,5 @@ def test_the_reply_follows_the_turn_and_the_last_one_repeats() -> None:
 
 
 def test_a_question_it_does_not_play_is_an_error_naming_the_request() -> None:
-    with pytest.raises(AssertionError, match="names none of them"):
+    with pytest.raises(NoScriptedAnswer, match="names none of them"):
         AnalystPolicy(["dabench-18"])(_request("dabench-19", 0))  # the next question of the shipped subset

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from failforge.injection import GUIDE_SYSTEM, NOTE_PREFIX
 from failforge.judgement import parse_decision, parse_judgement
+from failforge.testing import LoopbackModelServer, NoScriptedAnswer
 from failforge.testing.scripted import NOTES, ScriptedModel, slipped
 
 
@@ -71,3 +73,37 @@ def test_guide_and_judges_answer_in_the_formats_failforge_reads() -> None:
 def test_a_model_without_an_agent_turn_says_what_to_write() -> None:
     with pytest.raises(NotImplementedError, match="act"):
         ScriptedModel()("agent", _body(("user", "hi")))
+
+
+class OneAccount(Transfer):
+    """One's own policy that knows one request only: anything else is a request it has no answer for."""
+
+    def act(self, agent: str | None, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
+        said = str(body["messages"][-1]["content"])
+        if said == "pay the bill":
+            return super().act(agent, body)
+        if said == "crash":
+            raise KeyError("amount")
+        raise NoScriptedAnswer(f"it scripts 'pay the bill' only, not {said!r}")
+
+
+def test_a_request_the_policy_cannot_answer_gets_a_json_http_error_naming_policy_and_request() -> None:
+    with LoopbackModelServer(agent_policy=OneAccount(), name="one-account") as server, httpx.Client() as client:
+        url = f"{server.base_url}/chat/completions"
+        unknown = client.post(url, json=_body(("user", "buy a boat")), headers={"X-Failforge-Agent": "banker"})
+        assert unknown.status_code == 422
+        error = unknown.json()["error"]
+        assert error["type"] == "no_scripted_answer" and error["policy"] == "one-account"
+        assert error["message"] == (
+            "scripted model 'one-account' has no answer for agent 'banker''s request with 1 message, the last (user)"
+            " 'buy a boat': it scripts 'pay the bill' only, not 'buy a boat'"
+        )
+        broken = client.post(url, json=_body(("system", "s"), ("user", "crash")))
+        assert broken.status_code == 500 and broken.json()["error"]["type"] == "scripted_policy_error"
+        assert "'one-account' failed on a caller that named no agent's request with 2 messages" in broken.text
+        assert "KeyError" in broken.text and "\n" not in broken.json()["error"]["message"]
+        not_json = client.post(url, content=b"{not json", headers={"Content-Type": "application/json"})
+        assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]["message"]
+        # the same keep-alive connection still answers what the policy knows
+        paid = client.post(url, json=_body(("user", "pay the bill")))
+        assert paid.status_code == 200 and paid.json()["choices"][0]["message"]["tool_calls"]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from failforge.attribution._fields import recorded_agents
 from failforge.attribution._prompts import PromptConfig
 from failforge.attribution._record import LabelledFailure
 from failforge.llm import render_fields
@@ -32,18 +33,30 @@ class _Answer(BaseModel):
         return render_fields(self)
 
 
+def _part(item: Any, name: str) -> str:
+    """A field of a (possibly unchecked: :func:`failforge.llm.reply_fields`) nested answer, on one line; empty
+    when the reply left it out, so the method's own check names it."""
+    return " ".join(str(getattr(item, name, "") if isinstance(item, BaseModel) else "").split())
+
+
 class _SegmentBase(_Answer):
     def render(self) -> str:
         items = getattr(self, "candidates", None) or []
-        listed = "; ".join(f"{c.step} {c.tag}{' recovered' if c.recovered else ''}" for c in items) or "none"
+        listed = (
+            "; ".join(
+                f"{_part(c, 'step')} {_part(c, 'tag')}{' recovered' if getattr(c, 'recovered', False) else ''}"
+                for c in items
+            )
+            or "none"
+        )
         return f"Summary: {' '.join(str(getattr(self, 'summary', '')).split())}\nCandidates: {listed}"
 
 
 class _AuditBase(_Answer):
     def render(self) -> str:
         lines = [
-            f'Decision: {d.step} | {d.state} | "{" ".join(d.quote.split())}" | {d.confidence}'
-            for d in getattr(self, "decisions", [])
+            f'Decision: {_part(d, "step")} | {_part(d, "state")} | "{_part(d, "quote")}" | {_part(d, "confidence")}'
+            for d in getattr(self, "decisions", None) or []
         ]
         rest = render_fields(self).splitlines()
         return "\n".join([*lines, *(line for line in rest if not line.startswith("Decision:"))])
@@ -74,6 +87,13 @@ def _mode_field(config: PromptConfig, key: str) -> dict[str, Any]:
 
 def _agents(record: LabelledFailure) -> list[str]:
     return [record.steps[i].agent for i in record.candidate_steps() if record.steps[i].agent]
+
+
+def _responsible(record: LabelledFailure) -> list[str]:
+    """The agents a field-checked answer may name (RCTA's Role, the auditor's Agent): exactly what
+    :func:`failforge.attribution._fields.check_agent` accepts, so the grammar admits no name the check then refuses
+    (a tool-output step's author, Who&When's ``Computer_terminal``, was admitted and refused)."""
+    return list(dict.fromkeys(recorded_agents(record).values()))
 
 
 def all_at_once_answer(record: LabelledFailure, config: PromptConfig) -> type[BaseModel]:
@@ -160,7 +180,7 @@ def rcta_final_answer(record: LabelledFailure, config: PromptConfig, handoffs: l
     return create_model(  # type: ignore[call-overload,no-any-return]
         "RctaAnswer",
         __base__=_Answer,
-        role=(_one_of(_agents(record) + list(record.agents)), Field(alias="Role")),
+        role=(_one_of(_responsible(record)), Field(alias="Role")),
         step=(_one_of(record.candidate_steps()), Field(alias="Step")),
         handoff=(_one_of([*map(str, handoffs), "none"]), Field(alias="Handoff")),
         **mode,
@@ -204,7 +224,7 @@ def auditor_answer(
         trajectory=(score, Field(alias="Trajectory")),
         source=(_one_of(list(sources)), Field(alias="Source")),
         impact=(_one_of(list(impacts)), Field(alias="Impact")),
-        agent=(_one_of(_agents(record) + list(record.agents)), Field(alias="Agent")),
+        agent=(_one_of(_responsible(record)), Field(alias="Agent")),
         step=(_one_of(record.candidate_steps()), Field(alias="Step")),
         **mode,
         reason=(str, Field(alias="Reason", max_length=REASON_CHARS)),

@@ -15,8 +15,10 @@ Judge requests are deterministic (temperature 0, fixed seed) so a re-run asks th
 
 A call that declares its answer's schema (``ask(..., schema=Model)``) asks for it with the endpoint's
 mechanism (``structured``, probed once per endpoint: :mod:`failforge.llm._structured`); the structured reply
-is handed to the method as the ``Key: value`` lines its free-text parser reads, and a reply that does not
-validate is handed over as written.
+is handed to the method as the ``Key: value`` lines its free-text parser reads: a JSON reply that does not
+validate field by field as written (the method's checks name the bad field), any other reply as written. A
+constrained call at the run's budget asks for at least the tokens its schema's bounds admit
+(:func:`failforge.llm.answer_tokens`), so ``max_tokens`` does not cut its JSON before the last field.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from failforge.llm import Mechanism, Responder, read_structured, render_fields, response_format, surface_boundary_error
+from failforge.llm import Mechanism, Responder, answer_tokens, reply_fields, response_format, surface_boundary_error
 from failforge.replay import Plan, Session
 from failforge.roster import AgentProfile
 from failforge.runlog import addressed
@@ -78,13 +80,18 @@ class JudgeSession:
         lines."""
         fmt = response_format(schema, self.structured) if schema is not None else None
         extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
+        budget = max_tokens or self.max_tokens
+        if max_tokens is None and fmt is not None and schema is not None:
+            # the run's budget does not cut a constrained answer short of what its schema admits (a method's own
+            # short budget, a step check's 48 tokens, stays: what its cut reply holds in full is still read)
+            budget = max(budget, answer_tokens(schema) or 0)
         try:
             response = self.client.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0,
                 seed=self.seed,
-                max_tokens=max_tokens or self.max_tokens,  # type: ignore[arg-type]
+                max_tokens=budget,
                 **extra,
             )
         except Exception as exc:
@@ -97,11 +104,9 @@ class JudgeSession:
             if self.on_call is not None:
                 self.on_call(self.session_id, step)
         text = (response.choices[0].message.content or "") if response.choices else ""
-        answer = read_structured(text, schema) if fmt is not None and schema is not None else None
-        if answer is not None:
-            self.valid_structured += 1
-            render = getattr(answer, "render", None)
-            text = render() if callable(render) else render_fields(answer)
+        if fmt is not None and schema is not None:
+            text, validated = reply_fields(text, schema)
+            self.valid_structured += validated
         self.replies.append(text)
         return text
 

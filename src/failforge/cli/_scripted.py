@@ -107,7 +107,7 @@ def serve_scripted(
                 served.set()
 
     signal.signal(signal.SIGTERM, _interrupt)
-    with LoopbackModelServer(agent_policy=counted, port=port) as server:
+    with LoopbackModelServer(agent_policy=counted, port=port, name=policy) as server:
         out.print(
             f"failforge scripted model '{policy}' on {server.base_url} (any model name, no key); it plays {plays};"
             " Ctrl-C stops it"

@@ -16,6 +16,13 @@ the 18), never the question. A structured reply is rendered back into the ``Key:
 parsers read (:func:`render_fields`), so one parser serves both, and a reply that does not validate falls
 back to free-text parsing of what was written.
 
+A grammar fixes an answer's form but not every bound a schema states: llama.cpp's grammar enforces no
+``minimum``/``maximum`` (the embedded model writes a confidence of 2.7), and ``max_tokens`` cuts a long
+answer mid-JSON. :func:`reply_fields` therefore reads a JSON reply that does not validate *field by field*,
+as written (complete values only, :func:`json_object_of`), so the method's own field checks name the one
+wrong value instead of the whole answer being lost; and :func:`answer_tokens` is the token budget a schema's
+bounds admit, so a judge asks for at least that many (``JudgeSession.ask``).
+
 Free-text replies are read as Who&When Pro's released harness reads them: a judge that writes an answer,
 then "Wait, let me reconsider", then another complete answer, is read by its *last* complete answer block
 (:func:`last_complete_block`).
@@ -29,8 +36,9 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.errors import FailforgeError
@@ -120,12 +128,120 @@ def read_structured(text: str | None, schema: type[BaseModel]) -> BaseModel | No
     return None
 
 
+def json_object_of(text: str | None) -> dict[str, Any] | None:
+    """The JSON object a reply is (or the last one a code fence holds), or what is complete of one that was cut
+    off (by ``max_tokens``): the values written in full, a value cut in the middle dropped. None without one."""
+    if not text:
+        return None
+    candidates = [text.strip()]
+    candidates += [m.group(1) for m in reversed(list(re.finditer(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)))]
+    for candidate in candidates:
+        if not candidate.startswith("{"):
+            continue
+        try:
+            value = json.loads(candidate, strict=False)
+        except ValueError:
+            try:
+                value = pydantic_core.from_json(candidate, allow_partial=True)
+            except ValueError:
+                continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds (itself, or the items of a list of it)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) is list:
+        args = get_args(annotation)
+        return _model_in(args[0]) if args else None
+    return None
+
+
+def unchecked(schema: type[BaseModel], data: dict[str, Any]) -> BaseModel:
+    """``data`` (keys by alias or name) as an instance of ``schema`` *without* validation, nested models too: each
+    value as written, a missing field unset. For rendering a reply whose every field the method checks itself."""
+    values: dict[str, Any] = {}
+    for name, info in schema.model_fields.items():
+        key = info.alias if info.alias in data else name
+        if key not in data:
+            continue
+        value = data[key]
+        inner = _model_in(info.annotation)
+        if inner is not None and isinstance(value, list):
+            value = [unchecked(inner, v) if isinstance(v, dict) else v for v in value]
+        elif inner is not None and isinstance(value, dict):
+            value = unchecked(inner, value)
+        values[name] = value
+    return schema.model_construct(**values)
+
+
+def _rendered(answer: BaseModel) -> str:
+    render = getattr(answer, "render", None)
+    return render() if callable(render) else render_fields(answer)
+
+
+def reply_fields(text: str, schema: type[BaseModel]) -> tuple[str, bool]:
+    """(the reply as the ``Key: value`` lines its free-text parser reads, whether it validated under ``schema``).
+
+    A reply that validates is rendered; a JSON reply that does not (a value out of a bound the grammar could not
+    enforce, a reply cut off mid-JSON) is rendered field by field as written, so one bad value costs that field,
+    not the answer; any other reply is handed over as written."""
+    answer = read_structured(text, schema)
+    if answer is not None:
+        return _rendered(answer), True
+    data = json_object_of(text)
+    return (text, False) if data is None else (_rendered(unchecked(schema, data)), False)
+
+
+#: Characters per token a budget assumes: a grammar-constrained JSON answer of the embedded model measured 2.2-2.6
+#: (keys, quoted ids, timestamps and numbers tokenise short), so 2 leaves room.
+CHARS_PER_TOKEN = 2
+
+
+def answer_tokens(schema: type[BaseModel]) -> int | None:
+    """The tokens a JSON answer to ``schema`` needs at most when it uses every bound the schema states (each
+    string's ``maxLength``, each list's ``maxItems``, the longest enum value), at :data:`CHARS_PER_TOKEN`; None
+    when the schema bounds some string or list by nothing (then no budget follows from it)."""
+    spec = schema.model_json_schema()
+    defs = spec.get("$defs", {})
+
+    def chars(node: dict[str, Any]) -> int | None:
+        if "$ref" in node:
+            return chars(defs[node["$ref"].rsplit("/", 1)[-1]])
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                options = [chars(option) for option in node[key]]
+                return None if any(o is None for o in options) else max(o for o in options if o is not None)
+        if "enum" in node:
+            return max(len(json.dumps(value)) for value in node["enum"])
+        if "const" in node:
+            return len(json.dumps(node["const"]))
+        kind = node.get("type")
+        if kind == "object":
+            parts = [(len(json.dumps(key)) + 4, chars(value)) for key, value in (node.get("properties") or {}).items()]
+            return None if any(c is None for _, c in parts) else 2 + sum(k + (c or 0) for k, c in parts)
+        if kind == "array":
+            item = chars(node.get("items") or {})
+            most = node.get("maxItems")
+            return None if item is None or most is None else 2 + most * (item + 2)
+        if kind == "string":
+            most = node.get("maxLength")
+            return None if most is None else most + 2
+        return {"integer": 6, "number": 8, "boolean": 5, "null": 4}.get(str(kind), 8)
+
+    total = chars(spec)
+    return None if total is None else -(-total // CHARS_PER_TOKEN) + 16
+
+
 def render_fields(answer: BaseModel) -> str:
     """A structured answer as the ``Key: value`` lines the free-text parsers read, keys by field alias
-    (``Agent Name``), values on one line each."""
+    (``Agent Name``), values on one line each (a field an unchecked answer lacks is left out)."""
     lines: list[str] = []
     for name, info in type(answer).model_fields.items():
-        value = getattr(answer, name)
+        value = getattr(answer, name, None)
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
@@ -264,9 +380,9 @@ def with_structured(request: dict[str, Any], schema: type[BaseModel], responder:
 
 
 def as_fields(text: str, schema: type[BaseModel]) -> str:
-    """A reply that is ``schema``'s JSON as its ``Key: value`` lines; any other reply as written."""
-    answer = read_structured(text, schema)
-    return text if answer is None else render_fields(answer)
+    """A reply that is ``schema``'s JSON (valid, or read field by field as written) as its ``Key: value`` lines;
+    any other reply as written."""
+    return reply_fields(text, schema)[0]
 
 
 def asked_as_recorded(request: dict[str, Any], recorded: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ It plays smolagents' CodeAgent on the DA-Bench questions it is given, with the f
 own scripted analyst (load the table, inspect it, collect the answers from the label, answer). It is a pure
 function of the request: the question is the one whose text the request's first user message holds, and the reply
 is the one for the turn the request is at (how many assistant messages it already has; the last reply repeats).
-A request that names none of its questions is an error naming what it was asked, never a guess.
+A request that names none of its questions is :class:`NoScriptedAnswer` naming what it was asked (the server's
+HTTP 422), never a guess.
 
 Served over ``--base-url``, it records DA-Bench seeds through the same live path a capable model takes
 (``failforge record dabench --base-url ...``): the CodeAgent's prompts, its parser, the interpreter and the
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from failforge.environments.dabench import analyst_responses, question, resolve_dir
+from failforge.testing.model_servers import NoScriptedAnswer
 
 
 def _text(content: Any) -> str:
@@ -38,7 +40,7 @@ class AnalystPolicy:
         asked = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
         found = [replies for text, replies in self.replies.items() if text in asked]
         if not found:
-            raise AssertionError(
+            raise NoScriptedAnswer(
                 f"the analyst plays {len(self.replies)} DA-Bench question(s) and the request's first user message"
                 f" names none of them (it begins {asked[:80]!r}); serve it with --task for that question"
             )

@@ -16,6 +16,7 @@ from typing import Any
 
 from failforge.environments.bfcl import entry_of, oracle_script, turn_text
 from failforge.injection import NOTE_PREFIX
+from failforge.testing.model_servers import NoScriptedAnswer
 
 _CALL = re.compile(r"Call (?:the tool )?([A-Za-z_]\w*)(?: now)? with (.*)", re.DOTALL)
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -62,7 +63,9 @@ class BfclNotePolicy:
         messages = body.get("messages") or []
         system = str((messages[0] or {}).get("content") or "") if messages else ""
         if "realistic mistakes" in system or "check the labels" in system:
-            raise AssertionError("the rule guide and the rule conformance need no model here")
+            raise NoScriptedAnswer(
+                "the BFCL script plays the agent only; BFCL campaigns guide and judge by rule, with no model"
+            )
         last = messages[-1] if messages else {}
         note = str(last.get("content") or "") if last.get("role") in ("system", "developer") else ""
         if note.startswith(NOTE_PREFIX):
@@ -95,9 +98,13 @@ class BfclPolicies:
         said = [str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "user"]
         answers = [policy(body) for policy, turns in self.policies if turns[: len(said)] == said]
         if not answers:
-            raise AssertionError(f"no BFCL task begins with the user turns {[t[:60] for t in said]}")
+            served = ", ".join(policy.task for policy, _ in self.policies)
+            raise NoScriptedAnswer(
+                f"no served BFCL task ({served}) begins with the user turns {[t[:60] for t in said]}; serve the task"
+                " with --task ID"
+            )
         if any(json.dumps(a, sort_keys=True) != json.dumps(answers[0], sort_keys=True) for a in answers[1:]):
-            raise AssertionError(
+            raise NoScriptedAnswer(
                 "two BFCL tasks begin with these user turns and answer differently: serve them apart"
                 f" ({[t[:60] for t in said]})"
             )

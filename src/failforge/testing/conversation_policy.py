@@ -26,6 +26,7 @@ from typing import Any
 
 from failforge.environments.tau2 import CONFIRM, STOP, confirmation_request, final_message, opening, task, write_tools
 from failforge.injection import NOTE_PREFIX
+from failforge.testing.model_servers import NoScriptedAnswer
 
 TRANSFER_TOOL = "transfer_to_human_agents"
 TRANSFERRED = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
@@ -153,4 +154,7 @@ class ConversationPolicy:
             return self.customer(seen, note)
         if agent == "agent":
             return self.agent(seen, note)
-        raise ValueError(f"the tau2 conversation has the parties agent and customer, not {agent!r}")
+        raise NoScriptedAnswer(
+            f"the tau2 conversation has the parties agent and customer, not {agent!r}: name one by the route"
+            " /agents/NAME/v1 or the header X-Failforge-Agent"
+        )

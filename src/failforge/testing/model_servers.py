@@ -4,6 +4,12 @@ It either proxies to a real endpoint (e.g. the embedded llama.cpp server), so te
 model through 429s, 500s, hangs and dropped connections, or answers from a small deterministic
 policy, so campaigns of hundreds of attempts and throughput benchmarks run in seconds. It listens on
 127.0.0.1 only, and every request loop it serves is bounded by the client.
+
+A request the policy cannot answer gets a JSON HTTP error, never a dropped connection (which a client can
+only report as a network fault): HTTP 422 with ``error.type`` ``"no_scripted_answer"`` when the policy raises
+:class:`NoScriptedAnswer` (it has no answer for this request), HTTP 500 with ``"scripted_policy_error"`` when
+it fails otherwise (a bug in the policy), HTTP 400 ``"invalid_request_error"`` for a body that is not JSON.
+Each says in ``error.message``, on one line, which policy could not answer what request and why.
 """
 
 from __future__ import annotations
@@ -20,7 +26,40 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
+from failforge.errors import FailforgeError
 from failforge.llm import SSE_CONTENT_TYPE, chat_response, is_probe, sse_body, wants_usage
+
+
+class NoScriptedAnswer(FailforgeError):
+    """A scripted policy has no answer for this request (a task it does not serve, a caller it does not know).
+
+    The loopback server answers it with HTTP 422 naming the policy and the request; raise it, with what the
+    policy could not match, instead of returning something made up."""
+
+
+def request_summary(agent: str | None, body: Any) -> str:
+    """One line naming a chat request: who called, how many messages, and the start of the last one."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    messages = messages if isinstance(messages, list) else []
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    content = last.get("content")
+    text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
+    who = f"agent {agent!r}" if agent else "a caller that named no agent"
+    said = f", the last ({last.get('role', '?')}) {' '.join(text.split())[:80]!r}" if messages else ""
+    return f"{who}'s request with {len(messages)} message{'s' if len(messages) != 1 else ''}{said}"
+
+
+def policy_failure(name: str, agent: str | None, body: Any, exc: Exception) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, JSON error body) for a policy that raised ``exc`` on a request."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    asked = request_summary(agent, body)
+    if isinstance(exc, NoScriptedAnswer):
+        status, kind = 422, "no_scripted_answer"
+        message = f"scripted model {name!r} has no answer for {asked}: {reason}"
+    else:
+        status, kind = 500, "scripted_policy_error"
+        message = f"scripted model {name!r} failed on {asked}: {type(exc).__name__}: {reason}"
+    return status, {"error": {"message": message, "type": kind, "code": kind, "policy": name}}
 
 
 class FaultPlan(BaseModel):
@@ -64,6 +103,7 @@ class LoopbackModelServer:
         text_only: bool = False,
         port: int = 0,
         report_usage: bool = False,
+        name: str | None = None,
     ) -> None:
         """``agent_policy``: a team policy, told which agent calls (``/agents/{name}/v1/...`` or the
         ``X-Failforge-Agent`` header, which failforge's boundary sends upstream), never guessing it
@@ -72,10 +112,13 @@ class LoopbackModelServer:
         ``text_only``: a request with an ``image_url`` part gets HTTP 400 as OpenAI answers a text-only model.
         ``port``: the loopback port (0: any free one). ``report_usage``: each answer reports token usage as a pure
         function of the bytes (a token per 4 characters of the request's messages and of the answer), as a metered
-        endpoint would, so what a build spends can be measured against a scripted model."""
+        endpoint would, so what a build spends can be measured against a scripted model. ``name``: the policy's name in
+        the error a request it cannot answer gets (default: its class or function name)."""
         self.latency = latency
         self.policy = policy or canned_answer
         self.agent_policy = agent_policy
+        chosen = agent_policy if agent_policy is not None else self.policy
+        self.name = name or getattr(chosen, "__name__", None) or type(chosen).__name__
         self.agents_seen: list[str | None] = []
         self.faults = faults or FaultPlan()
         self.upstream = upstream.rstrip("/") if upstream else None
@@ -103,7 +146,12 @@ class LoopbackModelServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError as exc:
+                    message = f"the request body is not JSON ({exc}); send an OpenAI chat completions request"
+                    self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
+                    return
                 if server._proxy is None and is_probe(body):
                     # a scripted policy constrains no answer to a schema: the structured-output probe gets the
                     # sentence it asked for (asking neither the policy nor the fault plan), i.e. "free text here"
@@ -139,7 +187,14 @@ class LoopbackModelServer:
                 if server.latency:
                     time.sleep(server.latency)
                 route = self.path.split("/agents/", 1)[1].split("/", 1)[0] if "/agents/" in self.path else None
-                answer = server._answer(body, route or self.headers.get("X-Failforge-Agent"))
+                agent = route or self.headers.get("X-Failforge-Agent")
+                try:
+                    answer = server._answer(body, agent)
+                except Exception as exc:  # noqa: BLE001 - whatever the policy raised, the client gets an answer
+                    if server._proxy is not None:  # a proxy's upstream failing is the fault under test: as before
+                        raise
+                    self._send(*policy_failure(server.name, agent, body, exc))
+                    return
                 if (
                     body.get("stream") and server._proxy is None
                 ):  # a client that streams gets the same answer as server-sent events
