@@ -1,0 +1,60 @@
+"""Agent code that makes a result too big for the sandbox's reply, or writes into the interpreter's result channel,
+gets an observation and keeps its state, on both modes (review of issue 35: a 300 kB last value or 60,000 printed
+non-ASCII characters stopped the live interpreter, "exit code 137", and the assignment was lost; a fresh process
+per block failed with a JSONDecodeError traceback)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from _required import require
+from failforge.environments import environment
+from failforge.runlog import Plan, RunLog
+
+pytestmark = pytest.mark.timeout(600)
+
+BACKENDS = {"local": "dabench_local", "docker": "dabench_docker"}
+BLOCKS = [
+    "s = 'a' * 300000",
+    "print('é' * 60000)",
+    "globals().update({f'v{i}': i for i in range(20000)})",
+    "print(len(s), v19999)",
+]
+
+
+def _run(backend: str, persistent: bool, blocks: list[str]) -> list[tuple[Any, ...]]:
+    plugin = environment("dabench")
+    spec = plugin.spec("dabench-18", plugin.Options(backend=backend, persistent=persistent))
+    with plugin.open(spec) as episode:
+        box = episode.toolbox(RunLog(trajectory_id="hostile", plan=Plan.record()))
+        for k, code in enumerate(blocks):
+            box.call("python_interpreter", json.dumps({"code": code}), f"c{k}")
+        return [(s.content, s.error, s.state_parts) for s in box.log.steps if s.kind == "tool"]
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_an_oversized_result_is_cut_not_a_stopped_interpreter_and_both_modes_agree(backend: str) -> None:
+    require(BACKENDS[backend])
+    live = _run(backend, True, BLOCKS)
+    assert [error for _, error, _ in live] == [None] * len(BLOCKS)
+    assert json.loads(live[-1][0])["logs"] == "300000 19999\n"  # the state survived every block
+    assert json.loads(live[0][0])["output"].startswith("a" * 10000)
+    assert "(folded)" in " ".join(live[2][2] or {})
+    if backend == "local":  # a fresh process per block reaches the same state, with no traceback
+        fresh = _run(backend, False, BLOCKS)
+        assert [error for _, error, _ in fresh] == [None] * len(BLOCKS)
+        assert json.loads(fresh[-1][0])["logs"] == "300000 19999\n"
+
+
+def test_a_line_written_into_the_result_channel_stops_the_interpreter_with_the_state_kept() -> None:
+    require(BACKENDS["local"])
+    forge = (
+        "o = __import__('os')\nfor fd in range(3, 12):\n"
+        "    try:\n        o.write(fd, b'garbage\\n')\n    except OSError:\n        pass"
+    )
+    steps = _run("local", True, ["a = 1", forge, "print(a)"])
+    assert steps[1][1] == "Code execution failed: the interpreter stopped (its reply was not a result)"
+    assert steps[2][1] is None and json.loads(steps[2][0])["logs"] == "1\n"
