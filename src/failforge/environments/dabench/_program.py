@@ -1,15 +1,20 @@
-"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned
-PYTHONHASHSEED holds), never in failforge.
+"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s``, so the pinned PYTHONHASHSEED
+holds), never in failforge.
 
-Standalone on purpose (standard library only, no failforge import): failforge sends its source on stdin
-followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier
-code blocks
-(``history``), the new one (``code``), the import allow-list and the fingerprint budget. The program rebuilds
-the interpreter's state by running the history again with its output discarded, then runs the new block and
-prints one JSON result after :data:`RESULT_MARKER`: the printed text (``logs``), the last value (``output``,
-as ``str``), the error as smolagents words it, whether ``final_answer`` was called, and the namespace
-fingerprint. Rebuilding from the history each step makes the state a pure function of the code the agent
-wrote: the same in record, replay and branch, on either backend.
+Standalone on purpose (standard library only, no failforge import). Two ways to run it, the same observations:
+
+- ``serve()`` (the default, one live process per run, the sandbox's session): one request line in, one result
+  line out, the namespace kept in the process between blocks. The first request of a process carries the run's
+  earlier code blocks (``history``, none for a new run), which it runs again with their output discarded; later
+  requests carry only their block.
+- ``main(<the request as a JSON string literal>)`` (``persistent = false``, a fresh process per block, sent on
+  stdin after the source): the history is run again every time, then the block; the result is printed after
+  :data:`RESULT_MARKER`.
+
+A result is the printed text (``logs``), the last value (``output``, as ``str``), the error as smolagents words
+it, whether ``final_answer`` was called, and the namespace fingerprint, as one JSON line cut to the request's
+``result_limit`` when over it (:func:`fit`). The state after a block is a function of the blocks so far: the same
+in record, replay and branch, on either backend.
 
 Deterministic by construction: the hash seed is pinned by the sandbox; ``random`` and numpy's global
 generator are seeded; ``time.time``/``time_ns``/``monotonic``/``perf_counter`` and ``datetime.now``/``today``

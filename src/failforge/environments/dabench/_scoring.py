@@ -4,7 +4,8 @@ The rule, as upstream applies it to one response: every ``@name[value]`` in the 
 regular expression ``@(\\w+)\\[(.*?)\\]`` (non-greedy, so a value ends at its first ``]``); when a name occurs
 twice the later value wins (upstream builds a dict from the pairs). Each labelled sub-answer is correct when the
 response's value equals the label's as a string, or else when both read as floats (Python's ``float``: surrounding
-whitespace allowed, no thousands separators) within an absolute ``1e-6``; a sub-answer the response lacks is
+whitespace, ``1_000``, ``1e3`` and non-ASCII digits such as ``١٠٠٠`` read as 1000; a thousands comma does not)
+within an absolute ``1e-6``; a sub-answer the response lacks is
 wrong. The question is correct only when every sub-answer is. The label is a dict too (upstream's
 ``label_answers``): a name it repeats is checked once, against its last value. Upstream leaves an empty response
 out of its accuracy; for one run failforge calls it a failure, since no answer was given.
