@@ -6,12 +6,16 @@ per block failed with a JSONDecodeError traceback)."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _required import require
 from failforge.environments import environment
+from failforge.environments.dabench._data import bundled_dir
+from failforge.errors import ConfigError
 from failforge.runlog import Plan, RunLog
 
 pytestmark = pytest.mark.timeout(600)
@@ -58,3 +62,19 @@ def test_a_line_written_into_the_result_channel_stops_the_interpreter_with_the_s
     steps = _run("local", True, ["a = 1", forge, "print(a)"])
     assert steps[1][1] == "Code execution failed: the interpreter stopped (its reply was not a result)"
     assert steps[2][1] is None and json.loads(steps[2][0])["logs"] == "1\n"
+
+
+def test_a_table_over_the_sandboxs_file_limit_is_a_config_error(tmp_path: Path) -> None:
+    """A user's table over the sandbox's 32 MiB file limit is named, not a ValueError traceback."""
+    require(BACKENDS["local"])
+    bundled = bundled_dir()
+    row = next(x for x in (bundled / "da-dev-questions.jsonl").read_text().splitlines() if '"id": 18,' in x)
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "da-dev-questions.jsonl").write_text(row + "\n")
+    shutil.copy(bundled / "da-dev-labels.jsonl", tmp_path / "da-dev-labels.jsonl")
+    table = (bundled / "tables" / json.loads(row)["file_name"]).read_bytes()
+    (tmp_path / "tables" / json.loads(row)["file_name"]).write_bytes(table * (33 * 2**20 // len(table) + 1))
+    plugin = environment("dabench")
+    spec = plugin.spec("dabench-18", plugin.Options(backend="local", data_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match="over the sandbox's file size limit"):
+        plugin.open(spec)

@@ -110,6 +110,11 @@ class DabenchEpisode:
         )
         try:
             self.sandbox.write_file(f"data/{self.question.file_name}", table)
+        except ValueError as exc:  # over the sandbox's file size limit: the user's table, not a failforge fault
+            self.close()
+            raise ConfigError(
+                f"DA-Bench question {self.question.id}: {self.question.file_name} in {root}: {exc}"
+            ) from None
         except BaseException:
             self.close()
             raise
