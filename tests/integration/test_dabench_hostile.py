@@ -78,3 +78,34 @@ def test_a_table_over_the_sandboxs_file_limit_is_a_config_error(tmp_path: Path) 
     spec = plugin.spec("dabench-18", plugin.Options(backend="local", data_dir=str(tmp_path)))
     with pytest.raises(ConfigError, match="over the sandbox's file size limit"):
         plugin.open(spec)
+
+
+def test_a_saved_run_with_a_300_kb_last_value_imports_and_replays_identically() -> None:
+    """smolagents' memory keeps head and tail of a long last value; the interpreter now cuts it the same way instead
+    of being stopped by the size of its reply, so such a run matches byte for byte and its seed replays."""
+    require(BACKENDS["local"])
+    from failforge.environments.dabench import instruction_for, question, resolve_dir
+    from failforge.replay import replay
+    from failforge.seeds.smolagents_run import _truncate, import_run, parse_run
+
+    q = question(resolve_dir(None), "dabench-18")
+    answer = " ".join(f"@{name}[{value}]" for name, value in q.common_answers)
+    code = ["s = 'a' * 300000", f"final_answer({answer!r})"]
+    shown = "Execution logs:\nLast output from code snippet:\n"
+    steps: list[dict[str, Any]] = [{"task": instruction_for(q)}]
+    for k, (block, observation) in enumerate(zip(code, [shown + _truncate("a" * 300000), shown + answer], strict=True)):
+        steps.append(
+            {
+                "step_number": k + 1,
+                "model_output": f"Thought: go\n<code>\n{block}\n</code>",
+                "code_action": block,
+                "observations": observation,
+                "error": None,
+                "action_output": answer if k else None,
+                "is_final_answer": bool(k),
+            }
+        )
+    verdict = import_run(parse_run({"steps": steps}, "big"), "big", backend="local")
+    assert verdict.reasons == [] and verdict.seed is not None
+    report = replay(verdict.seed)
+    assert report.identical, report
