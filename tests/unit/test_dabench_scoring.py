@@ -143,3 +143,37 @@ def test_the_namespace_fingerprint_is_independent_of_set_order_and_names_changes
     over = _program.namespace_fingerprint({"big": "x" * 200}, 100)
     assert over["big"] == "builtins.str|over budget (202 bytes)"
     ast.parse(_program.__loader__.get_source(_program.__name__) or "")  # the program parses as it is sent
+
+
+def test_extraction_equals_upstreams_pattern_on_random_text() -> None:
+    """The linear extraction gives exactly ``dict(ANSWER_PATTERN.findall(...))``, upstream's reading."""
+    import random
+
+    from failforge.environments.dabench._scoring import ANSWER_PATTERN, extract_answers
+
+    rng = random.Random(35)
+    pieces = ["@", "a", "b_1", "[", "]", "\n", " ", "@x[", "]]", "é", "1.5", "@@", "[["]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30)))
+        assert extract_answers(text) == dict(ANSWER_PATTERN.findall(text)), text
+
+
+def test_a_megabyte_of_unclosed_answers_is_read_without_hanging() -> None:
+    """``@a[`` repeated over 1 MB with no ``]`` on its line: upstream's pattern rescans the rest of the line from
+    each one (quadratic: about half an hour); the extraction is linear. The alarm turns a hang into a failure."""
+    import signal
+
+    from failforge.environments.dabench._scoring import score
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("extracting the answers of a 1 MB response did not finish in 20 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        result = score("@a[" * 350_000 + "\n@b[2]", [("a", "1"), ("b", "2")])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert result.extracted == {"b": "2"}
+    assert [s.correct for s in result.sub_answers] == [False, True]

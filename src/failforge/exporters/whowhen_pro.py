@@ -331,7 +331,7 @@ SMOLAGENTS_HARNESSES = frozenset({"smolagents.code"})
 def _smolagents_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]], int]:
     """The release's smolagents entries (user, then one ``action`` per agent step with its code's observation) and
     the gold action's ``step_number``: the cursor the release's reader and scorer use, starting at 1 (no planning)."""
-    from failforge.judgement import CODE_BLOCK
+    from failforge.judgement import code_blocks
     from failforge.seeds.smolagents_run import smolagents_observation
 
     first_user = next((s for s in record.steps if s.kind == "user"), None)
@@ -345,7 +345,7 @@ def _smolagents_trajectory(record: LabelledFailure) -> tuple[list[dict[str, Any]
             continue
         number += 1
         after = record.steps[i + 1] if i + 1 < len(record.steps) and record.steps[i + 1].kind == "tool" else None
-        blocks = [a or b for a, b in CODE_BLOCK.findall(step.content or "")]
+        blocks = code_blocks(step.content or "")
         observation, error, final = smolagents_observation(after.content if after is not None else None)
         out.append(
             {

@@ -89,6 +89,15 @@ def _r2(seed: Trajectory, t: int, code: str, rng: random.Random) -> Made:
     return "a_t's code computes no standard deviation or variance"
 
 
+#: A printed list of quoted names. An item holds no backslash, so a text has one way to match: with ``[^']*`` an
+#: item's closing ``\'`` could be read two ways, and a list of such items with no ``]`` took 2^n steps (30 items,
+#: minutes) on every plan over the seed.
+_LISTED = re.compile(r"\[((?:\\?'[^'\\]*\\?',?\s*)+)\]")
+#: A ``dtypes`` line: a name (single spaces inside), two or more spaces, the type. ``[\w .]*?`` before ``\s{2,}``
+#: tried every split of a run of spaces (quadratic: a printed line of 50,000 spaces took about 13 s).
+_DTYPE_LINE = re.compile(r"(?m)^([A-Za-z_](?:[\w.]| (?! ))*)\s{2,}(?:int|float|object|bool|datetime)\d*\b")
+
+
 def _columns_seen(seed: Trajectory, t: int) -> list[str]:
     """Column names the agent saw before t: the ``df.columns`` list or the ``dtypes`` lines its code printed."""
     seen: list[str] = []
@@ -96,11 +105,9 @@ def _columns_seen(seed: Trajectory, t: int) -> list[str]:
         if step.kind != "tool":
             continue
         text = step.content or ""
-        for listed in re.findall(r"\[((?:\\?'[^']*\\?',?\s*)+)\]", text):
+        for listed in _LISTED.findall(text):
             seen += re.findall(r"'([^'\\]+)'", listed)
-        seen += re.findall(
-            r"(?m)^([A-Za-z_][\w .]*?)\s{2,}(?:int|float|object|bool|datetime)\d*\b", text.replace("\\n", "\n")
-        )
+        seen += _DTYPE_LINE.findall(text.replace("\\n", "\n"))
     return list(dict.fromkeys(s.strip() for s in seen if s.strip()))
 
 

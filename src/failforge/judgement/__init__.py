@@ -40,6 +40,7 @@ from failforge.judgement._code import (
     ROUND,
     answer_names,
     check_code_step,
+    code_blocks,
     code_of,
     is_code_step,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "ROUND",
     "answer_names",
     "check_code_step",
+    "code_blocks",
     "code_of",
     "is_code_step",
     "HUMAN_HANDOFF",

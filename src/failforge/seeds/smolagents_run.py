@@ -9,7 +9,8 @@ Accepted shape (a ``.json`` file holding one run, or a ``.jsonl`` file with one 
 ``steps`` is smolagents' own serialisation of ``agent.memory.steps``: a ``TaskStep`` (``{"task": ...}``) first, then
 ``ActionStep`` dicts, of which failforge reads ``model_output`` (the model's text), ``code_action``,
 ``observations``, ``error`` (``{"type", "message"}``), ``action_output`` and ``is_final_answer``. ``PlanningStep``
-dicts are refused (a planning CodeAgent is not replayed here). A bare list of steps is accepted too.
+dicts are refused (a planning CodeAgent is not replayed here). In a ``.json`` file a bare list of steps is
+accepted too (a ``.jsonl`` line must be an object).
 
 It becomes a seed when (1) its task names one DA-Bench question (the question's text and its table's file name
 both occur in the task), (2) its final answer (the ``action_output`` of the step with ``is_final_answer``) passes
@@ -26,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from failforge.canonical import readable_diff
 from failforge.errors import ConfigError, SeedFormatError
@@ -91,7 +92,14 @@ def parse_run(raw: Any, where: str) -> SavedRun:
             raise SeedFormatError(where, 0, f"steps[{number}]", "a PlanningStep; runs with planning are not imported")
         if "task" in step:
             raise SeedFormatError(where, 0, f"steps[{number}]", "a second task; save one run per record")
-        actions.append(SavedAction.model_validate(step))
+        try:
+            actions.append(SavedAction.model_validate(step))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise SeedFormatError(
+                where, 0, f"steps[{number}].{field}", f"{first['msg']} (found {type(first['input']).__name__})"
+            ) from None
     return SavedRun(
         task=first["task"],
         actions=actions,
@@ -213,7 +221,11 @@ def import_run(run: SavedRun, where: str, *, data_dir: str | None = None, backen
     def script(ordinal: int, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
         return outputs[min(ordinal, len(outputs) - 1)], None
 
-    spec = env_spec(task_id, data_dir, backend)
+    try:
+        spec = env_spec(task_id, data_dir, backend)
+    except ConfigError as exc:  # the question's table is missing or refused: this run is not a seed, the rest go on
+        verdict.reasons.append(str(exc))
+        return verdict
     # DA-Bench's own harness config (plain-string messages, so the embedded model can continue a branch of the
     # seed), with room for exactly the run's actions.
     default = DabenchEnvironment().default_harness(spec)

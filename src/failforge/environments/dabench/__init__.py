@@ -24,7 +24,7 @@ from failforge.environments.dabench._data import (
     load_questions,
     question,
     resolve_dir,
-    tables_dir,
+    table_path,
     task_id_of,
 )
 from failforge.environments.dabench._interpreter import (
@@ -99,7 +99,7 @@ class DabenchEpisode:
         self.cfg = cfg
         root = resolve_dir(cfg.data_dir) if cfg.data_dir else bundled_dir()
         self.question = question(root, cfg.task_id)
-        table = (tables_dir(root) / self.question.file_name).read_bytes()
+        table = table_path(root, self.question).read_bytes()
         if sha256_hex(table) != cfg.table_sha256:
             raise ConfigError(
                 f"{self.question.file_name} in {root} is not the table this seed was recorded on (sha256 differs)"
@@ -110,6 +110,11 @@ class DabenchEpisode:
         )
         try:
             self.sandbox.write_file(f"data/{self.question.file_name}", table)
+        except ValueError as exc:  # over the sandbox's file size limit: the user's table, not a failforge fault
+            self.close()
+            raise ConfigError(
+                f"DA-Bench question {self.question.id}: {self.question.file_name} in {root}: {exc}"
+            ) from None
         except BaseException:
             self.close()
             raise
@@ -232,9 +237,7 @@ def env_spec(
     root = resolve_dir(chosen)
     recorded_dir = None if root == bundled_dir() else str(root)
     q = question(root, task_id)
-    table = tables_dir(root) / q.file_name
-    if not table.is_file():
-        raise ConfigError(f"DA-Bench question {q.id} reads {q.file_name}, which is not in {tables_dir(root)}")
+    table = table_path(root, q)
     concrete = concrete_backend(backend)
     cfg = DabenchConfig(
         task_id=task_id_of(q.id),

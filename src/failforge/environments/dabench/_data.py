@@ -14,7 +14,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from failforge.errors import ConfigError
 from failforge.jsonl import read_jsonl
@@ -65,23 +65,62 @@ def tables_dir(root: Path) -> Path:
     raise ConfigError(f"DA-Bench data folder {root} has no tables folder ({' or '.join(TABLE_FOLDERS)})")
 
 
+def table_path(root: Path, q: Question) -> Path:
+    """The regular file question ``q`` reads, inside the folder's tables folder. A ``file_name`` that is not a plain
+    file name, a link out of the tables folder (its bytes would be copied into the sandbox and printed into the
+    seed), a FIFO (reading it would wait forever) or a missing table is a ConfigError naming the question."""
+    folder = tables_dir(root)
+    name = q.file_name
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ConfigError(f"DA-Bench question {q.id}: file_name {name!r} is not a plain file name in {folder}")
+    path = folder / name
+    if not path.exists():
+        raise ConfigError(f"DA-Bench question {q.id} reads {name}, which is not in {folder}")
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise ConfigError(f"DA-Bench question {q.id}: {path} is a link out of {folder} (to {path.resolve()})")
+    if not path.is_file():
+        raise ConfigError(f"DA-Bench question {q.id}: {path} is not a regular file (a FIFO, a folder or a device)")
+    return path
+
+
 @functools.lru_cache(maxsize=8)
 def load_questions(root: Path) -> dict[int, Question]:
-    """Every question of the folder with its label, by id (one without a label is left out: it cannot be scored)."""
+    """Every question of the folder with its label, by id (one without a label is left out: it cannot be scored).
+
+    A row of the wrong shape is a ConfigError naming the file, the line and the field, not a traceback; a folder
+    where no question has a label is one too (there is nothing to run)."""
     labels: dict[int, list[tuple[str, str]]] = {}
     for item in read_jsonl(root / LABELS):
         if isinstance(item, Exception):
             raise ConfigError(str(item))
-        row = item[1]
-        labels[int(row["id"])] = [(str(name), str(value)) for name, value in row["common_answers"]]
+        line, row = item
+        try:
+            qid = int(row["id"])
+            labels[qid] = [(str(name), str(value)) for name, value in row["common_answers"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{root / LABELS}:{line}: expected {{'id': <int>, 'common_answers': [[name, value], ...]}} "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
     questions: dict[int, Question] = {}
     for item in read_jsonl(root / QUESTIONS):
         if isinstance(item, Exception):
             raise ConfigError(str(item))
-        row = item[1]
-        qid = int(row["id"])
-        if qid in labels:
-            questions[qid] = Question.model_validate({**row, "common_answers": labels[qid]})
+        line, row = item
+        try:
+            qid = int(row["id"])
+            if qid in labels:
+                questions[qid] = Question.model_validate({**row, "common_answers": labels[qid]})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ConfigError(f"{root / QUESTIONS}:{line}: field {where!r}: {first['msg']}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{root / QUESTIONS}:{line}: expected an integer 'id' ({type(exc).__name__}: {exc})"
+            ) from None
+    if not questions:
+        raise ConfigError(f"DA-Bench data folder {root}: no question of {QUESTIONS} has a label in {LABELS}")
     return questions
 
 
@@ -108,6 +147,7 @@ __all__ = [
     "load_questions",
     "question",
     "resolve_dir",
+    "table_path",
     "tables_dir",
     "task_id_of",
 ]

@@ -116,6 +116,8 @@ class Interpreter:
                 "imports": self.imports,
                 "budget": FINGERPRINT_BUDGET,
                 "cpu_seconds": self.cpu_seconds,
+                # the session's reply is read up to 4 output limits (past them the process is killed)
+                "result_limit": 4 * self.sandbox.limits.output_limit - 64,
             }
             reply = self.sandbox.session_send(json.dumps(request), timeout=self.step_timeout)
             if reply.ended:
@@ -124,18 +126,32 @@ class Interpreter:
                     continue  # it ended between two blocks: a new process rebuilds the state, the block runs there
                 why = f"timed out after {self.step_timeout:g}s" if reply.timed_out else f"exit code {reply.exit_code}"
                 return self._stopped(why, reply.stderr)
-            return self._result(code, json.loads(reply.line))
+            try:
+                return self._result(code, json.loads(reply.line))
+            except (ValueError, KeyError, TypeError):  # the block wrote a line of its own where the result goes
+                self.stop()
+                return self._stopped("its reply was not a result", reply.stderr)
         raise AssertionError("unreachable: the second attempt returns")  # pragma: no cover
 
     def run_once(self, code: str) -> ToolResult:
         """One block in a fresh process that first runs the history again (output discarded)."""
-        request = {"history": self.history, "code": code, "imports": self.imports, "budget": FINGERPRINT_BUDGET}
+        request = {
+            "history": self.history,
+            "code": code,
+            "imports": self.imports,
+            "budget": FINGERPRINT_BUDGET,
+            # a command's stdout is kept up to one output limit, the marker before the result
+            "result_limit": self.sandbox.limits.output_limit - len(RESULT_MARKER) - 64,
+        }
         source = program_source() + f"\nmain({json.dumps(request)!r})\n"
         result = self.sandbox.exec(["python3", "-s", "-"], timeout=self.step_timeout, stdin=source)
         if RESULT_MARKER not in result.stdout:
             why = f"timed out after {self.step_timeout:g}s" if result.timed_out else f"exit code {result.exit_code}"
             return self._stopped(why, result.stderr)
-        return self._result(code, json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1]))
+        try:
+            return self._result(code, json.loads(result.stdout.rsplit(RESULT_MARKER, 1)[1]))
+        except (ValueError, KeyError, TypeError):  # cut by the output limit, or not the program's result
+            return self._stopped("its reply was not a result", result.stderr)
 
     def stop(self) -> None:
         """End the run's interpreter process (the sandbox's reset or close would too)."""

@@ -1,15 +1,20 @@
-"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s -``, so the pinned
-PYTHONHASHSEED holds), never in failforge.
+"""The stateful interpreter's program: it runs inside the sandbox (``python3 -s``, so the pinned PYTHONHASHSEED
+holds), never in failforge.
 
-Standalone on purpose (standard library only, no failforge import): failforge sends its source on stdin
-followed by one line, ``main(<the request as a JSON string literal>)``. The request carries the run's earlier
-code blocks
-(``history``), the new one (``code``), the import allow-list and the fingerprint budget. The program rebuilds
-the interpreter's state by running the history again with its output discarded, then runs the new block and
-prints one JSON result after :data:`RESULT_MARKER`: the printed text (``logs``), the last value (``output``,
-as ``str``), the error as smolagents words it, whether ``final_answer`` was called, and the namespace
-fingerprint. Rebuilding from the history each step makes the state a pure function of the code the agent
-wrote: the same in record, replay and branch, on either backend.
+Standalone on purpose (standard library only, no failforge import). Two ways to run it, the same observations:
+
+- ``serve()`` (the default, one live process per run, the sandbox's session): one request line in, one result
+  line out, the namespace kept in the process between blocks. The first request of a process carries the run's
+  earlier code blocks (``history``, none for a new run), which it runs again with their output discarded; later
+  requests carry only their block.
+- ``main(<the request as a JSON string literal>)`` (``persistent = false``, a fresh process per block, sent on
+  stdin after the source): the history is run again every time, then the block; the result is printed after
+  :data:`RESULT_MARKER`.
+
+A result is the printed text (``logs``), the last value (``output``, as ``str``), the error as smolagents words
+it, whether ``final_answer`` was called, and the namespace fingerprint, as one JSON line cut to the request's
+``result_limit`` when over it (:func:`fit`). The state after a block is a function of the blocks so far: the same
+in record, replay and branch, on either backend.
 
 Deterministic by construction: the hash seed is pinned by the sandbox; ``random`` and numpy's global
 generator are seeded; ``time.time``/``time_ns``/``monotonic``/``perf_counter`` and ``datetime.now``/``today``
@@ -31,6 +36,10 @@ import warnings
 RESULT_MARKER = "\n@@failforge-interpreter-result@@\n"
 FROZEN_EPOCH = 1700000000.0
 MAX_LOGS = 50000
+#: smolagents' ``MAX_LENGTH_TRUNCATE_CONTENT``: what its memory keeps of a last value (head and tail, a notice between).
+MAX_OUTPUT = 20000
+#: A name longer than this is never shown in the fingerprint on its own when the result must be cut.
+MAX_NAME = 200
 
 
 class FinalAnswer(BaseException):
@@ -264,6 +273,59 @@ def fresh_namespace():
     return {"__name__": "__main__", "__builtins__": builtins, "final_answer": final_answer}
 
 
+def _smolagents_truncate(text):
+    """smolagents' ``truncate_content``: applying it again to its own result gives the same text."""
+    if len(text) <= MAX_OUTPUT:
+        return text
+    half = MAX_OUTPUT // 2
+    return (
+        text[:half]
+        + f"\n..._This content has been truncated to stay below {MAX_OUTPUT} characters_...\n"
+        + text[-half:]
+    )
+
+
+def fit(result, limit):
+    """The result as one JSON line of at most ``limit`` bytes (None: any size), cut deterministically when over.
+
+    The line goes back through the sandbox, which takes a bounded reply (past it the process is killed as one not
+    speaking its protocol, and a fresh process's output is cut): a 300 kB string as the last value, 50,000 printed
+    non-ASCII characters (six bytes each escaped) or 20,000 names in the namespace would otherwise stop the
+    interpreter, or leave failforge an unreadable result. A result that fits is unchanged. One that does not has,
+    in order: the namespace's names past a quarter of the limit (and any name over :data:`MAX_NAME` characters)
+    folded into one part ``(folded)`` with their count and a hash of their parts (a change among them is still a
+    drift); the last value cut as smolagents' memory cuts it (what the agent sees is the same); then the longest
+    of logs, output and error halved, with a notice, until the line fits."""
+    text = json.dumps(result, sort_keys=True)
+    if not limit or len(text) <= limit:  # json.dumps escapes to ASCII: characters are bytes
+        return text
+    result = dict(result)
+    kept, rest, used = {}, {}, 2
+    for name in sorted(result["namespace"]):
+        value = result["namespace"][name]
+        size = len(json.dumps({name: value})) + 2
+        if len(name) <= MAX_NAME and used + size <= limit // 4:
+            kept[name], used = value, used + size
+        else:
+            rest[name] = value
+    if rest:
+        digest = hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()[:16]
+        kept["(folded)"] = f"{len(rest)} names|{digest}"
+    result["namespace"] = kept
+    result["output"] = _smolagents_truncate(result["output"])
+    notice = f"\n_failforge: this step's result was over {limit} bytes, so the rest of this text is cut_\n"
+    for _ in range(64):
+        text = json.dumps(result, sort_keys=True)
+        if len(text) <= limit:
+            break
+        field = max(("logs", "output", "error"), key=lambda k: len(json.dumps(result[k])))
+        value = result[field] or ""
+        if len(value) <= 2 * len(notice):
+            break
+        result[field] = value[: len(value) // 2] + notice
+    return text
+
+
 def step(request, ns):
     """Run the request's ``history`` (output discarded), then its ``code``, in ``ns``: the result as JSON-able."""
     allowed = list(request["imports"])
@@ -285,7 +347,7 @@ def main(request_text):
     _preload()
     _freeze_clock()
     result = step(request, fresh_namespace())
-    sys.stdout.write(RESULT_MARKER + json.dumps(result, sort_keys=True))
+    sys.stdout.write(RESULT_MARKER + fit(result, request.get("result_limit")))
     sys.stdout.flush()
 
 
@@ -323,5 +385,5 @@ def serve():
             continue
         request = json.loads(line)
         _limit_cpu(request.get("cpu_seconds"))
-        results.write(json.dumps(step(request, ns), sort_keys=True) + "\n")
+        results.write(fit(step(request, ns), request.get("result_limit")) + "\n")
         results.flush()

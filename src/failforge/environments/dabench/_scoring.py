@@ -4,7 +4,8 @@ The rule, as upstream applies it to one response: every ``@name[value]`` in the 
 regular expression ``@(\\w+)\\[(.*?)\\]`` (non-greedy, so a value ends at its first ``]``); when a name occurs
 twice the later value wins (upstream builds a dict from the pairs). Each labelled sub-answer is correct when the
 response's value equals the label's as a string, or else when both read as floats (Python's ``float``: surrounding
-whitespace allowed, no thousands separators) within an absolute ``1e-6``; a sub-answer the response lacks is
+whitespace, ``1_000``, ``1e3`` and non-ASCII digits such as ``١٠٠٠`` read as 1000; a thousands comma does not)
+within an absolute ``1e-6``; a sub-answer the response lacks is
 wrong. The question is correct only when every sub-answer is. The label is a dict too (upstream's
 ``label_answers``): a name it repeats is checked once, against its last value. Upstream leaves an empty response
 out of its accuracy; for one run failforge calls it a failure, since no answer was given.
@@ -47,9 +48,33 @@ class Score(BaseModel):
         return sum(s.correct for s in self.sub_answers) / len(self.sub_answers) if self.sub_answers else 0.0
 
 
+_OPENING = re.compile(r"@(\w+)\[")
+
+
 def extract_answers(response: str) -> dict[str, str]:
-    """``{name: value}`` for every ``@name[value]`` in ``response``; a repeated name keeps its last value."""
-    return dict(ANSWER_PATTERN.findall(response))
+    """``{name: value}`` for every ``@name[value]`` in ``response``; a repeated name keeps its last value.
+
+    Exactly what ``dict(ANSWER_PATTERN.findall(response))`` gives (a value runs to the first ``]``, never across a
+    line break), in linear time: the pattern's non-greedy ``.*?`` scans to the end of the line from every ``@name[``
+    that has no ``]`` after it, so a 1 MB answer of such openings took about half an hour."""
+    found: dict[str, str] = {}
+    end = len(response)
+    close = newline = -1  # the next ']' and line break at or after the current opening (``end``: none)
+    pos = 0
+    while (opening := _OPENING.search(response, pos)) is not None:
+        start = opening.end()
+        if close < start:
+            close = response.find("]", start)
+            close = end if close < 0 else close
+        if newline < start:
+            newline = response.find("\n", start)
+            newline = end if newline < 0 else newline
+        if close < newline:
+            found[opening.group(1)] = response[start:close]
+            pos = close + 1
+        else:
+            pos = opening.start() + 1
+    return found
 
 
 def is_equal(found: str | None, label: str) -> bool:
