@@ -3,7 +3,7 @@
 By position, the n-th assistant turn of a request gets the seed's n-th recorded reply (so the original arm of a
 branch succeeds). A stage-2 request (a "Private guidance" system message) gets the seed's reply at that turn with
 its code replaced by the block the rule's note prescribes: the agent writes the change and nothing else.
-With ``annotate_every=k``, every k-th such reply (chosen by a hash of the request, so the same request always gets
+With ``annotate_every=k``, about one such reply in k (chosen by a hash of the request, so the same request always gets
 the same reply) also keeps a comment on the changed line saying how many decimals the original value had, as a
 model that edits a value but not the comment beside it would; the tell filter is what must catch those.
 """
