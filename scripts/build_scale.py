@@ -1,15 +1,21 @@
-"""The build at scale, measured: a recipe over several environments with deterministic scripted policies (each a
+"""The build at scale, measured: a recipe over every environment with deterministic scripted policies (each a
 loopback model that reports token usage), run by `failforge build` in a child process on the chosen executor,
 SIGKILLed part-way and resumed, then checked: every attempt in exactly one of gold / rejected / failed, once.
 
+Cells: BFCL, tau2-bench, AgentDojo, TextWorld, DA-Bench, AgentDojo teams, MiniWoB++ (headless Chromium), HumanEval
+(the local sandbox) and ScienceWorld (a JVM per worker); their policies are in `failforge.testing` (the AgentDojo,
+TextWorld and team ones still in tests/integration).
+
 Prints per cell: attempts, kept, attempts per second (wall, from build/rounds.jsonl); the driver's and workers' peak
 resident memory (sampled from /proc every 0.5 s); ledger and output sizes; each run's wall time (the resumed one
-after the SIGKILL too). Run from the repository root:
+after the SIGKILL too) and any process below the driver that outlived it. Run from the repository root:
 
-    PYTHONHASHSEED=0 python scripts/build_scale.py --out /tmp/scale --samples 40 --executor process --kill-after 120
+    PYTHONHASHSEED=0 python scripts/build_scale.py --out /tmp/scale --samples 40 --executor process --kill-after 120 \
+        --samples-for miniwob=3,humaneval=10,scienceworld=2
 
-``--samples`` multiplies each cell's planned attempts (plan.samples); the scripted policies are deterministic, so
-samples of one (step, mode) make the same record and the release keeps it once (the dedup count says how many).
+``--samples`` multiplies each cell's planned attempts (plan.samples); ``--samples-for`` gives a cell its own (MiniWoB++
+and ScienceWorld attempts take seconds each). The scripted policies are deterministic, so samples of one (step, mode)
+make the same record and the release keeps it once (the dedup count says how many).
 """
 
 from __future__ import annotations
@@ -247,7 +253,7 @@ def _run(
         time.sleep(0.5)
     seconds = round(time.monotonic() - started, 1)
     time.sleep(10)  # workers, browsers and JVMs get a moment to notice their parent is gone
-    outlived = sorted(f"{name} ({pid})" for pid, name in seen if _name(pid) == name)
+    outlived = sorted(f"{name} ({pid})" for pid, name in seen if name and _name(pid) == name)  # '': gone when seen
     return {
         "exit": child.returncode,
         "seconds": seconds,
