@@ -1,15 +1,21 @@
-"""The build at scale, measured: a recipe over several environments with deterministic scripted policies (each a
+"""The build at scale, measured: a recipe over every environment with deterministic scripted policies (each a
 loopback model that reports token usage), run by `failforge build` in a child process on the chosen executor,
 SIGKILLed part-way and resumed, then checked: every attempt in exactly one of gold / rejected / failed, once.
 
+Cells: BFCL, tau2-bench, AgentDojo, TextWorld, DA-Bench, AgentDojo teams, MiniWoB++ (headless Chromium), HumanEval
+(the local sandbox) and ScienceWorld (a JVM per worker); their policies are in `failforge.testing` (the AgentDojo,
+TextWorld and team ones still in tests/integration).
+
 Prints per cell: attempts, kept, attempts per second (wall, from build/rounds.jsonl); the driver's and workers' peak
 resident memory (sampled from /proc every 0.5 s); ledger and output sizes; each run's wall time (the resumed one
-after the SIGKILL too). Run from the repository root:
+after the SIGKILL too) and any process below the driver that outlived it. Run from the repository root:
 
-    PYTHONHASHSEED=0 python scripts/build_scale.py --out /tmp/scale --samples 40 --executor process --kill-after 120
+    PYTHONHASHSEED=0 python scripts/build_scale.py --out /tmp/scale --samples 40 --executor process --kill-after 120 \
+        --samples-for miniwob=3,humaneval=10,scienceworld=2
 
-``--samples`` multiplies each cell's planned attempts (plan.samples); the scripted policies are deterministic, so
-samples of one (step, mode) make the same record and the release keeps it once (the dedup count says how many).
+``--samples`` multiplies each cell's planned attempts (plan.samples); ``--samples-for`` gives a cell its own (MiniWoB++
+and ScienceWorld attempts take seconds each). The scripted policies are deterministic, so samples of one (step, mode)
+make the same record and the release keeps it once (the dedup count says how many).
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]  # scripted policies of the tests
 
-CELLS = ("bfcl", "tau2", "agentdojo", "textworld", "dabench", "agentdojo-team")
+CELLS = ("bfcl", "tau2", "agentdojo", "textworld", "dabench", "agentdojo-team", "miniwob", "humaneval", "scienceworld")
+MINIWOB_TASKS = ("click-button", "enter-text", "login-user")
+SCIENCEWORLD_TASK = "freeze/0"  # 26 gold actions
 BFCL_TASKS = ("multi_turn_miss_param_2", "multi_turn_miss_func_5", "multi_turn_miss_func_0")
 
 
@@ -39,6 +47,19 @@ def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _samples_for(text: str) -> dict[str, int]:
+    """``miniwob=3,scienceworld=2`` -> {"miniwob": 3, "scienceworld": 2}; a bad pair is argparse's one-line error."""
+    out: dict[str, int] = {}
+    for pair in filter(None, text.split(",")):
+        name, _, number = pair.partition("=")
+        if name not in CELLS or not number.isdigit() or int(number) < 1:
+            raise argparse.ArgumentTypeError(
+                f"{pair!r}: expected CELL=N with N >= 1 and CELL one of {', '.join(CELLS)}"
+            )
+        out[name] = int(number)
+    return out
 
 
 def _servers(stack: ExitStack, seeds_dir: Path, cells: list[str]) -> dict[str, tuple[Path, str, dict[str, Any]]]:
@@ -95,8 +116,36 @@ def _servers(stack: ExitStack, seeds_dir: Path, cells: list[str]) -> dict[str, t
             ]
             server = LoopbackModelServer(agent_policy=TeamPolicy(seeds), report_usage=True, port=_port())
             plan = {"modes": ["C.1", "C.2", "C.3"], "steps_per_seed": 3, "modes_per_step": 3}
+        elif cell == "miniwob":  # headless Chromium; the canned policy stops early when steered (A.5)
+            seeds = [oracle_seed("miniwob", t, {"cache_dir": str(seeds_dir / "miniwob-cache")}) for t in MINIWOB_TASKS]
+            server = LoopbackModelServer(report_usage=True, port=_port())
+            plan = {"modes": ["A.5"], "steps_per_seed": 2, "modes_per_step": 1}
+        elif cell == "humaneval":  # the task's official tests in the local sandbox; a judge checks R.2
+            from failforge.environments.humaneval import problem
+            from failforge.testing.humaneval_policy import TASK, wrong_code_policy
+
+            seeds = [oracle_seed("humaneval", TASK, {"backend": "local"})]
+            server = LoopbackModelServer(
+                policy=wrong_code_policy(problem(TASK)["prompt"]), report_usage=True, port=_port()
+            )
+            plan = {"modes": ["R.2"], "steps_per_seed": 5, "modes_per_step": 1}
+        elif cell == "scienceworld":  # the bundled jar on a JVM per worker; the world's own score
+            from failforge.environments import environment
+            from failforge.testing.scienceworld_policy import follow_gold_or_the_note
+
+            seeds = [oracle_seed("scienceworld", SCIENCEWORLD_TASK)]
+            gold = environment("scienceworld").gold(seeds[0].environment)  # type: ignore[attr-defined]
+            server = LoopbackModelServer(policy=follow_gold_or_the_note(gold), report_usage=True, port=_port())
+            plan = {"modes": ["A.5", "A.6", "A.2"], "steps_per_seed": 3, "modes_per_step": 3}
+            from failforge.environments import scienceworld_env
+
+            scienceworld_env.shutdown_pool()  # the JVM that recorded the seed: the build's workers start their own
         else:
             raise SystemExit(f"no scripted cell {cell!r}; choose from {', '.join(CELLS)}")
+        if not all(s.outcome.success for s in seeds):
+            raise SystemExit(
+                f"cell {cell}: an oracle seed did not succeed: {[s.id for s in seeds if not s.outcome.success]}"
+            )
         write_jsonl(path, seeds)
         stack.enter_context(server)
         out[cell] = (path, server.base_url, plan)
@@ -119,7 +168,9 @@ def _recipe(cells: dict[str, tuple[Path, str, dict[str, Any]]], args: argparse.N
             f'agent = {{ base_url = "{url}", model = "loopback", timeout = 120, max_attempts = 1 }}',
             *(['guide_kind = "rules"'] if name == "bfcl" else []),
             *(["[cells.filters.conformance]", "keep_unverified = true"] if name == "agentdojo-team" else []),
-            f"[cells.plan]\nsamples = {args.samples}",
+            *(["[cells.filters.conformance]", "judge = true"] if name == "humaneval" else []),
+            *(["[cells.filters.conformance]", "judge = false"] if name == "scienceworld" else []),
+            f"[cells.plan]\nsamples = {args.samples_for.get(name, args.samples)}",
             *(f"{k} = {json.dumps(v)}" for k, v in plan.items()),
         ]
     if args.total:
@@ -136,6 +187,14 @@ def _rss_kb(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def _name(pid: int) -> str:
+    """The process's command name ('' once it is gone), so a reused pid is not mistaken for the one seen."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _descendants(pid: int) -> list[int]:
@@ -175,10 +234,14 @@ def _run(
     )
     started = time.monotonic()
     peak_driver = peak_workers = 0
+    seen: set[tuple[int, str]] = set()  # (pid, name) of every process seen below the driver
     before, first_settled, polled = _settled_total(release), None, 0.0
     while child.poll() is None:
         peak_driver = max(peak_driver, _rss_kb(child.pid))
-        peak_workers = max(peak_workers, sum(_rss_kb(p) for p in _descendants(child.pid)))
+        below = _descendants(child.pid)
+        known = {pid for pid, _ in seen}
+        seen.update((p, _name(p)) for p in below if p not in known)
+        peak_workers = max(peak_workers, sum(_rss_kb(p) for p in below))
         if first_settled is None and time.monotonic() - polled > 2.0:
             polled = time.monotonic()
             if _settled_total(release) > before:
@@ -188,12 +251,17 @@ def _run(
             child.wait()
             break
         time.sleep(0.5)
+    seconds = round(time.monotonic() - started, 1)
+    time.sleep(10)  # workers, browsers and JVMs get a moment to notice their parent is gone
+    outlived = sorted(f"{name} ({pid})" for pid, name in seen if name and _name(pid) == name)  # '': gone when seen
     return {
         "exit": child.returncode,
-        "seconds": round(time.monotonic() - started, 1),
+        "seconds": seconds,
         "peak_driver_mb": round(peak_driver / 1024, 1),
         "peak_workers_mb": round(peak_workers / 1024, 1),
         "first_new_attempt_settled_s": first_settled,
+        "processes_seen_below_driver": len(seen),
+        "outlived_driver": outlived,
     }
 
 
@@ -237,6 +305,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cells", default=",".join(CELLS))
     parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument(
+        "--samples-for",
+        type=_samples_for,
+        default={},
+        metavar="CELL=N[,CELL=N]",
+        help="a cell's own --samples (the slow ones: miniwob, scienceworld), e.g. miniwob=3,scienceworld=2",
+    )
     parser.add_argument("--executor", default="process", choices=("local", "process", "ray"))
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--round-size", type=int, default=50)
@@ -267,6 +342,7 @@ def main() -> None:
         "executor": args.executor,
         "concurrency": args.concurrency,
         "samples": args.samples,
+        "samples_for": args.samples_for,
         "runs": runs,
         "per_cell": per_cell,
         "exactly_once": _exactly_once(release),

@@ -13,36 +13,15 @@ from failforge.environments.humaneval import problem
 from failforge.llm import ModelEndpoint
 from failforge.seeds import oracle_seed
 from failforge.testing import LoopbackModelServer
+from failforge.testing.humaneval_policy import TASK, wrong_code_policy
 from failforge.trajectory import load_jsonl, write_jsonl
-
-TASK = "HumanEval/0"
-
-
-def _wrong_code_policy(body):
-    messages = body["messages"]
-    if "check the labels" in str(messages[0].get("content")):  # the conformance judge (R.2 is a semantic mode)
-        return "EXHIBITED: yes\nRATIONALE: it compares only neighbouring items, a logic error.", None
-    if "realistic mistakes" in str(messages[0].get("content")):
-        return "Write has_close_elements so that it compares only neighbouring items in the given order.", None
-    if any(m.get("role") == "system" and "Private guidance" in str(m.get("content")) for m in messages):
-        code = (
-            problem(TASK)["prompt"] + "    return any(abs(a - b) < threshold for a, b in zip(numbers, numbers[1:]))\n"
-        )
-        return None, [
-            {
-                "id": "w1",
-                "type": "function",
-                "function": {"name": "write_file", "arguments": json.dumps({"path": "solution.py", "content": code})},
-            }
-        ]
-    return "The function is written in solution.py.", None
 
 
 def test_gold_from_humaneval_with_a_code_writing_decisive_step(tmp_path):
     seed = oracle_seed("humaneval", TASK, {"backend": "local"})
     assert seed.outcome.success
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
-    with LoopbackModelServer(policy=_wrong_code_policy) as server:
+    with LoopbackModelServer(policy=wrong_code_policy(problem(TASK)["prompt"])) as server:
         endpoint = ModelEndpoint(base_url=server.base_url, model="loopback", api_key_env=None)
         config = CampaignConfig(
             seeds=[str(tmp_path / "seeds.jsonl")],

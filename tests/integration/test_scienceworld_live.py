@@ -25,13 +25,13 @@ from failforge.environments import environment  # noqa: E402
 from failforge.environments import scienceworld_env as sw  # noqa: E402
 from failforge.errors import ConfigError  # noqa: E402
 from failforge.fidelity import assert_self_check, audit  # noqa: E402
-from failforge.injection import NOTE_PREFIX  # noqa: E402
 from failforge.injection._planner import step_context  # noqa: E402
 from failforge.injection._rules import rules_note  # noqa: E402
 from failforge.llm import HttpUpstream, ModelEndpoint  # noqa: E402
 from failforge.seeds import default_harness, env_spec, oracle_seed, record  # noqa: E402
 from failforge.taxonomy import applicable_modes, get_mode  # noqa: E402
 from failforge.testing import LoopbackModelServer  # noqa: E402
+from failforge.testing.scienceworld_policy import follow_gold_or_the_note  # noqa: E402
 from failforge.trajectory import ComponentSpec, load_jsonl, write_jsonl  # noqa: E402
 
 TASK = "freeze/0"  # 26 gold actions, a few seconds
@@ -205,54 +205,10 @@ def test_taxonomy_and_rule_guide_on_its_steps(seed):
         assert note.note and "action" in note.note, (code, note)
 
 
-def _follow_gold_or_the_note(gold: list[str]) -> Any:
-    """The loopback agent: the next gold action not yet taken (in order), or what a note asks for."""
-    quoted = re.compile(r"action = '([^']*)'")
-
-    def policy(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | None]:
-        messages = body["messages"]
-        note = next(
-            (str(m["content"]) for m in messages if m.get("role") == "system" and NOTE_PREFIX in str(m.get("content"))),
-            None,
-        )
-        if note is not None:
-            asked = quoted.search(note)
-            if asked is None:
-                return "I have finished the task.", None
-            return None, [
-                {
-                    "id": "noted",
-                    "type": "function",
-                    "function": {"name": "action", "arguments": json.dumps({"action": asked.group(1)})},
-                }
-            ]
-        taken = [
-            json.loads(c["function"]["arguments"]).get("action")
-            for m in messages
-            if m.get("role") == "assistant"
-            for c in m.get("tool_calls") or []
-        ]
-        position = 0
-        for action in taken:
-            if position < len(gold) and action == gold[position]:
-                position += 1
-        if position < len(gold):
-            return None, [
-                {
-                    "id": f"g{position}",
-                    "type": "function",
-                    "function": {"name": "action", "arguments": json.dumps({"action": gold[position]})},
-                }
-            ]
-        return "Done.", None
-
-    return policy
-
-
 def test_loopback_campaign_keeps_gold_the_worlds_score_confirms_failed(tmp_path, seed):
     gold_actions = environment("scienceworld").gold(seed.environment)
     write_jsonl(tmp_path / "seeds.jsonl", [seed])
-    with LoopbackModelServer(policy=_follow_gold_or_the_note(gold_actions)) as server:
+    with LoopbackModelServer(policy=follow_gold_or_the_note(gold_actions)) as server:
         endpoint = ModelEndpoint(
             base_url=server.base_url, model="loopback", api_key_env=None, timeout=60.0, max_attempts=1
         )
