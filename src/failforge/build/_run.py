@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,6 +29,7 @@ from failforge.build._release import ReleaseSummary, collect_gold, write_release
 from failforge.build._stats import CellStats, cell_stats, number
 from failforge.campaign import LEDGER, CampaignConfig, CampaignSummary, load_seeds, open_models, run_campaign, versions
 from failforge.canonical import canonical_hash
+from failforge.configfile import check_regular_file
 from failforge.errors import ConfigError, SeedFormatError
 from failforge.gold import ArmResult, AttemptResult, ResolvedModels
 from failforge.jobs import LOCK_FILE, FolderLock, Ledger, start_ray
@@ -84,18 +83,7 @@ def _check_seed_files(config: CampaignConfig, name: str) -> None:
     """Every seeds file of the cell is a regular file: a missing one is bad input before anything runs (not a cell
     that "did not run" in a release written without it), and a FIFO must not hang the build."""
     for path in config.seeds:
-        try:
-            mode = os.stat(path).st_mode
-        except FileNotFoundError:
-            raise ConfigError(f"cell {name!r}: seeds file {path} does not exist") from None
-        except OSError as exc:
-            raise ConfigError(f"cell {name!r}: seeds file {path} cannot be read ({exc.strerror})") from None
-        if stat.S_ISDIR(mode):
-            raise ConfigError(f"cell {name!r}: seeds file {path} is a directory; give a JSONL file of seeds")
-        if not stat.S_ISREG(mode):
-            raise ConfigError(
-                f"cell {name!r}: seeds file {path} is not a regular file (a pipe or a device); give a JSONL file"
-            )
+        check_regular_file(path, what=f"cell {name!r}: seeds file {path}", give="a JSONL file of seeds")
 
 
 def _describe(

@@ -23,19 +23,26 @@ from failforge.errors import ConfigError
 Format = Literal["toml", "yaml"]
 
 
+def check_regular_file(path: str | Path, *, what: str, give: str) -> None:
+    """A one-line :class:`ConfigError` unless ``path`` is a regular file: missing, unreadable, a directory, a FIFO or
+    a device (which would hang the reader) are each said, ``what`` naming the file ("cell 'x': seeds file s.jsonl")
+    and ``give`` what to pass instead ("a TOML file")."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{what} does not exist") from exc
+    except OSError as exc:
+        raise ConfigError(f"{what} cannot be read ({exc.strerror})") from exc
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{what} is a directory; give {give}")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{what} is not a regular file (a pipe or a device); give {give}")
+
+
 def read_config_data(path: str | Path, *, what: str, format: Format) -> Any:
     """The parsed content of the config file at ``path`` (``what`` names it in messages: "campaign file")."""
     file, kind = Path(path), format.upper()
-    try:
-        mode = os.stat(file).st_mode
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{what} {file} does not exist") from exc
-    except OSError as exc:
-        raise ConfigError(f"{what} {file} cannot be read ({exc.strerror})") from exc
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"{what} {file} is a directory; give a {kind} file")
-    if not stat.S_ISREG(mode):
-        raise ConfigError(f"{what} {file} is not a regular file (a pipe or a device); give a {kind} file")
+    check_regular_file(file, what=f"{what} {file}", give=f"a {kind} file")
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
