@@ -589,30 +589,48 @@ def _run_round(
     )
 
 
-def _short(recipe: Recipe, cells: list[_Cell], stats: dict[str, CellStats], projection: Projection) -> list[str]:
-    """The targets the recipe states that the cells' gold does not meet (a cell's share of the total is not a target
-    of its own: when other cells made up for it, the total is met)."""
+@dataclass
+class _Counts:
+    """Gold counted the ways targets name it: by cell, benchmark, framework and mode, and in all."""
+
+    cell: Counter[str] = field(default_factory=Counter)
+    benchmark: Counter[str] = field(default_factory=Counter)
+    framework: Counter[str] = field(default_factory=Counter)
+    mode: Counter[str] = field(default_factory=Counter)
+    total: int = 0
+
+
+def _shortfalls(
+    recipe: Recipe, counts: _Counts, mode_targets: dict[str, int], unit: str, skip: frozenset[str] = frozenset()
+) -> list[str]:
+    """Every target the recipe states that ``counts`` does not meet, in recipe order (a cell's share of the total is
+    not a target of its own: when other cells made up for it, the total is met); ``skip`` names targets already
+    said ("cell bfcl", "mode A.2", "total")."""
     t = recipe.targets
-    out: list[str] = [f"cell {c.name} did not run: {c.error}" for c in cells if c.error]
-    for cell in recipe.cells:
-        want = max(cell.target or 0, t.per_cell or 0)
-        if want and stats[cell.name].kept < want:
-            out.append(f"cell {cell.name}: {stats[cell.name].kept} of {want} kept")
-    for what, wanted, of in (
-        ("benchmark", t.per_environment, {c.name: c.environment for c in cells}),
-        ("framework", t.per_framework, {c.name: c.framework for c in cells}),
-    ):
-        for name, want in wanted.items():
-            have = sum(stats[c].kept for c, v in of.items() if v == name)
-            if have < want:
-                out.append(f"{what} {name}: {have} of {want} kept")
-    out += [
-        f"mode {m}: {r['kept']} of {r['target']} kept" for m, r in projection.modes.items() if r["kept"] < r["target"]
-    ]
-    kept = sum(s.kept for s in stats.values())
-    if t.total and kept < t.total:
-        out.append(f"total: {kept} of {t.total} kept")
+    wanted = [("cell", c.name, max(c.target or 0, t.per_cell or 0), counts.cell[c.name]) for c in recipe.cells]
+    wanted += [("benchmark", n, w, counts.benchmark[n]) for n, w in t.per_environment.items()]
+    wanted += [("framework", n, w, counts.framework[n]) for n, w in t.per_framework.items()]
+    wanted += [("mode", m, w, counts.mode[m]) for m, w in mode_targets.items()]
+    wanted.append(("total", "", t.total or 0, counts.total))
+    out = []
+    for what, name, want, have in wanted:
+        where = f"{what} {name}".strip()
+        if want and have < want and where not in skip:
+            out.append(f"{where}: {have} of {want} {unit}")
     return out
+
+
+def _short(recipe: Recipe, cells: list[_Cell], stats: dict[str, CellStats], projection: Projection) -> list[str]:
+    """The targets the cells' kept records (their ledgers' counts) do not meet, after the cells that could not run."""
+    counts = _Counts(total=sum(s.kept for s in stats.values()))
+    for c in cells:
+        kept = stats[c.name].kept
+        counts.cell[c.name] += kept
+        counts.benchmark[c.environment] += kept
+        counts.framework[c.framework] += kept
+    counts.mode.update({m: r["kept"] for m, r in projection.modes.items()})
+    broken = [f"cell {c.name} did not run: {c.error}" for c in cells if c.error]
+    return broken + _shortfalls(recipe, counts, {m: r["target"] for m, r in projection.modes.items()}, "kept")
 
 
 def _short_after_dedup(
@@ -622,35 +640,18 @@ def _short_after_dedup(
     kept records as it goes (a ledger count per cell), but two attempts that made the same record make it once in
     the release (deterministic policies do this often, a sampled model rarely). Said, so a build never claims a
     target its release does not hold."""
-    t = recipe.targets
-    short = {line.split(":")[0] for line in already}
-    environment = {c.name: c.environment for c in cells}
-    framework = {c.name: c.framework for c in cells}
-    counted: dict[str, Counter[str]] = {"cell": Counter(), "benchmark": Counter(), "framework": Counter()}
-    modes: Counter[str] = Counter()
+    by_name = {c.name: c for c in cells}
+    counts = _Counts(total=len(gold))
     for made_by, record in gold:
-        counted["cell"][made_by] += 1
-        counted["benchmark"][environment[made_by]] += 1
-        counted["framework"][framework[made_by]] += 1
+        counts.cell[made_by] += 1
+        counts.benchmark[by_name[made_by].environment] += 1
+        counts.framework[by_name[made_by].framework] += 1
         if record.label is not None:
-            modes[record.label.mode_code] += 1
-    wanted: list[tuple[str, str, int, int]] = []
-    for cell in recipe.cells:
-        want = max(cell.target or 0, t.per_cell or 0)
-        wanted.append(("cell", cell.name, want, counted["cell"][cell.name]))
-    wanted += [("benchmark", n, w, counted["benchmark"][n]) for n, w in t.per_environment.items()]
-    wanted += [("framework", n, w, counted["framework"][n]) for n, w in t.per_framework.items()]
+            counts.mode[record.label.mode_code] += 1
     planned = {mode for c in cells for mode in (c.config.plan.modes or [])}
-    for mode in sorted(planned | set(modes)):
-        want = t.mode_target(mode) or 0
-        wanted.append(("mode", mode, want, modes[mode]))
-    wanted.append(("total", "", t.total or 0, len(gold)))
-    out = []
-    for what, name, want, have in wanted:
-        where = f"{what} {name}".strip()
-        if want and have < want and where not in short:
-            out.append(f"{where}: {have} of {want} distinct records in the release (duplicates dropped)")
-    return out
+    targets = {m: w for m in sorted(planned | set(counts.mode)) if (w := recipe.targets.mode_target(m) or 0)}
+    unit = "distinct records in the release (duplicates dropped)"
+    return _shortfalls(recipe, counts, targets, unit, skip=frozenset(line.split(":")[0] for line in already))
 
 
 def _why_done(cells: list[_Cell], recipe: Recipe, spent: _Spent) -> str:
