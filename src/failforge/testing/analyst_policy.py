@@ -18,13 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from failforge.environments.dabench import analyst_responses, question, resolve_dir
+from failforge.harnesses import text_of
 from failforge.testing.model_servers import NoScriptedAnswer
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
 
 
 class AnalystPolicy:
@@ -37,7 +32,7 @@ class AnalystPolicy:
 
     def __call__(self, body: dict[str, Any]) -> tuple[str, None]:
         messages = body.get("messages") or []
-        asked = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        asked = next((text_of(m.get("content")) for m in messages if m.get("role") == "user"), "")
         found = [replies for text, replies in self.replies.items() if text in asked]
         if not found:
             raise NoScriptedAnswer(

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from failforge.harnesses import text_of
 from failforge.trajectory import Trajectory
 
 Policy = Callable[[dict[str, Any]], tuple[Any, Any]]
@@ -23,12 +24,6 @@ _NOTE_CODE = re.compile(r"```python\n(.*?)\n```", re.S)
 _BLOCK = re.compile(r"<code>\n?(.*?)\n?</code>", re.S)
 _DECIMAL = re.compile(r"(?<![\w.])\d+\.(\d+)(?![\w.])")
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
 
 
 def _annotated(original: str, changed: str) -> str:
@@ -57,7 +52,7 @@ def code_agent_policy(seeds: list[Trajectory], *, annotate_every: int = 0) -> Po
 
     def policy(body: dict[str, Any]) -> tuple[Any, Any]:
         messages = body["messages"]
-        asked = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        asked = next((text_of(m.get("content")) for m in messages if m.get("role") == "user"), "")
         responses = next((r for task, r in by_task.items() if task in asked), None)
         if not responses:
             return "I cannot help with that.", None
@@ -65,14 +60,14 @@ def code_agent_policy(seeds: list[Trajectory], *, annotate_every: int = 0) -> Po
         reply = responses[min(n, len(responses) - 1)]
         guidance = next(
             (
-                _text(m.get("content"))
+                text_of(m.get("content"))
                 for m in messages
-                if m.get("role") == "system" and "Private guidance" in _text(m.get("content"))
+                if m.get("role") == "system" and "Private guidance" in text_of(m.get("content"))
             ),
             None,
         )
         if guidance is None:
-            if "realistic mistakes" in _text(messages[0].get("content")):
+            if "realistic mistakes" in text_of(messages[0].get("content")):
                 return "Nothing can be changed here.", None
             return reply, None
         prescribed = _NOTE_CODE.search(guidance)
