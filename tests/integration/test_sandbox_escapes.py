@@ -265,8 +265,16 @@ def test_each_live_sandbox_has_a_host_uid_of_its_own(request):
         uids = []
         for marker in markers:
             assert _wait_for(f"sleep {marker}", True, 20), "a sandbox command never started"
-            # The command itself (not a wrapper whose command line merely contains it).
-            uids += [uid for _, uid, cmd in _host_processes() if cmd.strip() == f"sleep {marker}"][:1]
+            # The command itself (not a wrapper whose command line merely contains it, which can be seen before the
+            # command is exec'd: wait for the command itself).
+            deadline = time.monotonic() + 20
+            found: list[int] = []
+            while not found and time.monotonic() < deadline:
+                found = [uid for _, uid, cmd in _host_processes() if cmd.strip() == f"sleep {marker}"][:1]
+                if not found:
+                    time.sleep(0.05)
+            assert found, f"the sandbox's own 'sleep {marker}' process never appeared"
+            uids += found
         assert len(set(uids)) == len(boxes), f"sandboxes share host uids: {uids}"
         import pwd
 
